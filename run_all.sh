@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# ratelab's two entry points on a fresh Debian machine with Rust:
+#   ./run_all.sh          install redis-server if missing, build, run every experiment (full
+#                         profile) into results/latest/, draw the charts, write the report
+#   ./run_all.sh --test   the same set-up, then the whole test suite against real redis-servers
+# Extra arguments after the mode go to `ratelab all` (e.g. --profile quick, --out DIR).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+ensure_redis() {
+    if command -v redis-server >/dev/null 2>&1 && command -v redis-benchmark >/dev/null 2>&1; then
+        return
+    fi
+    local install="apt-get install -y redis-server redis-tools"
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "run_all: installing redis-server and redis-tools with apt-get" >&2
+        # RUNLEVEL=1 keeps the package's init script from starting a system-wide redis on 6379:
+        # ratelab starts and stops its own servers.
+        export DEBIAN_FRONTEND=noninteractive RUNLEVEL=1
+        apt-get update -qq >/dev/null || true
+        $install -qq >/dev/null
+    else
+        echo "run_all: redis-server is missing; install it first with:" >&2
+        echo "    sudo $install" >&2
+        exit 1
+    fi
+}
+
+mode=run
+if [ "${1:-}" = "--test" ]; then
+    mode=test
+    shift
+fi
+
+ensure_redis
+echo "run_all: $(redis-server --version)" >&2
+
+if [ "$mode" = test ]; then
+    cargo test --all-targets "$@"
+    exit 0
+fi
+
+cargo build --release
+./target/release/ratelab all --profile full "$@"

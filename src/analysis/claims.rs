@@ -1,0 +1,225 @@
+//! Published claims (analysis/claims.toml, embedded) judged against this run's CSVs.
+
+use super::stats::Summary;
+use super::table::{matches, number, read_rows, Row};
+use super::AnalysisError;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const CLAIMS: &str = include_str!("../../analysis/claims.toml");
+
+/// One published figure and how to judge it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Claim {
+    pub id: String,
+    pub experiment: String,
+    pub seed: String,
+    pub text: String,
+    pub file: String,
+    pub statistic: String,
+    #[serde(default)]
+    pub select: BTreeMap<String, String>,
+    pub published: f64,
+    #[serde(default)]
+    pub published_column: Option<String>,
+    #[serde(default)]
+    pub tolerance: f64,
+    pub judge: Judge,
+}
+
+/// How a claim is judged.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Judge {
+    AllEqual,
+    MeanWithin,
+    AllAtLeast,
+    TraceOrder,
+}
+
+#[derive(Deserialize)]
+struct ClaimsFile {
+    claim: Vec<Claim>,
+}
+
+/// Every claim in the embedded claims file.
+pub fn all() -> Result<Vec<Claim>, AnalysisError> {
+    let file: ClaimsFile =
+        toml::from_str(CLAIMS).map_err(|e| AnalysisError::Claims(e.to_string()))?;
+    Ok(file.claim)
+}
+
+/// The verdict on one claim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// What this run measured, in words.
+    pub measured: String,
+    /// Some(true) holds, Some(false) differs, None no data.
+    pub holds: Option<bool>,
+}
+
+/// Judges a claim against the experiment directory's CSV.
+pub fn judge(claim: &Claim, experiment_dir: &Path) -> Verdict {
+    let path = experiment_dir.join(&claim.file);
+    let rows = match read_rows(&path) {
+        Ok(rows) => rows,
+        Err(e) => {
+            return Verdict {
+                measured: format!("no data ({e})"),
+                holds: None,
+            }
+        }
+    };
+    let selected: Vec<&Row> = rows.iter().filter(|r| matches(r, &claim.select)).collect();
+    match claim.judge {
+        Judge::TraceOrder => trace_order(&selected),
+        _ => judge_numbers(claim, &selected),
+    }
+}
+
+/// The numeric judges: each row's statistic against `published` (or its `published_column`).
+fn judge_numbers(claim: &Claim, selected: &[&Row]) -> Verdict {
+    let pairs: Vec<(f64, f64)> = selected
+        .iter()
+        .filter_map(|r| {
+            let value = number(r, &claim.statistic)?;
+            let want = match &claim.published_column {
+                Some(col) => number(r, col)?,
+                None => claim.published,
+            };
+            Some((value, want))
+        })
+        .collect();
+    let values: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+    let Some(s) = Summary::of(&values) else {
+        return Verdict {
+            measured: "no matching rows".into(),
+            holds: None,
+        };
+    };
+    let measured = format!(
+        "mean {:.1}, min {}, max {} (n = {})",
+        s.mean, s.min, s.max, s.n
+    );
+    let holds = match claim.judge {
+        Judge::AllEqual => pairs.iter().all(|(v, w)| v == w),
+        Judge::AllAtLeast => pairs.iter().all(|(v, w)| v >= w),
+        Judge::MeanWithin => {
+            (s.mean - claim.published).abs() <= claim.tolerance * claim.published.abs()
+        }
+        Judge::TraceOrder => return trace_order(selected),
+    };
+    Verdict {
+        measured,
+        holds: Some(holds),
+    }
+}
+
+/// Seed 000's order: on the traced key, HMGET, HMGET, HSET, HSET from one client.
+fn trace_order(rows: &[&Row]) -> Verdict {
+    let on_key: Vec<&&Row> = rows
+        .iter()
+        .filter(|r| r.get("on_trace_key").map(String::as_str) == Some("true"))
+        .collect();
+    if on_key.len() < 4 {
+        return Verdict {
+            measured: format!("{} commands on the trace key", on_key.len()),
+            holds: None,
+        };
+    }
+    let first: Vec<&str> = on_key[..4]
+        .iter()
+        .map(|r| r.get("command").map(String::as_str).unwrap_or(""))
+        .collect();
+    // Later commands may come from the harness reading the final state; the order is about these four.
+    let clients: std::collections::BTreeSet<&str> = on_key[..4]
+        .iter()
+        .map(|r| r.get("client").map(String::as_str).unwrap_or(""))
+        .collect();
+    let holds = first == ["HMGET", "HMGET", "HSET", "HSET"] && clients.len() == 1;
+    Verdict {
+        measured: format!(
+            "first four: {}; {} client(s)",
+            first.join(", "),
+            clients.len()
+        ),
+        holds: Some(holds),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_claims_parse_and_ids_are_unique() {
+        let claims = all().unwrap();
+        let ids: std::collections::BTreeSet<_> = claims.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids.len(), claims.len());
+    }
+
+    #[test]
+    fn judges_a_csv() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("race.csv"),
+            "scenario,strategy,processes,in_flight,admitted,limit\nmatrix,naive-bucket,1,2,200,100\nmatrix,naive-bucket,1,2,166,100\n",
+        )
+        .unwrap();
+        let claims = all().unwrap();
+        let two = claims
+            .iter()
+            .find(|c| c.id == "race.one-process-two-in-flight")
+            .unwrap();
+        let v = judge(two, dir.path());
+        assert_eq!(v.holds, Some(false));
+        assert!(v.measured.contains("min 166"), "{}", v.measured);
+        let lua = claims.iter().find(|c| c.id == "race.lua-exact").unwrap();
+        assert_eq!(judge(lua, dir.path()).holds, None);
+    }
+
+    #[test]
+    fn trace_order_needs_one_client() {
+        let mk = |cmd: &str, client: &str| -> Row {
+            [
+                ("command", cmd),
+                ("client", client),
+                ("on_trace_key", "true"),
+            ]
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+        };
+        let good = [
+            mk("HMGET", "a"),
+            mk("HMGET", "a"),
+            mk("HSET", "a"),
+            mk("HSET", "a"),
+        ];
+        assert_eq!(
+            trace_order(&good.iter().collect::<Vec<_>>()).holds,
+            Some(true)
+        );
+        let two = [
+            mk("HMGET", "a"),
+            mk("HMGET", "b"),
+            mk("HSET", "a"),
+            mk("HSET", "b"),
+        ];
+        assert_eq!(
+            trace_order(&two.iter().collect::<Vec<_>>()).holds,
+            Some(false)
+        );
+        let alternating = [
+            mk("HMGET", "a"),
+            mk("HSET", "a"),
+            mk("HMGET", "a"),
+            mk("HSET", "a"),
+        ];
+        assert_eq!(
+            trace_order(&alternating.iter().collect::<Vec<_>>()).holds,
+            Some(false)
+        );
+    }
+}

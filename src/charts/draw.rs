@@ -1,0 +1,199 @@
+//! Chart-agnostic drawing helpers (palette, log ticks, category labels, header legend), kept
+//! apart from any one chart so later charts share one look.
+
+use plotters::coord::combinators::{LogCoord, WithKeyPoints};
+use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::{plot_err, ChartError};
+
+/// The drawing area every chart renders into.
+pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// Generic family: resvg maps it to an installed sans face (see `png.rs`).
+pub(crate) const FONT: &str = "sans-serif";
+
+/// Series colours (Tableau 10 minus red, which is reserved for limits/thresholds).
+pub(crate) const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+    RGBColor(188, 189, 34),
+];
+
+/// Colour of series `i`, cycling when there are more series than colours.
+pub(crate) fn color(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// A text style anchored at `h`/`v`; plotters' tuple-to-font conversions are verbose.
+pub(crate) fn font(size: f64, color: &RGBColor, h: HPos, v: VPos) -> TextStyle<'static> {
+    (FONT, size).into_font().color(color).pos(Pos::new(h, v))
+}
+
+/// Approximate rendered width of `text` in px, for laying out text plotters does not place.
+pub(crate) fn text_width(text: &str, size: f64) -> i32 {
+    // plotters' SVG backend emits font-size = size / 1.24; ~0.55 em per char in DejaVu Sans.
+    (text.chars().count() as f64 * size * 0.45).ceil() as i32
+}
+
+/// Log axis over `lo..hi` with 1-2-5 labelled ticks (only powers of ten past 5 decades);
+/// plotters' own log ticks can emit the same value twice, which renders as smeared labels.
+pub(crate) fn log_axis(lo: f64, hi: f64) -> WithKeyPoints<LogCoord<f64>> {
+    let bold_steps: &[u32] = if (hi / lo).log10() > 5.0 {
+        &[1]
+    } else {
+        &[1, 2, 5]
+    };
+    let (mut bold, mut light) = (Vec::new(), Vec::new());
+    let mut decade = 10f64.powf(lo.log10().floor());
+    while decade <= hi {
+        for step in 1..10u32 {
+            let v = decade * f64::from(step);
+            if !(lo..=hi).contains(&v) {
+                continue;
+            }
+            match bold_steps.contains(&step) {
+                true => bold.push(v),
+                false => light.push(v),
+            }
+        }
+        decade *= 10.0;
+    }
+    (lo..hi)
+        .log_scale()
+        .with_key_points(bold)
+        .with_light_points(light)
+}
+
+/// Category labels under x slots. A " (" in a label starts a second line; when even the
+/// smallest font collides with neighbours, odd slots drop below even ones (stagger).
+pub(crate) struct CategoryLabels {
+    lines: Vec<Vec<String>>,
+    size: f64,
+    stagger: bool,
+    max_lines: usize,
+    row_px: i32,
+    /// Height the x label area needs: labels plus the axis description below them.
+    pub(crate) area_px: u32,
+}
+
+impl CategoryLabels {
+    /// Lays out `labels` for slots `slot_px` wide; runs before the chart is built so the
+    /// x label area can be sized to fit.
+    pub(crate) fn new(labels: &[String], slot_px: f64) -> Self {
+        let lines: Vec<Vec<String>> = labels
+            .iter()
+            .map(|l| match l.split_once(" (") {
+                Some((head, rest)) => vec![head.to_string(), format!("({rest}")],
+                None => vec![l.clone()],
+            })
+            .collect();
+        let widest = lines.iter().flatten().map(|l| l.chars().count() + 1);
+        let per_px = widest.max().unwrap_or(1) as f64 * 0.45;
+        let size = (slot_px / per_px).clamp(10.0, 15.0);
+        let stagger = size * per_px > slot_px - 4.0;
+        let max_lines = lines.iter().map(Vec::len).max().unwrap_or(1);
+        let row_px = size as i32 + 3;
+        let rows = if stagger { 2 * max_lines } else { max_lines };
+        let area_px = (12 + rows as i32 * row_px + 26).max(0) as u32;
+        Self {
+            lines,
+            size,
+            stagger,
+            max_lines,
+            row_px,
+            area_px,
+        }
+    }
+
+    /// Draws label `i` centred below `axis_px(i)`, the pixel where slot `i` meets the x axis.
+    pub(crate) fn draw(
+        &self,
+        area: &Area,
+        axis_px: impl Fn(usize) -> (i32, i32),
+    ) -> Result<(), ChartError> {
+        let style = font(self.size, &BLACK, HPos::Center, VPos::Top);
+        for (i, parts) in self.lines.iter().enumerate() {
+            let (x, y) = axis_px(i);
+            let first_row = if self.stagger && i % 2 == 1 {
+                self.max_lines
+            } else {
+                0
+            };
+            if first_row > 0 {
+                // A faint leader ties a dropped label back to its slot.
+                let bottom = y + 4 + first_row as i32 * self.row_px;
+                let leader = PathElement::new(vec![(x, y + 2), (x, bottom)], BLACK.mix(0.25));
+                area.draw(&leader).map_err(plot_err)?;
+            }
+            for (row, part) in parts.iter().enumerate() {
+                let pos = (x, y + 6 + (first_row + row) as i32 * self.row_px);
+                area.draw(&Text::new(part.as_str(), pos, style.clone()))
+                    .map_err(plot_err)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How a legend entry is marked.
+pub(crate) enum Marker {
+    Dot(RGBColor),
+    Line(RGBColor),
+    Dashed(RGBColor),
+}
+
+/// Draws a one-row legend starting at `(x, y)`; charts put it in a header band so it can
+/// never cover data.
+pub(crate) fn legend(
+    area: &Area,
+    (mut x, y): (i32, i32),
+    items: &[(Marker, &str)],
+) -> Result<(), ChartError> {
+    const SIZE: f64 = 15.0;
+    let style = font(SIZE, &BLACK, HPos::Left, VPos::Center);
+    for (marker, name) in items {
+        let swatch = vec![(x, y), (x + 20, y)];
+        match marker {
+            Marker::Dot(c) => area.draw(&Circle::new((x + 10, y), 5, c.filled())),
+            Marker::Line(c) => area.draw(&PathElement::new(swatch, c.stroke_width(2))),
+            Marker::Dashed(c) => {
+                area.draw(&DashedPathElement::new(swatch, 7, 4, c.stroke_width(2)))
+            }
+        }
+        .map_err(plot_err)?;
+        area.draw(&Text::new(*name, (x + 26, y), style.clone()))
+            .map_err(plot_err)?;
+        x += 26 + text_width(name, SIZE) + 26;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plotters::coord::ranged1d::{BoldPoints, Ranged};
+
+    #[test]
+    fn log_axis_labels_1_2_5_without_duplicates() {
+        let axis = log_axis(50.0, 1300.0);
+        let ticks = axis.key_points(BoldPoints(100));
+        assert_eq!(ticks, vec![50.0, 100.0, 200.0, 500.0, 1000.0]);
+    }
+
+    #[test]
+    fn labels_stagger_only_when_crowded() {
+        let labels: Vec<String> = vec!["1x1".into(), "1x500 (seed 001)".into()];
+        let roomy = CategoryLabels::new(&labels, 200.0);
+        assert!(!roomy.stagger);
+        assert_eq!(roomy.lines[1], ["1x500", "(seed 001)"]);
+        assert!(CategoryLabels::new(&labels, 30.0).stagger);
+    }
+}

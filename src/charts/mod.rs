@@ -1,0 +1,189 @@
+//! Offline chart rendering: every chart is rebuilt from the CSVs an experiment left behind,
+//! so charts can be regenerated (or restyled) without re-running anything against Redis.
+
+mod draw;
+mod png;
+mod race;
+
+pub use png::svg_to_png;
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Everything that can go wrong while turning a results CSV into chart files.
+#[derive(Debug, thiserror::Error)]
+pub enum ChartError {
+    /// The CSV could not be read or a row did not match the expected columns.
+    #[error("csv: {0}")]
+    Csv(#[from] csv::Error),
+    /// Reading the CSV/SVG or writing a chart file failed.
+    #[error("io: {0}")]
+    Io(#[from] io::Error),
+    /// plotters failed while drawing the SVG.
+    #[error("plot: {0}")]
+    Plot(String),
+    /// The SVG could not be rasterised or the PNG could not be encoded.
+    #[error("png: {0}")]
+    Png(String),
+    /// The CSV has a header but no data rows, so there is nothing to draw.
+    #[error("no data rows in {}", .0.display())]
+    Empty(PathBuf),
+    /// The experiment dir has no CSV for this chart.
+    #[error("missing {}", .0.display())]
+    Missing(PathBuf),
+}
+
+/// One chartable experiment: its id (= results subdir name), the CSV it reads, and its renderer.
+struct Experiment {
+    id: &'static str,
+    csv: &'static str,
+    render: fn(&Path) -> Result<Vec<PathBuf>, ChartError>,
+}
+
+/// The registry of experiments that have charts; add a row here when a new chart module lands.
+const EXPERIMENTS: &[Experiment] = &[Experiment {
+    id: "race",
+    csv: race::CSV_NAME,
+    render: race::render,
+}];
+
+/// Renders every chart whose CSV exists under `results_dir` (one subdir per experiment id),
+/// returning the written files and, separately, the charts that failed, so one bad CSV
+/// never hides the others.
+pub fn render_all(results_dir: &Path) -> (Vec<PathBuf>, Vec<(String, ChartError)>) {
+    let mut written = Vec::new();
+    let mut problems = Vec::new();
+    for exp in EXPERIMENTS {
+        let dir = results_dir.join(exp.id);
+        // Experiments that were never run simply have no CSV; that is not a problem.
+        if !dir.join(exp.csv).is_file() {
+            continue;
+        }
+        match (exp.render)(&dir) {
+            Ok(paths) => written.extend(paths),
+            Err(e) => problems.push((exp.id.to_string(), e)),
+        }
+    }
+    (written, problems)
+}
+
+/// Renders the charts of one experiment dir by experiment id, so the CLI can redraw a
+/// single experiment; ids without a chart yield `Ok(vec![])`.
+pub fn render_experiment(id: &str, experiment_dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
+    match EXPERIMENTS.iter().find(|e| e.id == id) {
+        Some(exp) => (exp.render)(experiment_dir),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Writes `bytes` to `path` via `path.tmp` + rename, so a crash never leaves a half-written chart.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ChartError> {
+    let mut tmp_name = path.as_os_str().to_owned();
+    tmp_name.push(".tmp");
+    let tmp = PathBuf::from(tmp_name);
+    if let Err(e) = fs::write(&tmp, bytes).and_then(|()| fs::rename(&tmp, path)) {
+        // Best effort: do not leave the temp file lying around next to the results.
+        let _ = fs::remove_file(&tmp);
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+/// Writes `dir/{stem}.svg` and its rasterised `dir/{stem}.png`; shared by all chart modules.
+pub(crate) fn write_chart(dir: &Path, stem: &str, svg: &str) -> Result<Vec<PathBuf>, ChartError> {
+    let svg_path = dir.join(format!("{stem}.svg"));
+    let png_path = dir.join(format!("{stem}.png"));
+    write_atomic(&svg_path, svg.as_bytes())?;
+    svg_to_png(&svg_path, &png_path)?;
+    Ok(vec![svg_path, png_path])
+}
+
+/// Converts any plotters drawing error into our error type (they are generic over the backend).
+pub(crate) fn plot_err<E: std::fmt::Display>(e: E) -> ChartError {
+    ChartError::Plot(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The real race.csv layout plus an unknown trailing column, which must be ignored.
+    const CSV: &str = "\
+scenario,strategy,processes,in_flight,trial,checks,admitted,denied,errors,limit,final_state,elapsed_ms,note
+matrix,naive-bucket,1,1,0,1000,100,900,0,100,0,12.5,x
+matrix,naive-bucket,1,2,0,1000,200,800,0,100,0,10.1,x
+matrix,lua-bucket,1,1,0,1000,100,900,0,100,0,9.0,x
+matrix,lua-bucket,1,2,0,1000,100,900,0,100,0,9.0,x
+seed001,naive-window,1,500,0,500,500,0,0,100,500,3.2,x
+seed001,incr-window,1,500,0,500,100,400,0,100,500,3.1,x
+";
+
+    fn race_dir(root: &Path, csv: &str) -> PathBuf {
+        let dir = root.join("race");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("race.csv"), csv).unwrap();
+        dir
+    }
+
+    #[test]
+    fn race_renders_svg_and_png() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = race_dir(tmp.path(), CSV);
+        let paths = render_experiment("race", &dir).unwrap();
+        assert_eq!(paths, vec![dir.join("race.svg"), dir.join("race.png")]);
+        let svg = fs::read_to_string(dir.join("race.svg")).unwrap();
+        assert!(svg.contains("<svg"));
+        assert!(svg.contains("limit"));
+        for s in ["naive-bucket", "lua-bucket", "naive-window", "incr-window"] {
+            assert!(svg.contains(s), "svg lacks strategy {s}");
+        }
+        let png = fs::read(dir.join("race.png")).unwrap();
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+        assert!(!dir.join("race.svg.tmp").exists() && !dir.join("race.png.tmp").exists());
+    }
+
+    #[test]
+    fn header_only_csv_is_empty_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let header = CSV.lines().next().unwrap();
+        let dir = race_dir(tmp.path(), &format!("{header}\n"));
+        let err = render_experiment("race", &dir).unwrap_err();
+        assert!(
+            matches!(err, ChartError::Empty(ref p) if p.ends_with("race.csv")),
+            "{err}"
+        );
+        assert!(!dir.join("race.svg").exists());
+    }
+
+    #[test]
+    fn unknown_experiment_renders_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(render_experiment("nope", tmp.path()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn render_all_skips_unknown_dirs() {
+        let tmp = tempfile::tempdir().unwrap();
+        race_dir(tmp.path(), CSV);
+        let other = tmp.path().join("mystery");
+        fs::create_dir_all(&other).unwrap();
+        fs::write(other.join("mystery.csv"), "a,b\n1,2\n").unwrap();
+        let (written, problems) = render_all(tmp.path());
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(written.len(), 2);
+        assert!(written
+            .iter()
+            .all(|p| p.starts_with(tmp.path().join("race"))));
+    }
+
+    #[test]
+    fn render_all_reports_bad_csv_without_panicking() {
+        let tmp = tempfile::tempdir().unwrap();
+        race_dir(tmp.path(), "scenario,strategy\nmatrix,x\n");
+        let (written, problems) = render_all(tmp.path());
+        assert!(written.is_empty());
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].0, "race");
+    }
+}

@@ -1,0 +1,300 @@
+//! The race chart: admitted requests per (processes x in-flight) configuration and strategy,
+//! one dot per trial, against the configured limit; it shows which limiters leak under races.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, VPos};
+use serde::Deserialize;
+
+use super::draw::{color, font, legend, log_axis, Area, CategoryLabels, Marker};
+use super::{plot_err, write_chart, ChartError};
+
+/// The CSV the race experiment writes into its dir.
+pub(crate) const CSV_NAME: &str = "race.csv";
+const SIZE: (u32, u32) = (1200, 700);
+const MARGIN_LEFT: u32 = 10;
+/// Room right of the plot for the red "limit" tag.
+const MARGIN_RIGHT: u32 = 60;
+const Y_LABEL_PX: u32 = 70;
+/// Horizontal pixels not available to slots; lets labels be laid out before plotters runs.
+const PLOT_INSET: u32 = MARGIN_LEFT + MARGIN_RIGHT + Y_LABEL_PX;
+/// Share of a slot's width used by the strategies' columns.
+const SLOT_FILL: f64 = 0.8;
+
+/// The columns the chart needs; columns are matched by header name, extra ones are ignored.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct RaceRow {
+    scenario: String,
+    strategy: String,
+    processes: u32,
+    in_flight: u32,
+    checks: u64,
+    admitted: u64,
+    limit: u64,
+}
+
+/// One x-axis slot: a (scenario, processes, in_flight) configuration.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Slot {
+    key: (String, u32, u32),
+    label: String,
+    /// Distinct limits seen in this slot, in first-appearance order.
+    limits: Vec<u64>,
+    /// Admitted counts per trial, indexed like `Grouped::strategies`.
+    admitted: Vec<Vec<u64>>,
+}
+
+/// Rows arranged for drawing: strategy order and slot order are both first-appearance,
+/// with the "matrix" scenario's slots ahead of any other scenario's.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Grouped {
+    strategies: Vec<String>,
+    slots: Vec<Slot>,
+    max_checks: u64,
+}
+
+/// Reads the race CSV; a header-only file is `Empty` so callers never draw a blank chart.
+pub(crate) fn read_rows(path: &Path) -> Result<Vec<RaceRow>, ChartError> {
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_path(path)?;
+    let rows = reader.deserialize().collect::<Result<Vec<RaceRow>, _>>()?;
+    if rows.is_empty() {
+        return Err(ChartError::Empty(path.to_path_buf()));
+    }
+    Ok(rows)
+}
+
+/// "1x500" for the matrix, "1x500 (seed 001)" for seeded scenarios, "1x500 (other)" otherwise.
+fn slot_label(scenario: &str, processes: u32, in_flight: u32) -> String {
+    let config = format!("{processes}x{in_flight}");
+    match scenario {
+        "matrix" => config,
+        s => match s.strip_prefix("seed") {
+            Some(n) => format!("{config} (seed {n})"),
+            None => format!("{config} ({s})"),
+        },
+    }
+}
+
+/// Groups rows into slots and strategies (see `Grouped`); pure so it is unit-testable.
+pub(crate) fn group(rows: &[RaceRow]) -> Grouped {
+    let mut strategies: Vec<String> = Vec::new();
+    for r in rows {
+        if !strategies.contains(&r.strategy) {
+            strategies.push(r.strategy.clone());
+        }
+    }
+    let mut slots: Vec<Slot> = Vec::new();
+    for r in rows {
+        let key = (r.scenario.clone(), r.processes, r.in_flight);
+        let idx = slots.iter().position(|s| s.key == key).unwrap_or_else(|| {
+            let label = slot_label(&r.scenario, r.processes, r.in_flight);
+            let (limits, admitted) = (Vec::new(), vec![Vec::new(); strategies.len()]);
+            slots.push(Slot {
+                key,
+                label,
+                limits,
+                admitted,
+            });
+            slots.len() - 1
+        });
+        let slot = &mut slots[idx];
+        if !slot.limits.contains(&r.limit) {
+            slot.limits.push(r.limit);
+        }
+        // Every strategy was collected above, so the lookup always succeeds.
+        if let Some(s) = strategies.iter().position(|s| *s == r.strategy) {
+            slot.admitted[s].push(r.admitted);
+        }
+    }
+    // Stable sort: matrix first, other scenarios keep their first-appearance order.
+    slots.sort_by_key(|s| s.key.0 != "matrix");
+    let max_checks = rows.iter().map(|r| r.checks).max().unwrap_or(0);
+    Grouped {
+        strategies,
+        slots,
+        max_checks,
+    }
+}
+
+/// Renders `dir/race.csv` into `dir/race.svg` and `dir/race.png`.
+pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
+    let csv_path = dir.join(CSV_NAME);
+    if !csv_path.is_file() {
+        return Err(ChartError::Missing(csv_path));
+    }
+    let grouped = group(&read_rows(&csv_path)?);
+    let mut svg = String::new();
+    draw(&mut svg, &grouped)?;
+    write_chart(dir, "race", &svg)
+}
+
+/// Log y range: above 0, the limit (or smallest admitted) with room below, checks with room above.
+fn y_range(g: &Grouped) -> (f64, f64) {
+    let admitted: Vec<u64> = g.slots.iter().flat_map(|s| s.admitted.concat()).collect();
+    let min_limit = g.slots.iter().flat_map(|s| s.limits.clone()).min();
+    let min_limit = min_limit.unwrap_or(1) as f64;
+    // Zero cannot sit on a log axis, so it does not pull the range down.
+    let min_admitted = admitted.iter().filter(|a| **a > 0).min();
+    let min_admitted = min_admitted.map_or(f64::MAX, |a| *a as f64);
+    let lo = (min_limit / 2.0).min(min_admitted / 1.5).max(0.5);
+    let top = g.max_checks.max(admitted.into_iter().max().unwrap_or(0)) as f64;
+    (lo, (top.max(min_limit) * 1.3).max(lo * 4.0))
+}
+
+/// Draws the whole chart into `svg`; `Grouped` must hold at least one slot.
+fn draw(svg: &mut String, g: &Grouped) -> Result<(), ChartError> {
+    let (lo, hi) = y_range(g);
+    let limits: BTreeSet<u64> = g.slots.iter().flat_map(|s| s.limits.clone()).collect();
+    let limit_text: Vec<String> = limits.iter().map(u64::to_string).collect();
+    let (n, ns) = (g.slots.len(), g.strategies.len().max(1));
+    let labels: Vec<String> = g.slots.iter().map(|s| s.label.clone()).collect();
+    let slot_px = f64::from(SIZE.0 - PLOT_INSET) / n.max(1) as f64;
+    let category_labels = CategoryLabels::new(&labels, slot_px);
+
+    let root: Area = SVGBackend::with_string(svg, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let (header, body) = root.split_vertically(80); // title + legend band
+    let title = format!(
+        "race: admitted per configuration (limit = {}), each dot one trial",
+        limit_text.join(", ")
+    );
+    let title_font = font(22.0, &BLACK, HPos::Center, VPos::Top);
+    header
+        .draw(&Text::new(title, (SIZE.0 as i32 / 2, 14), title_font))
+        .map_err(plot_err)?;
+
+    let mut chart = ChartBuilder::on(&body)
+        .margin_left(MARGIN_LEFT)
+        .margin_right(MARGIN_RIGHT)
+        .margin_bottom(10)
+        .x_label_area_size(category_labels.area_px)
+        .y_label_area_size(Y_LABEL_PX)
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), log_axis(lo, hi))
+        .map_err(plot_err)?;
+    // x ticks are categorical, so plotters' numeric x labels are off and drawn by hand below.
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(0)
+        .bold_line_style(BLACK.mix(0.12))
+        .light_line_style(BLACK.mix(0.04))
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .x_desc("processes x in-flight per process")
+        .y_desc("admitted (log)")
+        .label_style((super::draw::FONT, 14))
+        .axis_desc_style((super::draw::FONT, 16))
+        .draw()
+        .map_err(plot_err)?;
+
+    // Slot separators; a darker one where the scenario changes (matrix -> seeded runs).
+    let separators = (1..n).map(|i| {
+        let strong = g.slots[i].key.0 != g.slots[i - 1].key.0;
+        let style = match strong {
+            true => BLACK.mix(0.45).stroke_width(2),
+            false => BLACK.mix(0.12).stroke_width(1),
+        };
+        let x = i as f64 - 0.5;
+        PathElement::new(vec![(x, lo), (x, hi)], style)
+    });
+    chart.draw_series(separators).map_err(plot_err)?;
+
+    // Limit: one segment per slot so differing limits per configuration stay honest.
+    let red = RED.stroke_width(2);
+    for (i, slot) in g.slots.iter().enumerate() {
+        for &limit in &slot.limits {
+            let (x, y) = (i as f64, (limit as f64).max(lo));
+            let series = DashedLineSeries::new([(x - 0.5, y), (x + 0.5, y)], 8, 4, red);
+            chart.draw_series(series).map_err(plot_err)?;
+        }
+    }
+
+    let band = SLOT_FILL / ns as f64;
+    // Jitter and mean dash scale with the band but stay compact when slots are wide.
+    let (spread, half_dash) = (
+        (band * 0.5).min(20.0 / slot_px),
+        (band * 0.4).min(12.0 / slot_px),
+    );
+    for (i, slot) in g.slots.iter().enumerate() {
+        for (s, trials) in slot.admitted.iter().enumerate() {
+            if trials.is_empty() {
+                continue;
+            }
+            let cx = i as f64 - SLOT_FILL / 2.0 + (s as f64 + 0.5) * band;
+            // Mean first so the trial dots stay visible on top of it.
+            let mean = (trials.iter().sum::<u64>() as f64 / trials.len() as f64).max(lo);
+            let dash = vec![(cx - half_dash, mean), (cx + half_dash, mean)];
+            let dash = PathElement::new(dash, BLACK.stroke_width(2));
+            chart.draw_series(std::iter::once(dash)).map_err(plot_err)?;
+            // Deterministic golden-ratio jitter spreads identical trials into a visible cluster;
+            // zero (impossible on a log axis) sits on the bottom edge.
+            let dots = trials.iter().enumerate().map(|(k, &a)| {
+                let j = ((k as f64 * 0.618_034) % 1.0 - 0.5) * spread;
+                Circle::new((cx + j, (a as f64).max(lo)), 4, color(s).mix(0.6).filled())
+            });
+            chart.draw_series(dots).map_err(plot_err)?;
+        }
+    }
+
+    // Category labels and "limit" tags go in pixels, outside the plot area.
+    category_labels.draw(&root, |i| chart.backend_coord(&(i as f64, lo)))?;
+    let red_font = font(14.0, &RED, HPos::Left, VPos::Center);
+    for &limit in &limits {
+        let (x, y) = chart.backend_coord(&(n as f64 - 0.5, (limit as f64).max(lo)));
+        root.draw(&Text::new("limit", (x + 6, y), red_font.clone()))
+            .map_err(plot_err)?;
+    }
+
+    let mut items: Vec<(Marker, &str)> = (g.strategies.iter().enumerate())
+        .map(|(s, name)| (Marker::Dot(color(s)), name.as_str()))
+        .collect();
+    items.push((Marker::Line(BLACK), "mean of trials"));
+    items.push((Marker::Dashed(RED), "limit"));
+    let (plot_left, _) = chart.backend_coord(&(-0.5, lo));
+    legend(&header, (plot_left, 60), &items)?;
+    root.present().map_err(plot_err)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows from "scenario,strategy,processes,in_flight,admitted" lines (checks 1000, limit 100);
+    /// the columns are deliberately in a different order than the real CSV.
+    fn rows(lines: &[&str]) -> Vec<RaceRow> {
+        let body: String = lines.iter().map(|l| format!("{l},1000,100\n")).collect();
+        let csv = format!("scenario,strategy,processes,in_flight,admitted,checks,limit\n{body}");
+        let mut reader = csv::Reader::from_reader(csv.as_bytes());
+        reader.deserialize().collect::<Result<_, _>>().unwrap()
+    }
+
+    #[test]
+    fn group_orders_by_first_appearance_with_matrix_first() {
+        let g = group(&rows(&[
+            "seed001,naive-window,1,500,500",
+            "matrix,lua-bucket,4,8,100",
+            "matrix,naive-bucket,1,1,100",
+            "matrix,lua-bucket,1,1,100",
+            "matrix,naive-bucket,4,8,300",
+            "matrix,naive-bucket,4,8,310",
+        ]));
+        assert_eq!(g.strategies, ["naive-window", "lua-bucket", "naive-bucket"]);
+        let labels: Vec<&str> = g.slots.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["4x8", "1x1", "1x500 (seed 001)"]);
+        assert_eq!(g.slots[0].admitted, vec![vec![], vec![100], vec![300, 310]]);
+        assert_eq!(g.slots[0].limits, vec![100]);
+        assert_eq!(g.max_checks, 1000);
+    }
+
+    #[test]
+    fn y_range_spans_half_limit_to_checks() {
+        let g = group(&rows(&["matrix,a,1,1,100", "matrix,a,1,2,40"]));
+        let (lo, hi) = y_range(&g);
+        assert!((lo - 40.0 / 1.5).abs() < 1e-9, "{lo}");
+        assert!((hi - 1300.0).abs() < 1e-9, "{hi}");
+    }
+}

@@ -1,0 +1,68 @@
+//! The validated options every experiment runs with; experiments never see clap.
+
+use crate::experiments::params::Profile;
+use crate::load::ClientTimeouts;
+use crate::server::pin::PinPlan;
+use crate::server::{RedisServer, ServerError, ServerOptions, Target};
+use std::path::PathBuf;
+
+/// Everything an experiment needs besides its own parameters.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// Results go to `out_dir/<id>/`.
+    pub out_dir: PathBuf,
+    /// quick or full.
+    pub profile: Profile,
+    /// `--set` overrides, already split into name and value.
+    pub sets: Vec<(String, String)>,
+    /// redis-server binary for managed servers.
+    pub redis_server: PathBuf,
+    /// A server the user runs, instead of a managed one.
+    pub redis_url: Option<String>,
+    /// The ratelab binary that worker processes re-execute.
+    pub worker_exe: PathBuf,
+    /// Redis on one core, harness on the others.
+    pub pin: PinPlan,
+    /// Root of every random choice; recorded in meta.json.
+    pub seed: u64,
+    /// Client timeouts of the load generator.
+    pub timeouts: ClientTimeouts,
+    /// Show progress bars (a terminal, not CI).
+    pub progress: bool,
+}
+
+impl Ctx {
+    /// Defaults for tests and library users: quick profile, `redis-server` on PATH, pinned.
+    pub fn new(out_dir: PathBuf, worker_exe: PathBuf) -> Self {
+        Ctx {
+            out_dir,
+            profile: Profile::Quick,
+            sets: Vec::new(),
+            redis_server: PathBuf::from("redis-server"),
+            redis_url: None,
+            worker_exe,
+            pin: PinPlan::detect(),
+            seed: 0x5eed,
+            timeouts: ClientTimeouts::default(),
+            progress: false,
+        }
+    }
+
+    /// Starts a pinned server of our own, or wraps the user's `--redis-url`.
+    pub fn target(&self) -> Result<Target, ServerError> {
+        if let Some(url) = &self.redis_url {
+            return Ok(Target::External { url: url.clone() });
+        }
+        let opts = ServerOptions {
+            binary: self.redis_server.clone(),
+            cpus: self.pin.redis.clone(),
+            ..ServerOptions::default()
+        };
+        Ok(Target::Managed(RedisServer::start(&opts)?))
+    }
+
+    /// Restricts the calling thread (the harness) to its share of the CPUs.
+    pub fn pin_harness(&self) -> std::io::Result<()> {
+        crate::server::pin::pin_current_thread(&self.pin.harness)
+    }
+}

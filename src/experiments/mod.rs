@@ -1,0 +1,65 @@
+//! One module per experiment behind one shape: a `Params` struct whose defaults live in
+//! `experiments/<id>.toml`, and a `run(&Ctx)` that writes raw rows and meta.json.
+
+mod common;
+pub mod params;
+pub mod race;
+
+pub use common::{Concurrency, ExperimentError, Phase, PhaseError, RunRecord};
+
+use crate::context::Ctx;
+use params::{ExperimentInfo, ParamError};
+use std::path::PathBuf;
+
+/// Every experiment the harness can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Experiment {
+    /// Naive read-then-write limiters vs atomic ones under overlapping requests (seeds 000, 001).
+    Race,
+}
+
+impl Experiment {
+    /// All experiments, in the order `all` runs them.
+    pub const ALL: &'static [Experiment] = &[Experiment::Race];
+
+    /// The id used on the command line and as the results subdirectory.
+    pub fn id(self) -> &'static str {
+        match self {
+            Experiment::Race => "race",
+        }
+    }
+
+    /// The embedded parameter file.
+    pub fn params_toml(self) -> &'static str {
+        match self {
+            Experiment::Race => include_str!("../../experiments/race.toml"),
+        }
+    }
+
+    /// Seeds and summary from the parameter file.
+    pub fn info(self) -> Result<ExperimentInfo, ParamError> {
+        params::info(self.params_toml())
+    }
+
+    /// Looks an id up, or says which ids exist.
+    pub fn from_id(id: &str) -> Result<Self, ExperimentError> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|e| e.id() == id)
+            .ok_or_else(|| {
+                let valid: Vec<_> = Self::ALL.iter().map(|e| e.id()).collect();
+                ExperimentError::Unknown {
+                    id: id.to_string(),
+                    valid: valid.join(", "),
+                }
+            })
+    }
+
+    /// Runs the experiment into `ctx.out_dir/<id>/` and returns that directory.
+    pub fn run(self, ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
+        match self {
+            Experiment::Race => race::run(ctx),
+        }
+    }
+}

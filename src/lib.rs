@@ -1,0 +1,25 @@
+//! ratelab reproduces, against a real redis-server, the measurements published in four write-ups
+//! about Redis-backed rate limiters, and writes the raw data, charts and a report beside them.
+//!
+//! # Layout
+//! - [`cli`]: clap types, validated once into a [`context::Ctx`]; nothing else sees clap.
+//! - [`app`]: the command-line edge: runs commands, prints where results are.
+//! - [`context`]: the options every experiment runs with (profile, output, server, pinning, seed).
+//! - [`server`]: starts, pins, signals and always stops redis-server; INFO parsing; `--redis-url`.
+//! - [`limiter`]: one file per strategy; Lua in `limiter/lua/*.lua`.
+//! - [`load`]: closed-loop load from worker processes (the binary re-executed as `worker`).
+//! - [`record`]: CSV sinks flushed per row, atomic result directories, meta.json, MONITOR.
+//! - [`experiments`]: one module per experiment id, parameters from `experiments/<id>.toml`.
+//! - [`charts`]: SVG and PNG charts drawn from the CSVs alone.
+//! - [`analysis`]: summaries and REPORT.md from the CSVs alone.
+
+pub mod analysis;
+pub mod app;
+pub mod charts;
+pub mod cli;
+pub mod context;
+pub mod experiments;
+pub mod limiter;
+pub mod load;
+pub mod record;
+pub mod server;

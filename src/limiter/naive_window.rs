@@ -1,0 +1,36 @@
+//! Seed 001's old middleware: GET the window's counter, decide in the client, then MULTI INCR
+//! EXPIRE. The MULTI makes the write atomic, but the read and the decision stay outside it.
+
+use super::{unix_ms, Decision, LimitSpec, LimiterError};
+use redis::aio::MultiplexedConnection;
+
+pub(super) async fn check(
+    con: &mut MultiplexedConnection,
+    key: &str,
+    spec: &LimitSpec,
+) -> Result<Decision, LimiterError> {
+    let window = spec.window_key(key, unix_ms());
+    let used: Option<i64> = redis::cmd("GET").arg(&window).query_async(con).await?;
+    let used = used.unwrap_or(0);
+    let limit = spec.capacity as i64;
+    if used >= limit {
+        return Ok(Decision {
+            allowed: false,
+            remaining: 0,
+            retry_ms: 0,
+        });
+    }
+    redis::pipe()
+        .atomic()
+        .incr(&window, 1)
+        .ignore()
+        .expire(&window, spec.window_ttl_secs() as i64)
+        .ignore()
+        .query_async::<()>(con)
+        .await?;
+    Ok(Decision {
+        allowed: true,
+        remaining: limit - used - 1,
+        retry_ms: 0,
+    })
+}

@@ -1,0 +1,167 @@
+//! Multi-process closed loop. Each worker is this binary re-executed as the hidden `worker`
+//! subcommand: a real OS process, as the seeds' Node processes and pods were.
+//!
+//! Protocol on the worker's stdin/stdout, one line each: parent sends the spec (JSON); worker
+//! connects and answers `ready`; parent sends `go` to all workers at once, so they overlap; worker
+//! answers its tally (JSON) and exits. A worker that fails says why on stderr and exits non-zero.
+
+use super::closed::{connect, run_checks};
+use super::{CheckTally, LoadError, WorkerSpec};
+use crate::server::{pin, set_parent_death_signal};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdout, Command, Stdio};
+
+/// A closed-loop run: `processes` workers sharing `template.checks` checks between them.
+#[derive(Debug, Clone)]
+pub struct ClosedLoop<'a> {
+    /// The ratelab binary to re-execute.
+    pub exe: &'a Path,
+    /// CPUs the workers are pinned to (empty: not pinned).
+    pub cpus: &'a [usize],
+    /// Number of worker processes.
+    pub processes: usize,
+    /// Spec of every worker; `checks` is the total across all of them.
+    pub template: WorkerSpec,
+}
+
+/// Splits `total` as evenly as possible over `parts` (the first ones take the remainder).
+pub fn split_checks(total: u64, parts: usize) -> Vec<u64> {
+    let parts = parts.max(1) as u64;
+    (0..parts)
+        .map(|i| total / parts + u64::from(i < total % parts))
+        .collect()
+}
+
+struct Running {
+    child: Child,
+    stdout: BufReader<ChildStdout>,
+}
+
+/// Runs the workers to completion and merges their tallies.
+pub fn run_closed_loop(plan: &ClosedLoop) -> Result<CheckTally, LoadError> {
+    let mut running = Vec::with_capacity(plan.processes);
+    for checks in split_checks(plan.template.checks, plan.processes) {
+        let spec = WorkerSpec {
+            checks,
+            ..plan.template.clone()
+        };
+        running.push(spawn_worker(plan, &spec)?);
+    }
+    // Every worker connected before any starts, so the processes overlap from the first check.
+    for (index, worker) in running.iter_mut().enumerate() {
+        let line = read_line(worker, index)?;
+        if line != "ready" {
+            return Err(LoadError::Protocol(format!(
+                "worker {index} said `{line}`, expected ready"
+            )));
+        }
+    }
+    for worker in running.iter_mut() {
+        if let Some(stdin) = worker.child.stdin.as_mut() {
+            stdin.write_all(b"go\n")?;
+            stdin.flush()?;
+        }
+    }
+    let mut merged = CheckTally::default();
+    for (index, worker) in running.iter_mut().enumerate() {
+        let line = read_line(worker, index)?;
+        merged.merge(serde_json::from_str(&line)?);
+        let status = worker.child.wait()?;
+        crate::server::unregister(worker.child.id());
+        if !status.success() {
+            return Err(LoadError::Worker {
+                index,
+                detail: format!("exited with {status}"),
+            });
+        }
+    }
+    Ok(merged)
+}
+
+fn spawn_worker(plan: &ClosedLoop, spec: &WorkerSpec) -> Result<Running, LoadError> {
+    let mut cmd = Command::new(plan.exe);
+    cmd.arg("worker")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    set_parent_death_signal(&mut cmd);
+    pin::pin_command(&mut cmd, plan.cpus);
+    let mut child = cmd.spawn().map_err(|source| LoadError::Spawn {
+        exe: plan.exe.display().to_string(),
+        source,
+    })?;
+    crate::server::register(child.id());
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| LoadError::Protocol("no stdout".into()))?;
+    if let Some(stdin) = child.stdin.as_mut() {
+        writeln!(stdin, "{}", serde_json::to_string(spec)?)?;
+        stdin.flush()?;
+    }
+    Ok(Running {
+        child,
+        stdout: BufReader::new(stdout),
+    })
+}
+
+/// Reads one protocol line; on EOF the worker died, so its stderr explains why.
+fn read_line(worker: &mut Running, index: usize) -> Result<String, LoadError> {
+    let mut line = String::new();
+    if worker.stdout.read_line(&mut line)? == 0 {
+        let mut stderr = String::new();
+        if let Some(mut err) = worker.child.stderr.take() {
+            let _ = err.read_to_string(&mut stderr);
+        }
+        let status = worker.child.wait()?;
+        crate::server::unregister(worker.child.id());
+        return Err(LoadError::Worker {
+            index,
+            detail: format!("exited with {status}: {}", stderr.trim()),
+        });
+    }
+    Ok(line.trim_end().to_string())
+}
+
+/// Entry point of the hidden `worker` subcommand.
+pub fn worker_main() -> Result<(), LoadError> {
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    let mut next_line = move || -> Result<String, LoadError> {
+        lines
+            .next()
+            .transpose()?
+            .ok_or_else(|| LoadError::Protocol("stdin closed early".into()))
+    };
+    let spec: WorkerSpec = serde_json::from_str(&next_line()?)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let local = tokio::task::LocalSet::new();
+    let con = runtime.block_on(connect(&spec))?;
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "ready")?;
+    stdout.flush()?;
+    let go = next_line()?;
+    if go != "go" {
+        return Err(LoadError::Protocol(format!("expected go, got `{go}`")));
+    }
+    let tally = local.block_on(&runtime, run_checks(&spec, con));
+    writeln!(stdout, "{}", serde_json::to_string(&tally)?)?;
+    stdout.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_checks;
+
+    #[test]
+    fn split_is_even_and_exact() {
+        assert_eq!(split_checks(1000, 4), vec![250; 4]);
+        assert_eq!(split_checks(10, 3), vec![4, 3, 3]);
+        assert_eq!(split_checks(1000, 3).iter().sum::<u64>(), 1000);
+        assert_eq!(split_checks(5, 0), vec![5]);
+    }
+}

@@ -1,0 +1,152 @@
+//! meta.json: everything needed to judge or repeat a run — the server, its config, the machine,
+//! the pinning, the harness build, the parameters, the seed, the clocks.
+
+use crate::load::ClientTimeouts;
+use crate::server::pin::PinPlan;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The setup of one experiment run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Meta {
+    pub experiment: String,
+    pub profile: String,
+    pub harness_version: String,
+    pub git_commit: String,
+    pub started_at: String,
+    pub ended_at: String,
+    pub wall_seconds: f64,
+    pub seed: u64,
+    pub params: serde_json::Value,
+    pub redis: RedisMeta,
+    pub host: HostMeta,
+    pub pinning: PinPlan,
+    pub client_timeouts: ClientTimeouts,
+    pub suspend: SuspendCheck,
+    /// What the reader must know to interpret the numbers (warm-up, exclusions, caveats).
+    pub notes: Vec<String>,
+}
+
+/// The server measured.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct RedisMeta {
+    /// True when the harness started the server (false for --redis-url).
+    pub managed: bool,
+    pub url: String,
+    pub binary: Option<String>,
+    pub version: String,
+    pub mode: String,
+    /// `INFO server` fields worth keeping (os, arch, allocator, multiplexing api...).
+    pub server_info: BTreeMap<String, String>,
+    /// CONFIG GET values that change results.
+    pub config: BTreeMap<String, String>,
+}
+
+/// The machine the run happened on.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostMeta {
+    pub cpu_model: String,
+    pub cpus_online: usize,
+    pub kernel: String,
+    pub hostname: String,
+}
+
+/// Whether the machine slept during the run: timers cannot fire while suspended, so a sleep
+/// looks like a huge stall (the trap seed 000 fell into).
+#[derive(Debug, Clone, Copy, Serialize, Default)]
+pub struct SuspendCheck {
+    /// CLOCK_BOOTTIME minus CLOCK_MONOTONIC at the start, in ns.
+    pub offset_start_ns: i128,
+    /// The same at the end.
+    pub offset_end_ns: i128,
+    /// True when the offset grew by more than 100 ms: the machine was suspended.
+    pub suspended: bool,
+}
+
+impl SuspendCheck {
+    /// Compares the offsets taken at the start and end of a run.
+    pub fn between(offset_start_ns: i128, offset_end_ns: i128) -> Self {
+        SuspendCheck {
+            offset_start_ns,
+            offset_end_ns,
+            suspended: offset_end_ns - offset_start_ns > 100_000_000,
+        }
+    }
+}
+
+fn clock_ns(clock: libc::clockid_t) -> i128 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid clock id and out pointer.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
+}
+
+/// CLOCK_BOOTTIME minus CLOCK_MONOTONIC now: grows only while the machine is suspended.
+pub fn suspend_offset_ns() -> i128 {
+    clock_ns(libc::CLOCK_BOOTTIME) - clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// The commit the binary was built from (`-dirty` when the tree had changes), or "unknown".
+pub fn git_commit() -> String {
+    option_env!("RATELAB_GIT_COMMIT")
+        .unwrap_or("unknown")
+        .to_string()
+}
+
+/// Reads CPU model, CPU count, kernel and hostname from /proc.
+pub fn host_meta() -> HostMeta {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    HostMeta {
+        cpu_model: cpu_model(&cpuinfo).unwrap_or_else(|| "unknown".into()),
+        // sysconf, not available_parallelism: the latter shrinks to the harness's pinned share.
+        // SAFETY: sysconf has no preconditions.
+        cpus_online: unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize,
+        kernel: read("/proc/sys/kernel/osrelease"),
+        hostname: read("/proc/sys/kernel/hostname"),
+    }
+}
+
+fn cpu_model(cpuinfo: &str) -> Option<String> {
+    cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_model_from_cpuinfo() {
+        let text = "processor\t: 0\nmodel name\t: Intel(R) Core(TM) i5-7500\nflags: x\n";
+        assert_eq!(
+            cpu_model(text).as_deref(),
+            Some("Intel(R) Core(TM) i5-7500")
+        );
+        assert_eq!(cpu_model("processor: 0\n"), None);
+    }
+
+    #[test]
+    fn suspend_is_flagged_only_past_100ms() {
+        assert!(!SuspendCheck::between(5, 5 + 1_000_000).suspended);
+        assert!(SuspendCheck::between(0, 1_808_000_000_000).suspended);
+    }
+
+    #[test]
+    fn offset_is_monotone_enough() {
+        let a = suspend_offset_ns();
+        let b = suspend_offset_ns();
+        assert!((b - a).abs() < 100_000_000);
+    }
+}

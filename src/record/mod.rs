@@ -1,0 +1,38 @@
+//! Recording: CSV rows flushed as they are measured into a staging directory that replaces the
+//! experiment's result directory only when the experiment finished, plus meta.json and MONITOR.
+
+mod meta;
+mod monitor;
+mod staging;
+
+pub use meta::{git_commit, host_meta, suspend_offset_ns, HostMeta, Meta, RedisMeta, SuspendCheck};
+pub use monitor::{parse_monitor_line, MonitorCapture, MonitorLine};
+pub use staging::{CsvSink, Staging};
+
+/// What can go wrong writing results.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("{path}: {source}")]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("csv {path}: {source}")]
+    Csv {
+        path: std::path::PathBuf,
+        source: csv::Error,
+    },
+    #[error("json: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("MONITOR: {0}")]
+    Monitor(String),
+}
+
+impl RecordError {
+    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+        RecordError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! Atomic result directories: an experiment writes into `DIR/.<id>.partial-<pid>` and only a
+//! finished run swaps it into `DIR/<id>`; a failed run is moved aside to `DIR/.<id>.failed` for
+//! inspection and never touches the previous good results.
+
+use super::RecordError;
+use serde::Serialize;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+/// A result directory being written.
+pub struct Staging {
+    final_dir: PathBuf,
+    work_dir: PathBuf,
+    failed_dir: PathBuf,
+    committed: bool,
+}
+
+impl Staging {
+    /// Creates an empty staging directory for experiment `id` under `out`.
+    pub fn new(out: &Path, id: &str) -> Result<Self, RecordError> {
+        fs::create_dir_all(out).map_err(|e| RecordError::io(out, e))?;
+        let work_dir = out.join(format!(".{id}.partial-{}", std::process::id()));
+        if work_dir.exists() {
+            fs::remove_dir_all(&work_dir).map_err(|e| RecordError::io(&work_dir, e))?;
+        }
+        fs::create_dir(&work_dir).map_err(|e| RecordError::io(&work_dir, e))?;
+        Ok(Staging {
+            final_dir: out.join(id),
+            failed_dir: out.join(format!(".{id}.failed")),
+            work_dir,
+            committed: false,
+        })
+    }
+
+    /// Where files are written until commit.
+    pub fn path(&self) -> &Path {
+        &self.work_dir
+    }
+
+    /// Where the results will be once committed.
+    pub fn final_dir(&self) -> &Path {
+        &self.final_dir
+    }
+
+    /// Opens a CSV file in the staging directory; rows are flushed one by one.
+    pub fn csv<R: Serialize>(&self, name: &str) -> Result<CsvSink<R>, RecordError> {
+        let path = self.work_dir.join(name);
+        let file = File::create(&path).map_err(|e| RecordError::io(&path, e))?;
+        Ok(CsvSink {
+            writer: csv::Writer::from_writer(file),
+            path,
+            _row: std::marker::PhantomData,
+        })
+    }
+
+    /// Writes a pretty JSON file into the staging directory.
+    pub fn write_json<T: Serialize>(&self, name: &str, value: &T) -> Result<(), RecordError> {
+        let path = self.work_dir.join(name);
+        let text = serde_json::to_string_pretty(value)?;
+        fs::write(&path, text + "\n").map_err(|e| RecordError::io(&path, e))
+    }
+
+    /// Moves the finished results into place, replacing the previous ones in one step.
+    pub fn commit(mut self) -> Result<PathBuf, RecordError> {
+        if self.final_dir.exists() {
+            exchange(&self.work_dir, &self.final_dir)?;
+            // The staging path now holds the previous results.
+            fs::remove_dir_all(&self.work_dir).map_err(|e| RecordError::io(&self.work_dir, e))?;
+        } else {
+            fs::rename(&self.work_dir, &self.final_dir)
+                .map_err(|e| RecordError::io(&self.final_dir, e))?;
+        }
+        self.committed = true;
+        Ok(self.final_dir.clone())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if self.committed {
+            return;
+        }
+        let _ = fs::remove_dir_all(&self.failed_dir);
+        if fs::rename(&self.work_dir, &self.failed_dir).is_ok() {
+            eprintln!(
+                "ratelab: the run did not finish; its partial rows are in {} and {} is unchanged",
+                self.failed_dir.display(),
+                self.final_dir.display()
+            );
+        }
+    }
+}
+
+/// Swaps two directories atomically (Linux renameat2 RENAME_EXCHANGE), so readers see either the
+/// old results or the new ones, never a mix or nothing.
+fn exchange(a: &Path, b: &Path) -> Result<(), RecordError> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let to_c = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes()).map_err(|e| {
+            RecordError::io(p, std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+        })
+    };
+    let (ca, cb) = (to_c(a)?, to_c(b)?);
+    // SAFETY: two valid NUL-terminated paths; AT_FDCWD resolves them relative to the cwd.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            ca.as_ptr(),
+            libc::AT_FDCWD,
+            cb.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    // Filesystems without RENAME_EXCHANGE: move the old aside first, then the new in.
+    let aside = b.with_extension("previous");
+    let _ = fs::remove_dir_all(&aside);
+    fs::rename(b, &aside).map_err(|e| RecordError::io(b, e))?;
+    fs::rename(a, b).map_err(|e| RecordError::io(a, e))?;
+    fs::rename(&aside, a).map_err(|e| RecordError::io(&aside, e))
+}
+
+/// A CSV file with a header, one flat row type, flushed after every row.
+pub struct CsvSink<R> {
+    writer: csv::Writer<File>,
+    path: PathBuf,
+    _row: std::marker::PhantomData<R>,
+}
+
+impl<R: Serialize> CsvSink<R> {
+    /// Appends one row and flushes it, so a crash loses at most the row being measured.
+    pub fn write(&mut self, row: &R) -> Result<(), RecordError> {
+        let path = &self.path;
+        self.writer
+            .serialize(row)
+            .map_err(|source| RecordError::Csv {
+                path: path.clone(),
+                source,
+            })?;
+        self.writer.flush().map_err(|e| RecordError::io(path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize)]
+    struct Row {
+        a: u32,
+        b: &'static str,
+    }
+
+    #[test]
+    fn commit_replaces_previous_results_and_failure_keeps_them() {
+        let out = tempfile::tempdir().unwrap();
+        let first = Staging::new(out.path(), "x").unwrap();
+        let mut sink = first.csv::<Row>("x.csv").unwrap();
+        sink.write(&Row { a: 1, b: "one" }).unwrap();
+        first.commit().unwrap();
+        let good = fs::read_to_string(out.path().join("x/x.csv")).unwrap();
+        assert_eq!(good, "a,b\n1,one\n");
+
+        // A run that fails midway leaves the good results alone.
+        {
+            let failed = Staging::new(out.path(), "x").unwrap();
+            let mut sink = failed.csv::<Row>("x.csv").unwrap();
+            sink.write(&Row { a: 2, b: "half" }).unwrap();
+        }
+        assert_eq!(
+            fs::read_to_string(out.path().join("x/x.csv")).unwrap(),
+            good
+        );
+        assert!(out.path().join(".x.failed/x.csv").exists());
+
+        let second = Staging::new(out.path(), "x").unwrap();
+        second
+            .csv::<Row>("x.csv")
+            .unwrap()
+            .write(&Row { a: 3, b: "three" })
+            .unwrap();
+        second.commit().unwrap();
+        let now = fs::read_to_string(out.path().join("x/x.csv")).unwrap();
+        assert_eq!(now, "a,b\n3,three\n");
+        let leftovers: Vec<_> = fs::read_dir(out.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("partial"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+}

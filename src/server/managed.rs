@@ -1,0 +1,234 @@
+//! A redis-server process the harness owns: free loopback port, temporary directory, no
+//! persistence, pinned, readiness by PING, killed and reaped on drop.
+
+use super::{admin_connection, cleanup, pin, ServerError};
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// How to start a server.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// The redis-server binary (`redis-server` on PATH by default).
+    pub binary: PathBuf,
+    /// CPUs to pin the server to; empty for no pinning.
+    pub cpus: Vec<usize>,
+    /// Extra `--name value` arguments (e.g. `appendonly yes`).
+    pub extra_args: Vec<(String, String)>,
+    /// How long to wait for the first PING.
+    pub start_timeout: Duration,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            binary: PathBuf::from("redis-server"),
+            cpus: Vec::new(),
+            extra_args: Vec::new(),
+            start_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A running redis-server started by the harness.
+pub struct RedisServer {
+    // Behind a mutex so liveness can be checked through a shared reference.
+    child: Mutex<Child>,
+    pid: u32,
+    port: u16,
+    dir: tempfile::TempDir,
+    binary: PathBuf,
+}
+
+const PORT_ATTEMPTS: usize = 5;
+
+impl RedisServer {
+    /// Starts a server on a free loopback port and waits until it answers PING.
+    pub fn start(opts: &ServerOptions) -> Result<Self, ServerError> {
+        let binary = resolve_binary(&opts.binary)?;
+        for _ in 0..PORT_ATTEMPTS {
+            let port = free_port()?;
+            match Self::start_on(&binary, port, opts) {
+                // Another process took the port between our probe and redis's bind: try another.
+                Err(ServerError::ExitedAtStart { log_tail, .. })
+                    if log_tail.contains("Address already in use") => {}
+                other => return other,
+            }
+        }
+        Err(ServerError::NoFreePort(PORT_ATTEMPTS))
+    }
+
+    fn start_on(binary: &Path, port: u16, opts: &ServerOptions) -> Result<Self, ServerError> {
+        let dir = tempfile::Builder::new()
+            .prefix("ratelab-redis-")
+            .tempdir()
+            .map_err(ServerError::TempDir)?;
+        let log = dir.path().join("redis.log");
+        let mut cmd = Command::new(binary);
+        cmd.arg("--port")
+            .arg(port.to_string())
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--daemonize", "no", "--protected-mode", "yes"])
+            .arg("--dir")
+            .arg(dir.path())
+            .arg("--logfile")
+            .arg(&log);
+        for (name, value) in &opts.extra_args {
+            cmd.arg(format!("--{name}")).arg(value);
+        }
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cleanup::set_parent_death_signal(&mut cmd);
+        pin::pin_command(&mut cmd, &opts.cpus);
+        let child = cmd.spawn().map_err(|source| ServerError::Spawn {
+            binary: binary.to_path_buf(),
+            source,
+        })?;
+        let pid = child.id();
+        cleanup::register(pid);
+        let server = RedisServer {
+            child: Mutex::new(child),
+            pid,
+            port,
+            dir,
+            binary: binary.to_path_buf(),
+        };
+        server.wait_ready(opts.start_timeout)?;
+        Ok(server)
+    }
+
+    fn child(&self) -> MutexGuard<'_, Child> {
+        self.child
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn wait_ready(&self, timeout: Duration) -> Result<(), ServerError> {
+        let started = Instant::now();
+        loop {
+            let exited = self.child().try_wait()?;
+            if let Some(status) = exited {
+                return Err(ServerError::ExitedAtStart {
+                    status: status.to_string(),
+                    log_tail: self.log_tail(20),
+                });
+            }
+            if self.ping().is_ok() {
+                return Ok(());
+            }
+            if started.elapsed() > timeout {
+                return Err(ServerError::NotReady {
+                    port: self.port,
+                    waited: timeout,
+                    log_tail: self.log_tail(20),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn ping(&self) -> Result<(), ServerError> {
+        let client = redis::Client::open(self.url())?;
+        let mut con = client.get_connection_with_timeout(Duration::from_millis(200))?;
+        con.set_read_timeout(Some(Duration::from_millis(200)))?;
+        redis::cmd("PING").query::<String>(&mut con)?;
+        Ok(())
+    }
+
+    /// The `redis://` URL of this server.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The loopback port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Its process id (for signals).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The binary it was started from.
+    pub fn binary(&self) -> &Path {
+        &self.binary
+    }
+
+    /// A blocking admin connection with explicit timeouts.
+    pub fn connection(&self) -> Result<redis::Connection, ServerError> {
+        admin_connection(&self.url())
+    }
+
+    /// The last `lines` lines of the server's log, for error messages.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let path = self.dir.path().join("redis.log");
+        let Ok(file) = std::fs::File::open(&path) else {
+            return format!("(no log at {})", path.display());
+        };
+        let all: Vec<String> = BufReader::new(file).lines().map_while(Result::ok).collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// Fails with the log tail if the process has exited.
+    pub fn check_alive(&self) -> Result<(), ServerError> {
+        let exited = self.child().try_wait()?;
+        match exited {
+            None => Ok(()),
+            Some(status) => Err(ServerError::Crashed {
+                pid: self.pid,
+                port: self.port,
+                status: status.to_string(),
+                log_tail: self.log_tail(20),
+            }),
+        }
+    }
+
+    /// Sends a signal (STOP, CONT, KILL) to the server process.
+    pub fn signal(&self, signal: i32) -> Result<(), ServerError> {
+        // SAFETY: kill(2) on our own child's pid.
+        if unsafe { libc::kill(self.pid as i32, signal) } == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error().into())
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        // A SIGSTOPped server must not be left behind: continue it, then kill it.
+        let _ = self.signal(libc::SIGCONT);
+        let mut child = self.child();
+        let _ = child.kill();
+        let _ = child.wait();
+        drop(child);
+        cleanup::unregister(self.pid);
+    }
+}
+
+/// Resolves a bare name through PATH so a missing binary is reported before spawning.
+fn resolve_binary(binary: &Path) -> Result<PathBuf, ServerError> {
+    if binary.components().count() > 1 {
+        return if binary.is_file() {
+            Ok(binary.to_path_buf())
+        } else {
+            Err(ServerError::BinaryNotFound(binary.to_path_buf()))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(binary))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| ServerError::BinaryNotFound(binary.to_path_buf()))
+}
+
+/// A loopback port that was free a moment ago (the OS picks it when binding port 0).
+fn free_port() -> Result<u16, ServerError> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}

@@ -1,0 +1,144 @@
+//! The Redis servers an experiment runs against: ones the harness starts and owns, or one the user
+//! names with `--redis-url`, which the harness may use but never stops, flushes or reconfigures.
+
+mod cleanup;
+mod info;
+mod managed;
+pub mod pin;
+
+pub use cleanup::{kill_all, register, set_parent_death_signal, unregister};
+pub use info::Info;
+pub use managed::{RedisServer, ServerOptions};
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What went wrong starting, reaching or stopping a server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(
+        "redis-server not found at `{0}`; install it with `apt-get install -y redis-server redis-tools` \
+         (as root) or pass --redis-server PATH"
+    )]
+    BinaryNotFound(PathBuf),
+    #[error("could not start `{binary}`: {source}")]
+    Spawn {
+        binary: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("redis-server exited during start-up ({status}); last lines of its log:\n{log_tail}")]
+    ExitedAtStart { status: String, log_tail: String },
+    #[error("redis-server on port {port} did not answer PING within {waited:?}; last lines of its log:\n{log_tail}")]
+    NotReady {
+        port: u16,
+        waited: Duration,
+        log_tail: String,
+    },
+    #[error("no free loopback port after {0} attempts (each port was taken before redis-server bound it)")]
+    NoFreePort(usize),
+    #[error("redis-server (pid {pid}, port {port}) died mid-run ({status}); last lines of its log:\n{log_tail}")]
+    Crashed {
+        pid: u32,
+        port: u16,
+        status: String,
+        log_tail: String,
+    },
+    #[error("temporary directory: {0}")]
+    TempDir(std::io::Error),
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error(
+        "this experiment must control the server ({0}); it refuses to run against --redis-url"
+    )]
+    NotManaged(String),
+}
+
+/// How the harness talks to a server, for timeouts it sets explicitly (never library defaults).
+pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A server to run against: owned (started, stopped, pinned by us) or external (only used).
+pub enum Target {
+    /// Started by the harness; dropped means killed and reaped.
+    Managed(RedisServer),
+    /// Named by the user; never stopped, flushed or reconfigured.
+    External { url: String },
+}
+
+impl Target {
+    /// The `redis://` URL clients connect to.
+    pub fn url(&self) -> String {
+        match self {
+            Target::Managed(server) => server.url(),
+            Target::External { url } => url.clone(),
+        }
+    }
+
+    /// True when the harness owns the server and may break or reconfigure it.
+    pub fn is_managed(&self) -> bool {
+        matches!(self, Target::Managed(_))
+    }
+
+    /// The owned server, or a clear refusal naming why the experiment needs one.
+    pub fn managed(&mut self, why: &str) -> Result<&mut RedisServer, ServerError> {
+        match self {
+            Target::Managed(server) => Ok(server),
+            Target::External { .. } => Err(ServerError::NotManaged(why.to_string())),
+        }
+    }
+
+    /// A blocking admin connection with explicit timeouts.
+    pub fn connection(&self) -> Result<redis::Connection, ServerError> {
+        admin_connection(&self.url())
+    }
+
+    /// Parsed `INFO <section>`.
+    pub fn info(&self, section: &str) -> Result<Info, ServerError> {
+        let mut con = self.connection()?;
+        let text: String = redis::cmd("INFO").arg(section).query(&mut con)?;
+        Ok(Info::parse(&text))
+    }
+
+    /// Fails with the server's log tail if a managed server has died.
+    pub fn check_alive(&self) -> Result<(), ServerError> {
+        match self {
+            Target::Managed(server) => server.check_alive(),
+            Target::External { .. } => Ok(()),
+        }
+    }
+}
+
+/// Opens a blocking connection with explicit connect and response timeouts.
+pub fn admin_connection(url: &str) -> Result<redis::Connection, ServerError> {
+    let client = redis::Client::open(url)?;
+    let con = client.get_connection_with_timeout(ADMIN_TIMEOUT)?;
+    con.set_read_timeout(Some(ADMIN_TIMEOUT))?;
+    con.set_write_timeout(Some(ADMIN_TIMEOUT))?;
+    Ok(con)
+}
+
+/// Reads the config values that change what an experiment measures, for meta.json.
+pub fn config_snapshot(con: &mut redis::Connection) -> Result<Vec<(String, String)>, ServerError> {
+    const KEYS: &[&str] = &[
+        "save",
+        "appendonly",
+        "maxmemory",
+        "maxmemory-policy",
+        "io-threads",
+        "hz",
+        "zset-max-listpack-entries",
+        "lazyfree-lazy-expire",
+        "lazyfree-lazy-user-del",
+        "latency-monitor-threshold",
+        "slowlog-log-slower-than",
+    ];
+    let mut out = Vec::new();
+    for key in KEYS {
+        // A key the server does not know (another version) yields an empty reply: skip it.
+        let pairs: std::collections::BTreeMap<String, String> =
+            redis::cmd("CONFIG").arg("GET").arg(*key).query(con)?;
+        out.extend(pairs);
+    }
+    Ok(out)
+}

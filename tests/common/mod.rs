@@ -1,0 +1,69 @@
+//! Helpers shared by the integration tests: real servers, the real worker binary, process checks.
+#![allow(dead_code)]
+
+use ratelab::context::Ctx;
+use ratelab::server::{RedisServer, ServerOptions};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The ratelab binary cargo built for this test run (workers re-execute it).
+pub fn ratelab_exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_ratelab"))
+}
+
+/// A managed server, unpinned (tests run in parallel; pinning them all to CPU 0 would serialise them).
+pub fn start_server() -> RedisServer {
+    RedisServer::start(&ServerOptions::default()).expect("redis-server starts (is it installed?)")
+}
+
+/// A quick-profile context writing into `out`.
+pub fn ctx(out: &Path) -> Ctx {
+    let mut ctx = Ctx::new(out.to_path_buf(), ratelab_exe());
+    ctx.pin.redis.clear();
+    ctx.pin.harness.clear();
+    ctx
+}
+
+/// Whether a process exists and is not a zombie.
+pub fn pid_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat_field(&stat, 0).is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}
+
+/// Field `n` after the `(comm)` of a /proc stat line (0 = state, 1 = ppid).
+fn stat_field(stat: &str, n: usize) -> Option<String> {
+    let after = stat.rsplit_once(')')?.1;
+    after.split_whitespace().nth(n).map(str::to_string)
+}
+
+/// Live redis-server processes whose parent is `ppid`.
+pub fn redis_children(ppid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            comm.trim() == "redis-server"
+                && stat_field(&stat, 1) == Some(ppid.to_string())
+                && pid_alive(*pid)
+        })
+        .collect()
+}
+
+/// Polls `cond` until it holds or `timeout` passes.
+pub fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}

@@ -1,0 +1,207 @@
+//! What physics guarantees about the race, against real redis-servers the harness starts.
+
+mod common;
+
+use ratelab::experiments::Experiment;
+use ratelab::limiter::{unix_ms, LimitSpec, Strategy};
+use ratelab::load::{run_closed_loop, ClientTimeouts, ClosedLoop, WorkerSpec};
+use std::time::Duration;
+
+fn admitted(
+    url: &str,
+    strategy: Strategy,
+    processes: usize,
+    in_flight: usize,
+    checks: u64,
+    capacity: u64,
+    key: &str,
+) -> u64 {
+    let exe = common::ratelab_exe();
+    let plan = ClosedLoop {
+        exe: &exe,
+        cpus: &[],
+        processes,
+        template: WorkerSpec {
+            url: url.to_string(),
+            strategy,
+            limit: LimitSpec {
+                capacity,
+                refill_per_sec: 0.0,
+                window_ms: 600_000,
+                window_origin_ms: unix_ms(),
+                idle_ttl_ms: 600_000,
+            },
+            key: key.to_string(),
+            checks,
+            in_flight,
+            timeouts: ClientTimeouts::default(),
+        },
+    };
+    let tally = run_closed_loop(&plan).expect("workers run");
+    assert_eq!(tally.errors, 0, "{:?}", tally.first_error);
+    assert_eq!(tally.total(), checks);
+    tally.admitted
+}
+
+#[test]
+fn lua_bucket_admits_exactly_the_capacity_at_every_configuration() {
+    let server = common::start_server();
+    for (p, f) in [
+        (1, 1),
+        (1, 2),
+        (1, 4),
+        (1, 8),
+        (2, 1),
+        (2, 2),
+        (4, 1),
+        (4, 2),
+        (4, 8),
+    ] {
+        let got = admitted(
+            &server.url(),
+            Strategy::LuaBucket,
+            p,
+            f,
+            1000,
+            100,
+            &format!("lua:{p}x{f}"),
+        );
+        assert_eq!(got, 100, "lua-bucket at {p}x{f}");
+    }
+}
+
+#[test]
+fn naive_bucket_is_exact_alone_and_doubles_with_two_in_flight() {
+    let server = common::start_server();
+    for trial in 0..3 {
+        let alone = admitted(
+            &server.url(),
+            Strategy::NaiveBucket,
+            1,
+            1,
+            1000,
+            100,
+            &format!("n11:{trial}"),
+        );
+        assert_eq!(alone, 100, "1x1 is the control");
+        let two = admitted(
+            &server.url(),
+            Strategy::NaiveBucket,
+            1,
+            2,
+            1000,
+            100,
+            &format!("n12:{trial}"),
+        );
+        assert_eq!(
+            two, 200,
+            "1x2: read, read, write, write spends one token per two requests"
+        );
+    }
+    let eight = admitted(&server.url(), Strategy::NaiveBucket, 1, 8, 1000, 100, "n18");
+    assert!(eight > 100, "1x8 over-admits: {eight}");
+}
+
+#[test]
+fn fixed_windows_one_process_burst_of_500() {
+    let server = common::start_server();
+    let naive = admitted(
+        &server.url(),
+        Strategy::NaiveWindow,
+        1,
+        500,
+        500,
+        100,
+        "w:naive",
+    );
+    assert!(
+        naive > 100,
+        "GET then MULTI INCR EXPIRE over-admits a pipelined burst: {naive}"
+    );
+    let incr = admitted(
+        &server.url(),
+        Strategy::IncrWindow,
+        1,
+        500,
+        500,
+        100,
+        "w:incr",
+    );
+    assert_eq!(incr, 100, "INCR and compare is atomic");
+}
+
+#[test]
+fn experiment_writes_csvs_meta_trace_and_chart_then_stops_its_server() {
+    let out = tempfile::tempdir().unwrap();
+    let mut ctx = common::ctx(out.path());
+    ctx.sets = [
+        ("trials", "1"),
+        ("configs", r#"["1x1", "1x2"]"#),
+        ("strategies", r#"["naive-bucket", "lua-bucket"]"#),
+        ("seed001_strategies", r#"["naive-window"]"#),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    let dir = Experiment::Race.run(&ctx).expect("race runs");
+    assert_eq!(dir, out.path().join("race"));
+
+    let race = std::fs::read_to_string(dir.join("race.csv")).unwrap();
+    let header = race.lines().next().unwrap();
+    for col in [
+        "strategy",
+        "processes",
+        "in_flight",
+        "trial",
+        "checks",
+        "admitted",
+        "limit",
+    ] {
+        assert!(
+            header.split(',').any(|h| h == col),
+            "race.csv lacks {col}: {header}"
+        );
+    }
+    assert!(
+        race.contains("matrix,naive-bucket,1,2,0,1000,200,"),
+        "{race}"
+    );
+    assert!(
+        race.contains("trace,naive-bucket,1,2,0,10,6,"),
+        "6 admitted on 3 tokens: {race}"
+    );
+
+    // The trace: on the traced key, two reads then two writes, from one connection.
+    let mut reader = csv::Reader::from_path(dir.join("trace.csv")).unwrap();
+    let rows: Vec<ratelab::experiments::race::TraceRow> =
+        reader.deserialize().collect::<Result<_, _>>().unwrap();
+    let on_key: Vec<_> = rows.iter().filter(|r| r.on_trace_key).collect();
+    let first: Vec<&str> = on_key.iter().take(4).map(|r| r.command.as_str()).collect();
+    assert_eq!(first, ["HMGET", "HMGET", "HSET", "HSET"]);
+    assert!(on_key.iter().take(4).all(|r| r.client == on_key[0].client));
+
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
+    assert!(meta["redis"]["version"]
+        .as_str()
+        .is_some_and(|v| !v.is_empty() && v != "unknown"));
+    assert_eq!(meta["params"]["trials"], 1);
+    let url = meta["redis"]["url"].as_str().unwrap().to_string();
+    // The managed server is gone once the experiment returns.
+    assert!(redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection_with_timeout(Duration::from_millis(300))
+        .is_err());
+
+    let charts = ratelab::charts::render_experiment("race", &dir).unwrap();
+    assert!(charts.iter().any(|p| p.ends_with("race.svg")));
+}
+
+#[test]
+fn dropping_a_stopped_server_continues_and_kills_it() {
+    let server = common::start_server();
+    let pid = server.pid();
+    server.signal(libc::SIGSTOP).unwrap();
+    drop(server);
+    assert!(!common::pid_alive(pid), "redis-server {pid} left behind");
+}
