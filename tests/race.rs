@@ -4,7 +4,7 @@ mod common;
 
 use ratelab::experiments::Experiment;
 use ratelab::limiter::{unix_ms, LimitSpec, Strategy};
-use ratelab::load::{run_closed_loop, ClientTimeouts, ClosedLoop, WorkerSpec};
+use ratelab::load::{run_closed_loop, ClosedLoop, WorkerSpec};
 use std::time::Duration;
 
 fn admitted(
@@ -21,21 +21,20 @@ fn admitted(
         exe: &exe,
         cpus: &[],
         processes,
-        template: WorkerSpec {
-            url: url.to_string(),
+        template: WorkerSpec::one_key(
+            url,
             strategy,
-            limit: LimitSpec {
+            LimitSpec {
                 capacity,
                 refill_per_sec: 0.0,
                 window_ms: 600_000,
                 window_origin_ms: unix_ms(),
                 idle_ttl_ms: 600_000,
             },
-            key: key.to_string(),
+            key,
             checks,
             in_flight,
-            timeouts: ClientTimeouts::default(),
-        },
+        ),
     };
     let tally = run_closed_loop(&plan).expect("workers run");
     assert_eq!(tally.errors, 0, "{:?}", tally.first_error);

@@ -212,13 +212,16 @@ impl Trial {
             cpus: &ctx.pin.harness,
             processes: self.config.processes,
             template: WorkerSpec {
-                url: target.url(),
-                strategy: self.strategy,
-                limit,
-                key: self.key.clone(),
-                checks: self.checks,
-                in_flight: self.config.in_flight,
+                seed: ctx.seed,
                 timeouts: ctx.timeouts,
+                ..WorkerSpec::one_key(
+                    &target.url(),
+                    self.strategy,
+                    limit,
+                    &self.key,
+                    self.checks,
+                    self.config.in_flight,
+                )
             },
         };
         let tally = match run_closed_loop(&plan) {

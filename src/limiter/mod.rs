@@ -189,6 +189,14 @@ pub fn unix_ms() -> u64 {
         .unwrap_or(0)
 }
 
+// TEMP until the limiters branch lands (it defines this inside `impl Strategy`).
+impl Strategy {
+    /// Whether each in-flight request needs a connection of its own (WATCH state is per connection).
+    pub fn needs_own_connection(self) -> bool {
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

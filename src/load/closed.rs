@@ -1,57 +1,154 @@
-//! The body of one worker: `in_flight` tasks on a current-thread runtime sharing one multiplexed
-//! connection, each taking the next check until the worker's quota is spent.
+//! The body of one worker: tasks on a current-thread runtime, `in_flight` of them per connection
+//! sharing it, each taking the next check until the worker's stop rule says done.
 
-use super::{CheckTally, LoadError, WorkerSpec};
+use super::latency;
+use super::rng::SplitMix64;
+use super::{CheckTally, KeyChoice, LoadError, Stop, WorkerSpec};
 use crate::limiter::Limiter;
+use hdrhistogram::Histogram;
 use redis::aio::MultiplexedConnection;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-/// Opens the worker's one connection (before the start signal, so connecting is not measured).
-pub async fn connect(spec: &WorkerSpec) -> Result<MultiplexedConnection, LoadError> {
+/// Opens the worker's connections (before the start signal, so connecting is not measured).
+pub async fn connect(spec: &WorkerSpec) -> Result<Vec<MultiplexedConnection>, LoadError> {
     let client = redis::Client::open(spec.url.as_str())?;
-    Ok(client
-        .get_multiplexed_async_connection_with_config(&spec.timeouts.config())
-        .await?)
+    let mut cons = Vec::with_capacity(spec.connections);
+    for _ in 0..connections_needed(spec) {
+        cons.push(
+            client
+                .get_multiplexed_async_connection_with_config(&spec.timeouts.config())
+                .await?,
+        );
+    }
+    Ok(cons)
 }
 
-/// Runs the worker's checks on `con`; must be called inside a `LocalSet`.
-pub async fn run_checks(spec: &WorkerSpec, con: MultiplexedConnection) -> CheckTally {
-    let limiter = Rc::new(Limiter::new(spec.strategy, spec.limit));
-    let remaining = Rc::new(Cell::new(spec.checks));
-    let tally = Rc::new(std::cell::RefCell::new(CheckTally::default()));
-    let started = Instant::now();
-    let mut tasks = Vec::with_capacity(spec.in_flight);
-    for _ in 0..spec.in_flight.max(1) {
-        let (limiter, remaining, tally) = (limiter.clone(), remaining.clone(), tally.clone());
-        let (mut con, key) = (con.clone(), spec.key.clone());
-        tasks.push(tokio::task::spawn_local(async move {
-            while take_one(&remaining) {
-                let outcome = limiter.check(&mut con, &key).await;
-                let mut t = tally.borrow_mut();
-                match outcome {
-                    Ok(d) if d.allowed => t.admitted += 1,
-                    Ok(_) => t.denied += 1,
-                    Err(e) => {
-                        t.errors += 1;
-                        t.first_error.get_or_insert_with(|| e.to_string());
-                    }
-                }
+/// One connection per client; strategies whose state lives on the connection (WATCH) get one per
+/// in-flight request instead.
+fn connections_needed(spec: &WorkerSpec) -> usize {
+    let clients = spec.connections.max(1);
+    if spec.strategy.needs_own_connection() {
+        clients * spec.in_flight.max(1)
+    } else {
+        clients
+    }
+}
+
+/// What the tasks of one worker share. Single-threaded: plain cells, no locks on the hot path.
+struct Shared {
+    limiter: Limiter,
+    stop: StopState,
+    keys: KeyChoice,
+    rng: RefCell<SplitMix64>,
+    tally: RefCell<CheckTally>,
+    histogram: Option<RefCell<Histogram<u64>>>,
+}
+
+enum StopState {
+    Remaining(Cell<u64>),
+    Deadline(Instant),
+}
+
+impl StopState {
+    fn take_one(&self) -> bool {
+        match self {
+            StopState::Remaining(left) => take_one(left),
+            StopState::Deadline(at) => Instant::now() < *at,
+        }
+    }
+}
+
+impl Shared {
+    fn next_key(&self) -> String {
+        match &self.keys {
+            KeyChoice::One(key) => key.clone(),
+            KeyChoice::Uniform { prefix, count } => {
+                let index = self.rng.borrow_mut().below(*count);
+                format!("{prefix}{index}")
             }
-        }));
+        }
+    }
+}
+
+/// Runs the worker's checks on `cons` from the moment it is called; needs a `LocalSet`.
+pub async fn run_checks(
+    spec: &WorkerSpec,
+    cons: Vec<MultiplexedConnection>,
+) -> Result<CheckTally, LoadError> {
+    let stop = match spec.stop {
+        Stop::AfterChecks(n) => StopState::Remaining(Cell::new(n)),
+        Stop::AfterMs(ms) => StopState::Deadline(Instant::now() + Duration::from_millis(ms)),
+    };
+    let histogram = match spec.record_latency {
+        true => Some(RefCell::new(latency::new_histogram()?)),
+        false => None,
+    };
+    let shared = Rc::new(Shared {
+        limiter: Limiter::new(spec.strategy, spec.limit),
+        stop,
+        keys: spec.keys.clone(),
+        rng: RefCell::new(SplitMix64::new(spec.seed, spec.worker_index)),
+        tally: RefCell::new(CheckTally::default()),
+        histogram,
+    });
+    let per_connection = if spec.strategy.needs_own_connection() {
+        1
+    } else {
+        spec.in_flight.max(1)
+    };
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for con in cons {
+        for _ in 0..per_connection {
+            tasks.push(tokio::task::spawn_local(client_task(
+                shared.clone(),
+                con.clone(),
+            )));
+        }
     }
     for task in tasks {
         if let Err(e) = task.await {
-            let mut t = tally.borrow_mut();
+            let mut t = shared.tally.borrow_mut();
             t.errors += 1;
             t.first_error
                 .get_or_insert_with(|| format!("task failed: {e}"));
         }
     }
-    let mut out = tally.take();
+    let mut out = shared.tally.take();
     out.elapsed_ns = started.elapsed().as_nanos() as u64;
-    out
+    if let Some(h) = &shared.histogram {
+        out.latency_ns = latency::buckets(&h.borrow());
+    }
+    Ok(out)
+}
+
+async fn client_task(shared: Rc<Shared>, mut con: MultiplexedConnection) {
+    while shared.stop.take_one() {
+        let key = shared.next_key();
+        let start = Instant::now();
+        let outcome = shared.limiter.check(&mut con, &key).await;
+        let took = start.elapsed().as_nanos() as u64;
+        if let Some(h) = &shared.histogram {
+            // Out-of-range values (beyond 60 s) are clamped rather than lost.
+            h.borrow_mut().saturating_record(took.max(1));
+        }
+        let mut t = shared.tally.borrow_mut();
+        match outcome {
+            Ok(d) => {
+                if d.allowed {
+                    t.admitted += 1;
+                } else {
+                    t.denied += 1;
+                }
+            }
+            Err(e) => {
+                t.errors += 1;
+                t.first_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
 }
 
 fn take_one(remaining: &Cell<u64>) -> bool {

@@ -2,16 +2,20 @@
 //! connection shared by F in-flight requests (what produces seed 000's read, read, write, write).
 
 mod closed;
+pub mod latency;
+pub mod rng;
 mod workers;
 
 pub use closed::run_checks;
-pub use workers::{run_closed_loop, worker_main, ClosedLoop};
+pub use workers::{run_closed_loop, split_checks, worker_main, ClosedLoop, Fleet};
 
 use crate::limiter::{LimitSpec, Strategy};
+use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// What one worker process does: `checks` checks of `key`, `in_flight` at a time, on one connection.
+/// What one worker process does: checks against `keys` from `connections` connections with
+/// `in_flight` requests each, until `stop`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkerSpec {
     /// Server to connect to.
@@ -20,14 +24,66 @@ pub struct WorkerSpec {
     pub strategy: Strategy,
     /// Its limit.
     pub limit: LimitSpec,
-    /// The key every check of this worker targets.
-    pub key: String,
-    /// How many checks this worker makes in total.
-    pub checks: u64,
-    /// How many checks it keeps in flight on its one connection.
+    /// Which key each check targets.
+    pub keys: KeyChoice,
+    /// When the worker is done.
+    pub stop: Stop,
+    /// Connections this worker opens (clients); in-flight requests of one connection share it.
+    pub connections: usize,
+    /// Requests in flight per connection.
     pub in_flight: usize,
+    /// Record each check's latency into a histogram.
+    pub record_latency: bool,
+    /// Run seed; the worker's random stream is (seed, worker_index).
+    pub seed: u64,
+    /// Set by the parent: this worker's index among its siblings.
+    pub worker_index: u64,
     /// Connection and response timeouts (set explicitly; redis-rs defaults to 500 ms responses).
     pub timeouts: ClientTimeouts,
+}
+
+impl WorkerSpec {
+    /// The race's shape: `checks` checks of one key, `in_flight` at a time on one connection.
+    pub fn one_key(
+        url: &str,
+        strategy: Strategy,
+        limit: LimitSpec,
+        key: &str,
+        checks: u64,
+        in_flight: usize,
+    ) -> Self {
+        WorkerSpec {
+            url: url.to_string(),
+            strategy,
+            limit,
+            keys: KeyChoice::One(key.to_string()),
+            stop: Stop::AfterChecks(checks),
+            connections: 1,
+            in_flight,
+            record_latency: false,
+            seed: 0,
+            worker_index: 0,
+            timeouts: ClientTimeouts::default(),
+        }
+    }
+}
+
+/// Which key a check targets.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub enum KeyChoice {
+    /// Every check on one key (contention; the abusive client).
+    One(String),
+    /// Uniformly among `prefix0 .. prefix{count-1}` (normal traffic over many clients).
+    Uniform { prefix: String, count: u64 },
+}
+
+/// When a worker stops.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub enum Stop {
+    /// After this many checks in total (split across workers by the parent).
+    AfterChecks(u64),
+    /// After this many ms of wall time (each worker).
+    AfterMs(u64),
 }
 
 /// Client timeouts, recorded in meta.json.
@@ -70,6 +126,9 @@ pub struct CheckTally {
     pub first_error: Option<String>,
     /// Wall time from the first check's start to the last one's end, in ns (max over workers).
     pub elapsed_ns: u64,
+    /// Per-check latency in ns as (highest equivalent value, count) buckets, when recorded.
+    #[serde(default)]
+    pub latency_ns: Vec<(u64, u64)>,
 }
 
 impl CheckTally {
@@ -82,6 +141,17 @@ impl CheckTally {
             self.first_error = other.first_error;
         }
         self.elapsed_ns = self.elapsed_ns.max(other.elapsed_ns);
+        self.latency_ns.extend(other.latency_ns);
+    }
+
+    /// The recorded latencies as one histogram (ns).
+    pub fn latency_histogram(&self) -> Result<Histogram<u64>, LoadError> {
+        let mut h = latency::new_histogram()?;
+        for &(value, count) in &self.latency_ns {
+            h.record_n(value, count)
+                .map_err(|e| LoadError::Histogram(e.to_string()))?;
+        }
+        Ok(h)
     }
 
     /// Checks made.
@@ -101,6 +171,8 @@ pub enum LoadError {
     Protocol(String),
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
+    #[error("histogram: {0}")]
+    Histogram(String),
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
     #[error("{0}")]
@@ -119,6 +191,7 @@ mod tests {
             errors: 0,
             first_error: None,
             elapsed_ns: 10,
+            latency_ns: vec![(100, 2)],
         };
         let b = CheckTally {
             admitted: 2,
@@ -126,6 +199,7 @@ mod tests {
             errors: 1,
             first_error: Some("boom".into()),
             elapsed_ns: 7,
+            latency_ns: vec![(100, 1), (300, 1)],
         };
         a.merge(b);
         assert_eq!(
@@ -134,5 +208,8 @@ mod tests {
         );
         assert_eq!(a.first_error.as_deref(), Some("boom"));
         assert_eq!(a.total(), 7);
+        let h = a.latency_histogram().unwrap();
+        assert_eq!(h.len(), 4);
+        assert_eq!(h.max(), 300);
     }
 }

@@ -6,13 +6,13 @@
 //! answers its tally (JSON) and exits. A worker that fails says why on stderr and exits non-zero.
 
 use super::closed::{connect, run_checks};
-use super::{CheckTally, LoadError, WorkerSpec};
+use super::{CheckTally, LoadError, Stop, WorkerSpec};
 use crate::server::{pin, set_parent_death_signal};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 
-/// A closed-loop run: `processes` workers sharing `template.checks` checks between them.
+/// A closed-loop run: `processes` workers built from one template.
 #[derive(Debug, Clone)]
 pub struct ClosedLoop<'a> {
     /// The ratelab binary to re-execute.
@@ -21,7 +21,7 @@ pub struct ClosedLoop<'a> {
     pub cpus: &'a [usize],
     /// Number of worker processes.
     pub processes: usize,
-    /// Spec of every worker; `checks` is the total across all of them.
+    /// Spec of every worker; `Stop::AfterChecks` is the total across all of them.
     pub template: WorkerSpec,
 }
 
@@ -33,50 +33,104 @@ pub fn split_checks(total: u64, parts: usize) -> Vec<u64> {
         .collect()
 }
 
+/// The specs of each worker: checks split, a stream index each.
+fn worker_specs(plan: &ClosedLoop) -> Vec<WorkerSpec> {
+    let stops: Vec<Stop> = match plan.template.stop {
+        Stop::AfterChecks(total) => split_checks(total, plan.processes)
+            .into_iter()
+            .map(Stop::AfterChecks)
+            .collect(),
+        Stop::AfterMs(ms) => vec![Stop::AfterMs(ms); plan.processes.max(1)],
+    };
+    stops
+        .into_iter()
+        .enumerate()
+        .map(|(i, stop)| WorkerSpec {
+            stop,
+            worker_index: i as u64,
+            ..plan.template.clone()
+        })
+        .collect()
+}
+
 struct Running {
     child: Child,
     stdout: BufReader<ChildStdout>,
+    reaped: bool,
+}
+
+/// Worker processes, connected and waiting for `go`. Dropping it kills any still running.
+pub struct Fleet {
+    workers: Vec<Running>,
+}
+
+impl Fleet {
+    /// Spawns every worker and waits until all have connected.
+    pub fn spawn(plan: &ClosedLoop) -> Result<Self, LoadError> {
+        let mut fleet = Fleet {
+            workers: Vec::with_capacity(plan.processes),
+        };
+        for spec in worker_specs(plan) {
+            fleet.workers.push(spawn_worker(plan, &spec)?);
+        }
+        // Every worker connected before any starts, so the processes overlap from the first check.
+        for (index, worker) in fleet.workers.iter_mut().enumerate() {
+            let line = read_line(worker, index)?;
+            if line != "ready" {
+                return Err(LoadError::Protocol(format!(
+                    "worker {index} said `{line}`, expected ready"
+                )));
+            }
+        }
+        Ok(fleet)
+    }
+
+    /// Starts all workers at once.
+    pub fn go(&mut self) -> Result<(), LoadError> {
+        for worker in self.workers.iter_mut() {
+            if let Some(stdin) = worker.child.stdin.as_mut() {
+                stdin.write_all(b"go\n")?;
+                stdin.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for every worker's tally and merges them.
+    pub fn collect(mut self) -> Result<CheckTally, LoadError> {
+        let mut merged = CheckTally::default();
+        for (index, worker) in self.workers.iter_mut().enumerate() {
+            let line = read_line(worker, index)?;
+            merged.merge(serde_json::from_str(&line)?);
+            let status = worker.child.wait()?;
+            worker.reaped = true;
+            crate::server::unregister(worker.child.id());
+            if !status.success() {
+                return Err(LoadError::Worker {
+                    index,
+                    detail: format!("exited with {status}"),
+                });
+            }
+        }
+        Ok(merged)
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for worker in self.workers.iter_mut().filter(|w| !w.reaped) {
+            let _ = worker.child.kill();
+            let _ = worker.child.wait();
+            crate::server::unregister(worker.child.id());
+        }
+    }
 }
 
 /// Runs the workers to completion and merges their tallies.
 pub fn run_closed_loop(plan: &ClosedLoop) -> Result<CheckTally, LoadError> {
-    let mut running = Vec::with_capacity(plan.processes);
-    for checks in split_checks(plan.template.checks, plan.processes) {
-        let spec = WorkerSpec {
-            checks,
-            ..plan.template.clone()
-        };
-        running.push(spawn_worker(plan, &spec)?);
-    }
-    // Every worker connected before any starts, so the processes overlap from the first check.
-    for (index, worker) in running.iter_mut().enumerate() {
-        let line = read_line(worker, index)?;
-        if line != "ready" {
-            return Err(LoadError::Protocol(format!(
-                "worker {index} said `{line}`, expected ready"
-            )));
-        }
-    }
-    for worker in running.iter_mut() {
-        if let Some(stdin) = worker.child.stdin.as_mut() {
-            stdin.write_all(b"go\n")?;
-            stdin.flush()?;
-        }
-    }
-    let mut merged = CheckTally::default();
-    for (index, worker) in running.iter_mut().enumerate() {
-        let line = read_line(worker, index)?;
-        merged.merge(serde_json::from_str(&line)?);
-        let status = worker.child.wait()?;
-        crate::server::unregister(worker.child.id());
-        if !status.success() {
-            return Err(LoadError::Worker {
-                index,
-                detail: format!("exited with {status}"),
-            });
-        }
-    }
-    Ok(merged)
+    let mut fleet = Fleet::spawn(plan)?;
+    fleet.go()?;
+    fleet.collect()
 }
 
 fn spawn_worker(plan: &ClosedLoop, spec: &WorkerSpec) -> Result<Running, LoadError> {
@@ -103,6 +157,7 @@ fn spawn_worker(plan: &ClosedLoop, spec: &WorkerSpec) -> Result<Running, LoadErr
     Ok(Running {
         child,
         stdout: BufReader::new(stdout),
+        reaped: false,
     })
 }
 
@@ -115,6 +170,7 @@ fn read_line(worker: &mut Running, index: usize) -> Result<String, LoadError> {
             let _ = err.read_to_string(&mut stderr);
         }
         let status = worker.child.wait()?;
+        worker.reaped = true;
         crate::server::unregister(worker.child.id());
         return Err(LoadError::Worker {
             index,
@@ -139,7 +195,7 @@ pub fn worker_main() -> Result<(), LoadError> {
         .enable_all()
         .build()?;
     let local = tokio::task::LocalSet::new();
-    let con = runtime.block_on(connect(&spec))?;
+    let cons = runtime.block_on(connect(&spec))?;
     let mut stdout = std::io::stdout();
     writeln!(stdout, "ready")?;
     stdout.flush()?;
@@ -147,7 +203,7 @@ pub fn worker_main() -> Result<(), LoadError> {
     if go != "go" {
         return Err(LoadError::Protocol(format!("expected go, got `{go}`")));
     }
-    let tally = local.block_on(&runtime, run_checks(&spec, con));
+    let tally = local.block_on(&runtime, run_checks(&spec, cons))?;
     writeln!(stdout, "{}", serde_json::to_string(&tally)?)?;
     stdout.flush()?;
     Ok(())

@@ -5,10 +5,12 @@ mod cleanup;
 mod info;
 mod managed;
 pub mod pin;
+mod stats;
 
 pub use cleanup::{kill_all, register, set_parent_death_signal, unregister};
 pub use info::Info;
 pub use managed::{RedisServer, ServerOptions};
+pub use stats::{command_stats, main_thread_cpu_us, ServerCost, ServerSample};
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -53,6 +55,8 @@ pub enum ServerError {
         "this experiment must control the server ({0}); it refuses to run against --redis-url"
     )]
     NotManaged(String),
+    #[error("unsupported server: {0}")]
+    Unsupported(String),
 }
 
 /// How the harness talks to a server, for timeouts it sets explicitly (never library defaults).
