@@ -1,7 +1,7 @@
 //! Published claims (analysis/claims.toml, embedded) judged against this run's CSVs.
 
 use super::stats::Summary;
-use super::table::{matches, number, read_rows, Row};
+use super::table::{matches, number, read_rows, short, Row};
 use super::AnalysisError;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -25,6 +25,15 @@ pub struct Claim {
     pub published_column: Option<String>,
     #[serde(default)]
     pub tolerance: f64,
+    /// Per row, the statistic as a percentage of this column (e.g. refused of checks).
+    #[serde(default)]
+    pub percent_of: Option<String>,
+    /// Judge mean(select) / mean(denominator) instead of mean(select).
+    #[serde(default)]
+    pub denominator: Option<BTreeMap<String, String>>,
+    /// For `range`: the published interval, inclusive.
+    #[serde(default)]
+    pub range: Option<[f64; 2]>,
     pub judge: Judge,
 }
 
@@ -32,9 +41,15 @@ pub struct Claim {
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Judge {
+    /// Every selected row equals `published` (or its `published_column`).
     AllEqual,
+    /// The mean (or ratio) is within `tolerance` (relative) of `published`.
     MeanWithin,
+    /// Every selected row is at least `published` (or its `published_column`).
     AllAtLeast,
+    /// The mean (or ratio) lies inside `range`.
+    Range,
+    /// Seed 000's MONITOR order.
     TraceOrder,
 }
 
@@ -74,46 +89,57 @@ pub fn judge(claim: &Claim, experiment_dir: &Path) -> Verdict {
     let selected: Vec<&Row> = rows.iter().filter(|r| matches(r, &claim.select)).collect();
     match claim.judge {
         Judge::TraceOrder => trace_order(&selected),
-        _ => judge_numbers(claim, &selected),
+        _ => judge_numbers(claim, &selected, &rows),
     }
 }
 
-/// The numeric judges: each row's statistic against `published` (or its `published_column`).
-fn judge_numbers(claim: &Claim, selected: &[&Row]) -> Verdict {
-    let pairs: Vec<(f64, f64)> = selected
-        .iter()
+/// The numeric judges: each row's statistic against `published` (or its `published_column`), or
+/// the mean (or a ratio of means) against a tolerance or a range.
+fn judge_numbers(claim: &Claim, selected: &[&Row], all_rows: &[Row]) -> Verdict {
+    let pairs = row_values(claim, selected);
+    let values: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+    let Some(s) = Summary::of(&values) else {
+        return Verdict { measured: "no matching rows".into(), holds: None };
+    };
+    let mut measured = format!("mean {}, min {}, max {} (n = {})", short(s.mean), short(s.min), short(s.max), s.n);
+    let mut value = s.mean;
+    if let Some(den_select) = &claim.denominator {
+        let den: Vec<&Row> = all_rows.iter().filter(|r| matches(r, den_select)).collect();
+        let den_values: Vec<f64> = row_values(claim, &den).iter().map(|p| p.0).collect();
+        match Summary::of(&den_values).filter(|d| d.mean != 0.0) {
+            Some(d) => {
+                value = s.mean / d.mean;
+                measured = format!("ratio {} ({} / {}; n = {} / {})", short(value), short(s.mean), short(d.mean), s.n, d.n);
+            }
+            None => return Verdict { measured: "no rows for the denominator".into(), holds: None },
+        }
+    }
+    let holds = match claim.judge {
+        Judge::AllEqual => pairs.iter().all(|(v, w)| v == w),
+        Judge::AllAtLeast => pairs.iter().all(|(v, w)| v >= w),
+        Judge::MeanWithin => (value - claim.published).abs() <= claim.tolerance * claim.published.abs(),
+        Judge::Range => claim.range.is_some_and(|[lo, hi]| lo <= value && value <= hi),
+        Judge::TraceOrder => return trace_order(selected),
+    };
+    Verdict { measured, holds: Some(holds) }
+}
+
+/// (value, what it should be) per row: the statistic, as a percentage when `percent_of` is set.
+fn row_values(claim: &Claim, rows: &[&Row]) -> Vec<(f64, f64)> {
+    rows.iter()
         .filter_map(|r| {
-            let value = number(r, &claim.statistic)?;
+            let mut value = number(r, &claim.statistic)?;
+            if let Some(of) = &claim.percent_of {
+                let base = number(r, of).filter(|b| *b != 0.0)?;
+                value = 100.0 * value / base;
+            }
             let want = match &claim.published_column {
                 Some(col) => number(r, col)?,
                 None => claim.published,
             };
             Some((value, want))
         })
-        .collect();
-    let values: Vec<f64> = pairs.iter().map(|p| p.0).collect();
-    let Some(s) = Summary::of(&values) else {
-        return Verdict {
-            measured: "no matching rows".into(),
-            holds: None,
-        };
-    };
-    let measured = format!(
-        "mean {:.1}, min {}, max {} (n = {})",
-        s.mean, s.min, s.max, s.n
-    );
-    let holds = match claim.judge {
-        Judge::AllEqual => pairs.iter().all(|(v, w)| v == w),
-        Judge::AllAtLeast => pairs.iter().all(|(v, w)| v >= w),
-        Judge::MeanWithin => {
-            (s.mean - claim.published).abs() <= claim.tolerance * claim.published.abs()
-        }
-        Judge::TraceOrder => return trace_order(selected),
-    };
-    Verdict {
-        measured,
-        holds: Some(holds),
-    }
+        .collect()
 }
 
 /// Seed 000's order: on the traced key, HMGET, HMGET, HSET, HSET from one client.

@@ -2,7 +2,7 @@
 //! published claim beside what this run measured.
 
 pub mod claims;
-mod race;
+mod summary;
 pub mod stats;
 pub mod table;
 
@@ -25,26 +25,21 @@ pub enum AnalysisError {
 
 /// A markdown summary of one experiment's results (empty for experiments without one).
 pub fn summarize_experiment(id: &str, dir: &Path) -> Result<String, AnalysisError> {
-    match id {
-        "race" => race::summary(dir),
-        _ => Ok(String::new()),
-    }
+    summary::summary(id, dir)
 }
 
 /// Writes `dir/REPORT.md`: per experiment, its setup, summary, charts and claims.
 pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     let claims = claims::all()?;
     let mut out = String::from("# ratelab report\n\nEvery figure below was measured in this run; published figures come from the seeds (analysis/claims.toml).\n");
-    let mut experiments: Vec<String> = claims.iter().map(|c| c.experiment.clone()).collect();
-    experiments.dedup();
-    for id in experiments {
-        let exp_dir = dir.join(&id);
+    for id in crate::experiments::Experiment::ALL.iter().map(|e| e.id()) {
+        let exp_dir = dir.join(id);
         if !exp_dir.is_dir() {
             let _ = write!(out, "\n## {id}\n\nNot run.\n");
             continue;
         }
         let _ = write!(out, "\n## {id}\n\n{}", setup_line(&exp_dir));
-        out.push_str(&summarize_experiment(&id, &exp_dir)?);
+        out.push_str(&summarize_experiment(id, &exp_dir)?);
         let _ = write!(
             out,
             "\n| claim | seed | published | measured here | verdict |\n|---|---|---|---|---|\n"
@@ -81,6 +76,11 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
 fn published(claim: &claims::Claim) -> String {
     match (&claim.published_column, claim.judge) {
         (_, claims::Judge::TraceOrder) => "HMGET, HMGET, HSET, HSET; 1 client".into(),
+        (_, claims::Judge::Range) => match claim.range {
+            Some([lo, hi]) if hi >= 1000.0 * lo.abs().max(1.0) => format!(">= {lo}"),
+            Some([lo, hi]) => format!("{lo} to {hi}"),
+            None => "?".into(),
+        },
         (Some(col), _) => format!("{} (= {col})", claim.published),
         (None, claims::Judge::MeanWithin) => {
             format!("~{} (±{:.0}%)", claim.published, claim.tolerance * 100.0)

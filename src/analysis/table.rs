@@ -83,3 +83,69 @@ mod tests {
         assert_eq!(number(&r, "strategy"), None);
     }
 }
+
+/// A markdown table: rows grouped by `keys` (first-seen order; `config` is P x F), and for each
+/// `(title, column)` the group's mean with its min-max when they differ.
+pub fn summary_table(rows: &[Row], keys: &[&str], columns: &[(&str, &str)]) -> String {
+    let mut groups: Vec<(Vec<String>, Vec<&Row>)> = Vec::new();
+    for row in rows {
+        let key: Vec<String> = keys
+            .iter()
+            .map(|k| if *k == "config" { config_label(row) } else { row.get(*k).cloned().unwrap_or_default() })
+            .collect();
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(g) => g.1.push(row),
+            None => groups.push((key, vec![row])),
+        }
+    }
+    let titles: Vec<&str> = keys.iter().copied().chain(std::iter::once("n")).chain(columns.iter().map(|c| c.0)).collect();
+    let mut out = format!("| {} |\n|{}\n", titles.join(" | "), "---|".repeat(titles.len()));
+    for (key, members) in &groups {
+        let mut cells = key.clone();
+        cells.push(members.len().to_string());
+        for (_, column) in columns {
+            let values: Vec<f64> = members.iter().filter_map(|r| number(r, column)).collect();
+            cells.push(match super::stats::Summary::of(&values) {
+                Some(s) if s.min == s.max => short(s.mean),
+                Some(s) => format!("{} ({}-{})", short(s.mean), short(s.min), short(s.max)),
+                None => String::new(),
+            });
+        }
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out
+}
+
+/// Numbers for tables: integers plain, large values to one decimal, small to three digits.
+pub fn short(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else if x.abs() >= 100.0 {
+        format!("{x:.1}")
+    } else if x.abs() >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::*;
+
+    #[test]
+    fn groups_in_first_seen_order_with_ranges() {
+        let mk = |s: &str, a: &str| -> Row {
+            [("strategy", s), ("processes", "1"), ("in_flight", "2"), ("admitted", a)]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let rows = vec![mk("naive", "200"), mk("lua", "100"), mk("naive", "166"), mk("lua", "100")];
+        let t = summary_table(&rows, &["strategy", "config"], &[("admitted", "admitted")]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "| strategy | config | n | admitted |");
+        assert_eq!(lines[2], "| naive | 1x2 | 2 | 183 (166-200) |");
+        assert_eq!(lines[3], "| lua | 1x2 | 2 | 100 |");
+    }
+}

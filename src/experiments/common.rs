@@ -3,7 +3,7 @@
 
 use super::params::ParamError;
 use crate::context::Ctx;
-use crate::load::LoadError;
+use crate::load::{CheckTally, LoadError};
 use crate::record::{self, Meta, RecordError, RedisMeta, Staging, SuspendCheck};
 use crate::server::{config_snapshot, ServerError, Target};
 use serde::{Deserialize, Serialize};
@@ -196,6 +196,34 @@ fn redis_meta(target: &Target) -> Result<RedisMeta, ServerError> {
         server_info,
         config: config_snapshot(&mut con)?.into_iter().collect(),
     })
+}
+
+/// A run with failed checks is not a measurement: a dead server is reported with its log,
+/// otherwise the first error is.
+pub fn fail_on_errors(target: &Target, tally: &CheckTally) -> Result<(), PhaseError> {
+    if tally.errors == 0 {
+        return Ok(());
+    }
+    target.check_alive()?;
+    Err(PhaseError::Invalid(format!(
+        "{} of {} checks failed; first error: {}",
+        tally.errors,
+        tally.total(),
+        tally.first_error.clone().unwrap_or_default()
+    )))
+}
+
+/// A progress bar on a terminal, nothing in CI or with --quiet.
+pub fn progress_bar(ctx: &Ctx, label: &str, total: u64) -> indicatif::ProgressBar {
+    if !ctx.progress {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    let template = format!("{label} {{bar:40}} {{pos}}/{{len}} {{elapsed}}");
+    if let Ok(style) = indicatif::ProgressStyle::with_template(&template) {
+        bar.set_style(style);
+    }
+    bar
 }
 
 /// Deletes this run's keys (and only them) by prefix, so a user's server is left as found.

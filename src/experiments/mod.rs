@@ -1,7 +1,12 @@
 //! One module per experiment behind one shape: a `Params` struct whose defaults live in
 //! `experiments/<id>.toml`, and a `run(&Ctx)` that writes raw rows and meta.json.
 
+pub mod atomic;
+pub mod calibrate;
 mod common;
+pub mod cost;
+pub mod latency;
+mod measure;
 pub mod params;
 pub mod race;
 
@@ -16,16 +21,34 @@ use std::path::PathBuf;
 pub enum Experiment {
     /// Naive read-then-write limiters vs atomic ones under overlapping requests (seeds 000, 001).
     Race,
+    /// Lua vs MULTI vs WATCH under contention: admission error against Redis CPU (seed 002).
+    Atomic,
+    /// Redis CPU and throughput per decision over 10,000 keys (seed 002).
+    Cost,
+    /// Latency of one check at a time (seed 000).
+    Latency,
+    /// The harness's load generator against redis-benchmark, side by side.
+    Calibrate,
 }
 
 impl Experiment {
     /// All experiments, in the order `all` runs them.
-    pub const ALL: &'static [Experiment] = &[Experiment::Race];
+    pub const ALL: &'static [Experiment] = &[
+        Experiment::Race,
+        Experiment::Atomic,
+        Experiment::Cost,
+        Experiment::Latency,
+        Experiment::Calibrate,
+    ];
 
     /// The id used on the command line and as the results subdirectory.
     pub fn id(self) -> &'static str {
         match self {
             Experiment::Race => "race",
+            Experiment::Atomic => "atomic",
+            Experiment::Cost => "cost",
+            Experiment::Latency => "latency",
+            Experiment::Calibrate => "calibrate",
         }
     }
 
@@ -33,6 +56,10 @@ impl Experiment {
     pub fn params_toml(self) -> &'static str {
         match self {
             Experiment::Race => include_str!("../../experiments/race.toml"),
+            Experiment::Atomic => include_str!("../../experiments/atomic.toml"),
+            Experiment::Cost => include_str!("../../experiments/cost.toml"),
+            Experiment::Latency => include_str!("../../experiments/latency.toml"),
+            Experiment::Calibrate => include_str!("../../experiments/calibrate.toml"),
         }
     }
 
@@ -60,6 +87,10 @@ impl Experiment {
     pub fn run(self, ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
         match self {
             Experiment::Race => race::run(ctx),
+            Experiment::Atomic => atomic::run(ctx),
+            Experiment::Cost => cost::run(ctx),
+            Experiment::Latency => latency::run(ctx),
+            Experiment::Calibrate => calibrate::run(ctx),
         }
     }
 }

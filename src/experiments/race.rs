@@ -14,7 +14,8 @@
 //! `race/trace.csv` (one row per command MONITOR saw), `race/meta.json`.
 
 use super::common::{
-    delete_keys_with_prefix, Concurrency, ExperimentError, Phase, PhaseError, RunRecord,
+    delete_keys_with_prefix, fail_on_errors, progress_bar, Concurrency, ExperimentError, Phase,
+    RunRecord,
 };
 use super::params;
 use crate::context::Ctx;
@@ -129,7 +130,7 @@ fn run_body(
         .phase(|| "opening race.csv".into())?;
     let matrix_trials = p.trials as u64 * (p.configs.len() * p.strategies.len()) as u64;
     let burst_trials = p.trials as u64 * p.seed001_strategies.len() as u64;
-    let bar = progress_bar(ctx, matrix_trials + burst_trials + 1);
+    let bar = progress_bar(ctx, ID, matrix_trials + burst_trials + 1);
 
     for trial in 0..p.trials {
         for &config in &p.configs {
@@ -228,21 +229,11 @@ impl Trial {
             Ok(tally) => tally,
             Err(e) => {
                 // A worker that could not connect is most often a server that died.
-                server_alive(target).phase(what)?;
+                target.check_alive().phase(what)?;
                 return Err(e).phase(what);
             }
         };
-        if tally.errors > 0 {
-            // A dead server explains errors better than the errors do.
-            server_alive(target).phase(what)?;
-            return Err(PhaseError::Invalid(format!(
-                "{} of {} checks failed; first error: {}",
-                tally.errors,
-                tally.total(),
-                tally.first_error.unwrap_or_default()
-            )))
-            .phase(what);
-        }
+        fail_on_errors(target, &tally).phase(what)?;
         let final_state = read_state(target, self.strategy, &self.key, &limit).phase(what)?;
         Ok(RaceRow {
             scenario: scenario.to_string(),
@@ -259,14 +250,6 @@ impl Trial {
             elapsed_ms: tally.elapsed_ns as f64 / 1e6,
         })
     }
-}
-
-/// A crashed managed server is reported with its log; any server must still answer PING.
-fn server_alive(target: &Target) -> Result<(), crate::server::ServerError> {
-    target.check_alive()?;
-    let mut con = target.connection()?;
-    redis::cmd("PING").query::<String>(&mut con)?;
-    Ok(())
 }
 
 /// What the key holds after the trial: the bucket's tokens or the window's counter.
@@ -337,23 +320,10 @@ fn trace(
 }
 
 /// `redis://host:port/db` -> `host:port`.
-fn host_port(url: &str) -> String {
+pub(super) fn host_port(url: &str) -> String {
     let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
     let rest = rest.rsplit_once('@').map(|(_, r)| r).unwrap_or(rest);
     rest.split('/').next().unwrap_or(rest).to_string()
-}
-
-fn progress_bar(ctx: &Ctx, total: u64) -> indicatif::ProgressBar {
-    if !ctx.progress {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(total);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("race {bar:40} {pos}/{len} trials {elapsed}")
-    {
-        bar.set_style(style);
-    }
-    bar
 }
 
 #[cfg(test)]

@@ -66,7 +66,8 @@ impl Shared {
             KeyChoice::One(key) => key.clone(),
             KeyChoice::Uniform { prefix, count } => {
                 let index = self.rng.borrow_mut().below(*count);
-                format!("{prefix}{index}")
+                // Zero-padded to 12 digits like redis-benchmark's __rand_int__, so both hit the same keys.
+                format!("{prefix}{index:012}")
             }
         }
     }
@@ -137,6 +138,9 @@ async fn client_task(shared: Rc<Shared>, mut con: MultiplexedConnection) {
         let mut t = shared.tally.borrow_mut();
         match outcome {
             Ok(d) => {
+                t.retries += u64::from(d.retries);
+                t.aborted += u64::from(d.aborted);
+                t.redis_calls += u64::from(d.redis_calls);
                 if d.allowed {
                     t.admitted += 1;
                 } else {

@@ -73,7 +73,7 @@ impl WorkerSpec {
 pub enum KeyChoice {
     /// Every check on one key (contention; the abusive client).
     One(String),
-    /// Uniformly among `prefix0 .. prefix{count-1}` (normal traffic over many clients).
+    /// Uniformly among `prefix` + 12-digit index in `0..count` (normal traffic over many clients).
     Uniform { prefix: String, count: u64 },
 }
 
@@ -126,6 +126,15 @@ pub struct CheckTally {
     pub first_error: Option<String>,
     /// Wall time from the first check's start to the last one's end, in ns (max over workers).
     pub elapsed_ns: u64,
+    /// WATCH transactions retried after an abort.
+    #[serde(default)]
+    pub retries: u64,
+    /// Checks refused because the WATCH retry budget ran out.
+    #[serde(default)]
+    pub aborted: u64,
+    /// Round trips to Redis across all decisions.
+    #[serde(default)]
+    pub redis_calls: u64,
     /// Per-check latency in ns as (highest equivalent value, count) buckets, when recorded.
     #[serde(default)]
     pub latency_ns: Vec<(u64, u64)>,
@@ -137,6 +146,9 @@ impl CheckTally {
         self.admitted += other.admitted;
         self.denied += other.denied;
         self.errors += other.errors;
+        self.retries += other.retries;
+        self.aborted += other.aborted;
+        self.redis_calls += other.redis_calls;
         if self.first_error.is_none() {
             self.first_error = other.first_error;
         }

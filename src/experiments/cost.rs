@@ -1,0 +1,205 @@
+//! # cost
+//! Hypothesis (seed 002): Redis runs commands on one thread, so the CPU that thread spends per
+//! decision sets how many decisions one Redis can make. A Lua decision costs 2.5-3.5x a GET; a
+//! MULTI fixed window beats the same logic in Lua; the sliding log's limit barely changes its CPU;
+//! a hot key is cheaper per decision because nearly every call is a refusal.
+//!
+//! Method: 16 clients (connections of one single-threaded worker process, pinned away from Redis)
+//! send decisions flat out over 10,000 keys for `run_seconds`, `runs` times per variant, runs
+//! interleaved across variants. Each measured run follows an excluded warm-up on the same keys.
+//! Redis main-thread CPU (`INFO cpu` *_main_thread) and `INFO commandstats` are sampled right
+//! before the workers start and right after the last one reports.
+//!
+//! Writes `cost/cost.csv` (one row per run), `cost/meta.json`.
+
+use super::common::{delete_keys_with_prefix, progress_bar, ExperimentError, Phase, RunRecord};
+use super::measure::{measure, Measured};
+use super::params;
+use crate::context::Ctx;
+use crate::limiter::{unix_ms, LimitSpec, Strategy};
+use crate::load::{ClosedLoop, KeyChoice, Stop, WorkerSpec};
+use crate::server::Target;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+const ID: &str = "cost";
+
+/// Parameters; defaults in `experiments/cost.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    pub runs: u32,
+    pub run_seconds: f64,
+    pub warmup_seconds: f64,
+    pub clients: usize,
+    pub keys: u64,
+    pub strategies: Vec<Strategy>,
+    pub log_limits: Vec<u64>,
+    pub hot_key_strategies: Vec<Strategy>,
+    pub capacity: u64,
+    pub refill_per_sec: f64,
+    pub window_ms: u64,
+    pub log_window_ms: u64,
+}
+
+/// One measured run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CostRow {
+    pub strategy: Strategy,
+    /// `L=<limit>` for the sliding log, `hot-key` for one key, empty otherwise.
+    pub variant: String,
+    pub run: u32,
+    pub clients: usize,
+    pub keys: u64,
+    pub duration_s: f64,
+    pub decisions: u64,
+    pub decisions_per_s: f64,
+    pub allowed: u64,
+    pub denied: u64,
+    pub errors: u64,
+    pub redis_cpu_us: f64,
+    pub cpu_us_per_decision: f64,
+    pub redis_busy_pct: f64,
+    /// The command that took most server time (evalsha for scripts).
+    pub busiest_command: String,
+    /// Its mean time per call inside Redis, µs (for a script: the script body).
+    pub usec_per_call: f64,
+    /// All commands' in-Redis time per decision, µs (MULTI strategies make several calls).
+    pub command_usec_per_decision: f64,
+    pub client_cpu_s: f64,
+}
+
+/// A strategy as measured here: which keys, which limit, what to call it.
+#[derive(Debug, Clone)]
+struct Variant {
+    strategy: Strategy,
+    label: String,
+    limit: LimitSpec,
+    hot_key: bool,
+}
+
+fn variants(p: &Params) -> Vec<Variant> {
+    let base = LimitSpec { capacity: p.capacity, refill_per_sec: p.refill_per_sec, window_ms: p.window_ms, ..LimitSpec::default() };
+    let mut out = Vec::new();
+    for &strategy in &p.strategies {
+        if strategy == Strategy::LuaLog {
+            for &l in &p.log_limits {
+                let limit = LimitSpec { capacity: l, window_ms: p.log_window_ms, ..base };
+                out.push(Variant { strategy, label: format!("L={l}"), limit, hot_key: false });
+            }
+        } else {
+            out.push(Variant { strategy, label: String::new(), limit: base, hot_key: false });
+        }
+    }
+    for &strategy in &p.hot_key_strategies {
+        out.push(Variant { strategy, label: "hot-key".into(), limit: base, hot_key: true });
+    }
+    out
+}
+
+/// Runs the experiment into `ctx.out_dir/cost/`.
+pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
+    let (p, table): (Params, _) = params::resolve(ID, super::Experiment::Cost.params_toml(), ctx.profile, &ctx.sets)?;
+    if p.runs == 0 || p.run_seconds <= 0.0 || p.clients == 0 || p.keys == 0 {
+        return Err(params::ParamError::Invalid { experiment: ID.into(), reason: "runs, run_seconds, clients, keys must be > 0".into() }.into());
+    }
+    let target = ctx.target().phase(|| "starting redis-server".into())?;
+    let mut run = RunRecord::begin(ctx, ID, &table, &target)?;
+    run.note(format!("Warm-up excluded: each measured run follows a {}s run of the same variant on the same keys.", p.warmup_seconds));
+    run.note("Redis CPU is the main thread's user+sys (INFO cpu *_main_thread) between the start signal and the last worker's report; INFO calls themselves are included and negligible.");
+    let prefix = format!("ratelab:cost:{:x}:", unix_ms());
+    let outcome = body(ctx, &p, &target, &mut run, &prefix);
+    let cleaned = delete_keys_with_prefix(&target, &prefix);
+    outcome?;
+    cleaned.phase(|| "deleting this run's keys".into())?;
+    run.finish(ctx)
+}
+
+fn body(ctx: &Ctx, p: &Params, target: &Target, run: &mut RunRecord, prefix: &str) -> Result<(), ExperimentError> {
+    let mut rows = run.staging.csv::<CostRow>("cost.csv").phase(|| "opening cost.csv".into())?;
+    let variants = variants(p);
+    let bar = progress_bar(ctx, ID, p.runs as u64 * variants.len() as u64);
+    for r in 0..p.runs {
+        for v in &variants {
+            let name = if v.label.is_empty() { v.strategy.to_string() } else { format!("{} ({})", v.strategy, v.label) };
+            let key_prefix = format!("{prefix}{}:{}:", v.strategy, v.label);
+            let keys = if v.hot_key {
+                KeyChoice::One(format!("{key_prefix}hot"))
+            } else {
+                KeyChoice::Uniform { prefix: key_prefix, count: p.keys }
+            };
+            let mut plan = ClosedLoop {
+                exe: &ctx.worker_exe,
+                cpus: &ctx.pin.harness,
+                processes: 1,
+                template: WorkerSpec {
+                    url: target.url(),
+                    strategy: v.strategy,
+                    limit: v.limit,
+                    keys,
+                    stop: Stop::AfterMs((p.warmup_seconds * 1000.0) as u64),
+                    connections: p.clients,
+                    in_flight: 1,
+                    record_latency: false,
+                    seed: ctx.seed ^ u64::from(r),
+                    worker_index: 0,
+                    timeouts: ctx.timeouts,
+                },
+            };
+            if p.warmup_seconds > 0.0 {
+                measure(target, &plan, &|| format!("warm-up {r} of {name}"))?;
+            }
+            plan.template.stop = Stop::AfterMs((p.run_seconds * 1000.0) as u64);
+            let m = measure(target, &plan, &|| format!("run {r} of {name}"))?;
+            rows.write(&row(v, r, p, &m)).phase(|| "writing cost.csv".into())?;
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+fn row(v: &Variant, run: u32, p: &Params, m: &Measured) -> CostRow {
+    let decisions = m.tally.admitted + m.tally.denied;
+    let (busiest_command, usec_per_call) = m.server.busiest_command().unwrap_or_default();
+    let command_usec: u64 = m.server.commands.iter().filter(|(name, _)| name.as_str() != "info").map(|(_, (_, usec))| usec).sum();
+    CostRow {
+        strategy: v.strategy,
+        variant: v.label.clone(),
+        run,
+        clients: p.clients,
+        keys: if v.hot_key { 1 } else { p.keys },
+        duration_s: m.tally.elapsed_ns as f64 / 1e9,
+        decisions,
+        decisions_per_s: m.decisions_per_s(),
+        allowed: m.tally.admitted,
+        denied: m.tally.denied,
+        errors: m.tally.errors,
+        redis_cpu_us: m.server.main_thread_cpu_us,
+        cpu_us_per_decision: m.cpu_us_per_decision(),
+        redis_busy_pct: m.server.busy_pct(),
+        busiest_command,
+        usec_per_call,
+        command_usec_per_decision: if decisions > 0 { command_usec as f64 / decisions as f64 } else { 0.0 },
+        client_cpu_s: m.client_cpu_s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_expand_the_log_limits_and_hot_keys() {
+        let (p, _): (Params, _) =
+            params::resolve(ID, super::super::Experiment::Cost.params_toml(), params::Profile::Full, &[]).unwrap();
+        let v = variants(&p);
+        let labels: Vec<String> = v.iter().map(|v| format!("{}{}", v.strategy, v.label)).collect();
+        assert!(labels.contains(&"lua-logL=100".to_string()));
+        assert!(labels.contains(&"lua-logL=10000".to_string()));
+        assert!(labels.contains(&"lua-buckethot-key".to_string()));
+        assert_eq!(v.len(), p.strategies.len() + 1 + p.hot_key_strategies.len());
+        let log = v.iter().find(|v| v.label == "L=10000").unwrap();
+        assert_eq!((log.limit.capacity, log.limit.window_ms), (10_000, 10_000));
+    }
+}
