@@ -5,103 +5,15 @@ mod incr_window;
 mod lua_bucket;
 mod naive_bucket;
 mod naive_window;
+mod spec;
+mod strategy;
+
+pub use spec::LimitSpec;
+pub use strategy::Strategy;
 
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
-
-/// A strategy for deciding whether one request may pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Strategy {
-    /// HMGET tokens, decide in the client, HSET tokens-1 (seed 000's naive bucket).
-    NaiveBucket,
-    /// Token bucket in one Lua script with Redis TIME.
-    LuaBucket,
-    /// Fixed window: GET, decide in the client, MULTI INCR EXPIRE (seed 001's old middleware).
-    NaiveWindow,
-    /// Fixed window: INCR, compare the returned count, EXPIRE when it is 1.
-    IncrWindow,
-}
-
-impl Strategy {
-    /// Every strategy, in the order charts and tables show them.
-    pub const ALL: &'static [Strategy] = &[
-        Strategy::NaiveBucket,
-        Strategy::LuaBucket,
-        Strategy::NaiveWindow,
-        Strategy::IncrWindow,
-    ];
-
-    /// The name used on the command line, in parameters and in CSVs.
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::NaiveBucket => "naive-bucket",
-            Strategy::LuaBucket => "lua-bucket",
-            Strategy::NaiveWindow => "naive-window",
-            Strategy::IncrWindow => "incr-window",
-        }
-    }
-}
-
-impl fmt::Display for Strategy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Strategy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Strategy::ALL
-            .iter()
-            .copied()
-            .find(|st| st.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Strategy::ALL.iter().map(|st| st.name()).collect();
-                format!("unknown strategy `{s}`; valid: {}", names.join(", "))
-            })
-    }
-}
-
-/// The limit a strategy enforces.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LimitSpec {
-    /// Bucket capacity, or requests per window.
-    pub capacity: u64,
-    /// Bucket refill in tokens per second (0: never refills).
-    pub refill_per_sec: f64,
-    /// Fixed-window length in ms.
-    pub window_ms: u64,
-    /// Start of window 0 in Unix ms (0: windows aligned to the epoch, as in production).
-    pub window_origin_ms: u64,
-    /// Expiry of a bucket that never refills, in ms.
-    pub idle_ttl_ms: u64,
-}
-
-impl LimitSpec {
-    /// Expiry for a bucket: once idle this long it is full again and carries no information.
-    pub fn bucket_ttl_ms(&self) -> u64 {
-        if self.refill_per_sec > 0.0 {
-            (self.capacity as f64 / self.refill_per_sec * 1000.0).ceil() as u64 + 1000
-        } else {
-            self.idle_ttl_ms
-        }
-    }
-
-    /// Expiry of a window counter: two windows, so a late write never outlives its window by much.
-    pub fn window_ttl_secs(&self) -> u64 {
-        (2 * self.window_ms).div_ceil(1000).max(1)
-    }
-
-    /// The key of the window that contains `now_ms` (caller's clock, as the seeds' clients did).
-    pub fn window_key(&self, key: &str, now_ms: u64) -> String {
-        let index = now_ms.saturating_sub(self.window_origin_ms) / self.window_ms.max(1);
-        format!("{key}:w{index}")
-    }
-}
 
 /// The answer to one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -187,51 +99,4 @@ pub fn unix_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec() -> LimitSpec {
-        LimitSpec {
-            capacity: 100,
-            refill_per_sec: 0.0,
-            window_ms: 1000,
-            window_origin_ms: 0,
-            idle_ttl_ms: 60_000,
-        }
-    }
-
-    #[test]
-    fn names_round_trip() {
-        for &s in Strategy::ALL {
-            assert_eq!(s.name().parse::<Strategy>(), Ok(s));
-        }
-        assert!("lua"
-            .parse::<Strategy>()
-            .unwrap_err()
-            .contains("lua-bucket"));
-    }
-
-    #[test]
-    fn bucket_ttl_is_time_to_refill_plus_slack() {
-        let mut s = spec();
-        assert_eq!(s.bucket_ttl_ms(), 60_000);
-        s.refill_per_sec = 100.0;
-        assert_eq!(s.bucket_ttl_ms(), 2000);
-        s.refill_per_sec = 3.0;
-        assert_eq!(s.bucket_ttl_ms(), 33_334 + 1000);
-    }
-
-    #[test]
-    fn window_key_changes_at_the_boundary() {
-        let mut s = spec();
-        assert_eq!(s.window_key("k", 999), "k:w0");
-        assert_eq!(s.window_key("k", 1000), "k:w1");
-        s.window_origin_ms = 500;
-        assert_eq!(s.window_key("k", 1499), "k:w0");
-        assert_eq!(s.window_key("k", 100), "k:w0");
-        assert_eq!(s.window_ttl_secs(), 2);
-    }
 }

@@ -1,0 +1,76 @@
+//! The limit a strategy enforces, and the keys and expiries derived from it.
+
+use serde::{Deserialize, Serialize};
+
+/// The limit a strategy enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LimitSpec {
+    /// Bucket capacity, or requests per window.
+    pub capacity: u64,
+    /// Bucket refill in tokens per second (0: never refills).
+    pub refill_per_sec: f64,
+    /// Fixed-window length in ms.
+    pub window_ms: u64,
+    /// Start of window 0 in Unix ms (0: windows aligned to the epoch, as in production).
+    pub window_origin_ms: u64,
+    /// Expiry of a bucket that never refills, in ms.
+    pub idle_ttl_ms: u64,
+}
+
+impl LimitSpec {
+    /// Expiry for a bucket: once idle this long it is full again and carries no information.
+    pub fn bucket_ttl_ms(&self) -> u64 {
+        if self.refill_per_sec > 0.0 {
+            (self.capacity as f64 / self.refill_per_sec * 1000.0).ceil() as u64 + 1000
+        } else {
+            self.idle_ttl_ms
+        }
+    }
+
+    /// Expiry of a window counter: two windows, so a late write never outlives its window by much.
+    pub fn window_ttl_secs(&self) -> u64 {
+        (2 * self.window_ms).div_ceil(1000).max(1)
+    }
+
+    /// The key of the window that contains `now_ms` (caller's clock, as the seeds' clients did).
+    pub fn window_key(&self, key: &str, now_ms: u64) -> String {
+        let index = now_ms.saturating_sub(self.window_origin_ms) / self.window_ms.max(1);
+        format!("{key}:w{index}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> LimitSpec {
+        LimitSpec {
+            capacity: 100,
+            refill_per_sec: 0.0,
+            window_ms: 1000,
+            window_origin_ms: 0,
+            idle_ttl_ms: 60_000,
+        }
+    }
+
+    #[test]
+    fn bucket_ttl_is_time_to_refill_plus_slack() {
+        let mut s = spec();
+        assert_eq!(s.bucket_ttl_ms(), 60_000);
+        s.refill_per_sec = 100.0;
+        assert_eq!(s.bucket_ttl_ms(), 2000);
+        s.refill_per_sec = 3.0;
+        assert_eq!(s.bucket_ttl_ms(), 33_334 + 1000);
+    }
+
+    #[test]
+    fn window_key_changes_at_the_boundary() {
+        let mut s = spec();
+        assert_eq!(s.window_key("k", 999), "k:w0");
+        assert_eq!(s.window_key("k", 1000), "k:w1");
+        s.window_origin_ms = 500;
+        assert_eq!(s.window_key("k", 1499), "k:w0");
+        assert_eq!(s.window_key("k", 100), "k:w0");
+        assert_eq!(s.window_ttl_secs(), 2);
+    }
+}
