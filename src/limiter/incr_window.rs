@@ -11,7 +11,9 @@ pub(super) async fn check(
 ) -> Result<Decision, LimiterError> {
     let window = spec.window_key(key, unix_ms());
     let count: i64 = redis::cmd("INCR").arg(&window).query_async(con).await?;
+    let mut calls = 1;
     if count == 1 {
+        calls += 1;
         // Only the request that created the counter sets its expiry.
         redis::cmd("EXPIRE")
             .arg(&window)
@@ -20,9 +22,10 @@ pub(super) async fn check(
             .await?;
     }
     let limit = spec.capacity as i64;
-    Ok(Decision {
-        allowed: count <= limit,
-        remaining: (limit - count).max(0),
-        retry_ms: 0,
-    })
+    Ok(Decision::settled(
+        count <= limit,
+        (limit - count).max(0),
+        0,
+        calls,
+    ))
 }

@@ -5,6 +5,7 @@ mod incr_window;
 mod lua_bucket;
 mod naive_bucket;
 mod naive_window;
+mod script;
 mod spec;
 mod strategy;
 
@@ -24,13 +25,38 @@ pub struct Decision {
     pub remaining: i64,
     /// When to retry, in ms (-1: never, 0: not applicable).
     pub retry_ms: i64,
+    /// Round trips to Redis this decision took, for "Redis calls per decision".
+    #[serde(default)]
+    pub redis_calls: u32,
+    /// Optimistic transactions that aborted and were retried (WATCH strategies only).
+    #[serde(default)]
+    pub retries: u32,
+    /// Refused because the WATCH retry budget ran out, not because the limit was reached.
+    #[serde(default)]
+    pub aborted: bool,
+}
+
+impl Decision {
+    /// A decision reached without optimistic retries, the case of every non-WATCH strategy.
+    pub(crate) fn settled(allowed: bool, remaining: i64, retry_ms: i64, redis_calls: u32) -> Self {
+        Decision {
+            allowed,
+            remaining,
+            retry_ms,
+            redis_calls,
+            retries: 0,
+            aborted: false,
+        }
+    }
 }
 
 /// What can go wrong during a check.
 #[derive(Debug, thiserror::Error)]
 pub enum LimiterError {
+    /// Redis refused a command or the connection failed: no decision was made.
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
+    /// A reply had the wrong shape: a bug in a script or in its caller, never silently allowed.
     #[error("unexpected reply from {strategy}: {detail}")]
     UnexpectedReply { strategy: Strategy, detail: String },
 }
@@ -46,7 +72,7 @@ pub struct Limiter {
 #[derive(Debug, Clone)]
 enum Prepared {
     NaiveBucket,
-    LuaBucket(redis::Script),
+    LuaBucket(script::LuaScript),
     NaiveWindow,
     IncrWindow,
 }

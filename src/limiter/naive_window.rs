@@ -14,11 +14,7 @@ pub(super) async fn check(
     let used = used.unwrap_or(0);
     let limit = spec.capacity as i64;
     if used >= limit {
-        return Ok(Decision {
-            allowed: false,
-            remaining: 0,
-            retry_ms: 0,
-        });
+        return Ok(Decision::settled(false, 0, 0, 1));
     }
     redis::pipe()
         .atomic()
@@ -28,9 +24,5 @@ pub(super) async fn check(
         .ignore()
         .query_async::<()>(con)
         .await?;
-    Ok(Decision {
-        allowed: true,
-        remaining: limit - used - 1,
-        retry_ms: 0,
-    })
+    Ok(Decision::settled(true, limit - used - 1, 0, 2))
 }
