@@ -274,14 +274,7 @@ fn read_state(
     limit: &LimitSpec,
 ) -> Result<String, crate::server::ServerError> {
     let mut con = target.connection()?;
-    let value: Option<String> = match strategy {
-        Strategy::NaiveBucket | Strategy::LuaBucket => {
-            redis::cmd("HGET").arg(key).arg("tokens").query(&mut con)?
-        }
-        Strategy::NaiveWindow | Strategy::IncrWindow => redis::cmd("GET")
-            .arg(limit.window_key(key, limit.window_origin_ms))
-            .query(&mut con)?,
-    };
+    let value: Option<String> = strategy.state_command(key, limit).query(&mut con)?;
     Ok(value.unwrap_or_default())
 }
 

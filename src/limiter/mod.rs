@@ -1,8 +1,11 @@
 //! Rate-limiter strategies: the naive client-side ones the seeds show breaking, and the atomic ones
 //! that fix them. One file per strategy; Lua in `lua/*.lua`, embedded with `include_str!`.
 
+mod get;
 mod incr_window;
 mod lua_bucket;
+mod lua_window;
+mod multi_window;
 mod naive_bucket;
 mod naive_window;
 mod script;
@@ -75,6 +78,9 @@ enum Prepared {
     LuaBucket(script::LuaScript),
     NaiveWindow,
     IncrWindow,
+    LuaWindow(script::LuaScript),
+    MultiWindow,
+    Get,
 }
 
 impl Limiter {
@@ -85,6 +91,9 @@ impl Limiter {
             Strategy::LuaBucket => Prepared::LuaBucket(lua_bucket::script()),
             Strategy::NaiveWindow => Prepared::NaiveWindow,
             Strategy::IncrWindow => Prepared::IncrWindow,
+            Strategy::LuaWindow => Prepared::LuaWindow(lua_window::script()),
+            Strategy::MultiWindow => Prepared::MultiWindow,
+            Strategy::Get => Prepared::Get,
         };
         Limiter { spec, prepared }
     }
@@ -96,6 +105,9 @@ impl Limiter {
             Prepared::LuaBucket(_) => Strategy::LuaBucket,
             Prepared::NaiveWindow => Strategy::NaiveWindow,
             Prepared::IncrWindow => Strategy::IncrWindow,
+            Prepared::LuaWindow(_) => Strategy::LuaWindow,
+            Prepared::MultiWindow => Strategy::MultiWindow,
+            Prepared::Get => Strategy::Get,
         }
     }
 
@@ -115,6 +127,9 @@ impl Limiter {
             Prepared::LuaBucket(script) => lua_bucket::check(con, script, key, &self.spec).await,
             Prepared::NaiveWindow => naive_window::check(con, key, &self.spec).await,
             Prepared::IncrWindow => incr_window::check(con, key, &self.spec).await,
+            Prepared::LuaWindow(script) => lua_window::check(con, script, key, &self.spec).await,
+            Prepared::MultiWindow => multi_window::check(con, key, &self.spec).await,
+            Prepared::Get => get::check(con, key).await,
         }
     }
 }

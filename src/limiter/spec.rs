@@ -32,6 +32,17 @@ impl LimitSpec {
         (2 * self.window_ms).div_ceil(1000).max(1)
     }
 
+    /// Expiry of a window counter in ms: two windows, as `window_ttl_secs` but without rounding.
+    pub fn window_ttl_ms(&self) -> u64 {
+        (2 * self.window_ms).max(1)
+    }
+
+    /// Time left in the window that contains `now_ms`: when a denied request may try again.
+    pub fn ms_to_window_end(&self, now_ms: u64) -> u64 {
+        let window = self.window_ms.max(1);
+        window - now_ms.saturating_sub(self.window_origin_ms) % window
+    }
+
     /// The key of the window that contains `now_ms` (caller's clock, as the seeds' clients did).
     pub fn window_key(&self, key: &str, now_ms: u64) -> String {
         let index = now_ms.saturating_sub(self.window_origin_ms) / self.window_ms.max(1);
@@ -72,5 +83,16 @@ mod tests {
         assert_eq!(s.window_key("k", 1499), "k:w0");
         assert_eq!(s.window_key("k", 100), "k:w0");
         assert_eq!(s.window_ttl_secs(), 2);
+        assert_eq!(s.window_ttl_ms(), 2000);
+    }
+
+    #[test]
+    fn window_end_is_the_next_boundary() {
+        let mut s = spec();
+        assert_eq!(s.ms_to_window_end(0), 1000);
+        assert_eq!(s.ms_to_window_end(999), 1);
+        assert_eq!(s.ms_to_window_end(1000), 1000);
+        s.window_origin_ms = 500;
+        assert_eq!(s.ms_to_window_end(1400), 100);
     }
 }

@@ -1,5 +1,6 @@
 //! The strategy names: what the command line, parameters and CSVs call each limiter.
 
+use super::LimitSpec;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -16,6 +17,12 @@ pub enum Strategy {
     NaiveWindow,
     /// Fixed window: INCR, compare the returned count, EXPIRE when it is 1.
     IncrWindow,
+    /// Fixed window in one Lua script: INCR, PEXPIRE when new, compare.
+    LuaWindow,
+    /// Fixed window as MULTI INCR PEXPIRE EXEC, the count compared in the client.
+    MultiWindow,
+    /// Not a limiter: a plain GET, always allowed; the scale decisions are measured against.
+    Get,
 }
 
 impl Strategy {
@@ -25,6 +32,9 @@ impl Strategy {
         Strategy::LuaBucket,
         Strategy::NaiveWindow,
         Strategy::IncrWindow,
+        Strategy::LuaWindow,
+        Strategy::MultiWindow,
+        Strategy::Get,
     ];
 
     /// The name used on the command line, in parameters and in CSVs.
@@ -34,6 +44,26 @@ impl Strategy {
             Strategy::LuaBucket => "lua-bucket",
             Strategy::NaiveWindow => "naive-window",
             Strategy::IncrWindow => "incr-window",
+            Strategy::LuaWindow => "lua-window",
+            Strategy::MultiWindow => "multi-window",
+            Strategy::Get => "get",
+        }
+    }
+
+    /// A command reading what `key` holds after a run (a bucket's tokens, a window's count), so
+    /// experiments can record the final state without knowing each strategy's layout.
+    pub fn state_command(self, key: &str, spec: &LimitSpec) -> redis::Cmd {
+        match self {
+            Strategy::NaiveBucket | Strategy::LuaBucket => {
+                redis::cmd("HGET").arg(key).arg("tokens").take()
+            }
+            Strategy::NaiveWindow
+            | Strategy::IncrWindow
+            | Strategy::LuaWindow
+            | Strategy::MultiWindow => redis::cmd("GET")
+                .arg(spec.window_key(key, spec.window_origin_ms))
+                .take(),
+            Strategy::Get => redis::cmd("GET").arg(key).take(),
         }
     }
 }

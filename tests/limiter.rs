@@ -1,0 +1,176 @@
+//! Every strategy against a real redis-server, driven as the load generator drives it: tasks on a
+//! current-thread runtime, several in flight, on one shared connection (or one each, for WATCH).
+
+mod common;
+
+use ratelab::limiter::{unix_ms, Decision, LimitSpec, Limiter, Strategy};
+use redis::aio::MultiplexedConnection;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+/// A limit of `capacity` that neither refills nor rolls over during a test.
+fn spec(capacity: u64) -> LimitSpec {
+    LimitSpec {
+        capacity,
+        refill_per_sec: 0.0,
+        window_ms: 600_000,
+        window_origin_ms: unix_ms(),
+        idle_ttl_ms: 600_000,
+    }
+}
+
+/// Makes `checks` checks of `key`, `in_flight` at a time; on one connection unless `own_connections`.
+fn drive(
+    url: &str,
+    limiter: &Limiter,
+    key: &str,
+    checks: u64,
+    in_flight: usize,
+    own_connections: bool,
+) -> Vec<Decision> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, async {
+        let client = redis::Client::open(url).unwrap();
+        let shared = client.get_multiplexed_async_connection().await.unwrap();
+        let limiter = Rc::new(limiter.clone());
+        let left = Rc::new(Cell::new(checks));
+        let out = Rc::new(RefCell::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for _ in 0..in_flight {
+            let mut con: MultiplexedConnection = if own_connections {
+                client.get_multiplexed_async_connection().await.unwrap()
+            } else {
+                shared.clone()
+            };
+            let (limiter, left, out, key) =
+                (limiter.clone(), left.clone(), out.clone(), key.to_string());
+            tasks.push(tokio::task::spawn_local(async move {
+                while left.get() > 0 {
+                    left.set(left.get() - 1);
+                    let d = limiter.check(&mut con, &key).await.expect("check succeeds");
+                    out.borrow_mut().push(d);
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        out.take()
+    })
+}
+
+fn admitted(decisions: &[Decision]) -> usize {
+    decisions.iter().filter(|d| d.allowed).count()
+}
+
+fn sync_con(server: &ratelab::server::RedisServer) -> redis::Connection {
+    server.connection().unwrap()
+}
+
+#[test]
+fn atomic_strategies_admit_exactly_the_limit_with_8_in_flight_on_one_connection() {
+    let server = common::start_server();
+    for strategy in [
+        Strategy::LuaBucket,
+        Strategy::IncrWindow,
+        Strategy::LuaWindow,
+        Strategy::MultiWindow,
+    ] {
+        let limiter = Limiter::new(strategy, spec(100));
+        let decisions = drive(
+            &server.url(),
+            &limiter,
+            &format!("exact:{strategy}"),
+            1000,
+            8,
+            false,
+        );
+        assert_eq!(decisions.len(), 1000);
+        assert_eq!(admitted(&decisions), 100, "{strategy}");
+        assert!(
+            decisions.iter().all(|d| !d.aborted && d.retries == 0),
+            "{strategy}"
+        );
+        assert!(decisions.iter().all(|d| d.redis_calls >= 1), "{strategy}");
+    }
+}
+
+#[test]
+fn redis_calls_count_round_trips() {
+    let server = common::start_server();
+    let url = server.url();
+    let calls = |strategy, capacity, checks, key: &str| -> Vec<(bool, u32)> {
+        let limiter = Limiter::new(strategy, spec(capacity));
+        drive(&url, &limiter, key, checks, 1, false)
+            .iter()
+            .map(|d| (d.allowed, d.redis_calls))
+            .collect()
+    };
+    // Read then write when there is a token; the read alone when there is none.
+    assert_eq!(
+        calls(Strategy::NaiveBucket, 1, 2, "c:nb"),
+        [(true, 2), (false, 1)]
+    );
+    assert_eq!(
+        calls(Strategy::NaiveWindow, 1, 2, "c:nw"),
+        [(true, 2), (false, 1)]
+    );
+    // INCR, and EXPIRE only for the request that created the counter.
+    assert_eq!(
+        calls(Strategy::IncrWindow, 1, 3, "c:iw"),
+        [(true, 2), (false, 1), (false, 1)]
+    );
+    assert_eq!(
+        calls(Strategy::MultiWindow, 1, 2, "c:mw"),
+        [(true, 1), (false, 1)]
+    );
+    assert_eq!(calls(Strategy::Get, 0, 2, "c:get"), [(true, 1), (true, 1)]);
+
+    // A script Redis has forgotten costs one failed EVALSHA and one EVAL, which caches it again.
+    redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query::<()>(&mut sync_con(&server))
+        .unwrap();
+    assert_eq!(
+        calls(Strategy::LuaWindow, 1, 2, "c:lw"),
+        [(true, 2), (false, 1)]
+    );
+    assert_eq!(
+        calls(Strategy::LuaBucket, 1, 2, "c:lb"),
+        [(true, 2), (false, 1)]
+    );
+}
+
+#[test]
+fn denied_window_requests_are_told_when_the_window_ends() {
+    let server = common::start_server();
+    for strategy in [
+        Strategy::NaiveWindow,
+        Strategy::IncrWindow,
+        Strategy::LuaWindow,
+        Strategy::MultiWindow,
+    ] {
+        let mut limit = spec(2);
+        limit.window_ms = 10_000;
+        let limiter = Limiter::new(strategy, limit);
+        let d = drive(
+            &server.url(),
+            &limiter,
+            &format!("retry:{strategy}"),
+            3,
+            1,
+            false,
+        );
+        assert_eq!((d[0].remaining, d[1].remaining), (1, 0), "{strategy}");
+        assert!(!d[2].allowed, "{strategy}");
+        assert!(
+            d[2].retry_ms > 0 && d[2].retry_ms <= 10_000,
+            "{strategy}: {:?}",
+            d[2]
+        );
+    }
+}
