@@ -3,7 +3,9 @@
 
 mod common;
 
-use ratelab::limiter::{unix_ms, Decision, LimitSpec, Limiter, Strategy};
+use ratelab::limiter::{
+    unix_ms, Decision, LimitSpec, Limiter, LogClock, LogMember, LogVariant, Strategy,
+};
 use redis::aio::MultiplexedConnection;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -16,6 +18,7 @@ fn spec(capacity: u64) -> LimitSpec {
         window_ms: 600_000,
         window_origin_ms: unix_ms(),
         idle_ttl_ms: 600_000,
+        log: LogVariant::default(),
     }
 }
 
@@ -79,6 +82,7 @@ fn atomic_strategies_admit_exactly_the_limit_with_8_in_flight_on_one_connection(
         Strategy::IncrWindow,
         Strategy::LuaWindow,
         Strategy::MultiWindow,
+        Strategy::LuaLog,
     ] {
         let limiter = Limiter::new(strategy, spec(100));
         let decisions = drive(
@@ -172,5 +176,62 @@ fn denied_window_requests_are_told_when_the_window_ends() {
             "{strategy}: {:?}",
             d[2]
         );
+    }
+}
+
+fn zcard(server: &ratelab::server::RedisServer, key: &str) -> u64 {
+    redis::cmd("ZCARD")
+        .arg(key)
+        .query(&mut sync_con(server))
+        .unwrap()
+}
+
+#[test]
+fn sliding_log_admits_again_once_the_window_passes_and_never_logs_past_the_limit() {
+    let server = common::start_server();
+    let mut limit = spec(10);
+    limit.window_ms = 300;
+    let limiter = Limiter::new(Strategy::LuaLog, limit);
+    for round in 0..3 {
+        let d = drive(&server.url(), &limiter, "log:slide", 100, 8, false);
+        assert_eq!(admitted(&d), 10, "round {round}");
+        assert_eq!(zcard(&server, "log:slide"), 10, "round {round}");
+        let denied = d.iter().find(|d| !d.allowed).unwrap();
+        assert!((1..=300).contains(&denied.retry_ms), "{denied:?}");
+        std::thread::sleep(std::time::Duration::from_millis(350));
+    }
+    // The log expires with its newest entry.
+    assert_eq!(zcard(&server, "log:slide"), 0);
+}
+
+#[test]
+fn sliding_log_variants_unique_members_are_exact_and_time_in_ms_over_admits() {
+    let server = common::start_server();
+    let run = |member, clock, key: &str| {
+        let mut limit = spec(100);
+        limit.log = LogVariant { member, clock };
+        let d = drive(
+            &server.url(),
+            &Limiter::new(Strategy::LuaLog, limit),
+            key,
+            1000,
+            8,
+            false,
+        );
+        (admitted(&d), zcard(&server, key))
+    };
+    assert_eq!(
+        run(LogMember::UniqueId, LogClock::Caller, "v:id:caller"),
+        (100, 100)
+    );
+    assert_eq!(
+        run(LogMember::RedisMicros, LogClock::Redis, "v:us:redis"),
+        (100, 100)
+    );
+    // Eight requests in flight land several per ms; each ms keeps one entry, so the log undercounts.
+    for clock in [LogClock::Redis, LogClock::Caller] {
+        let (admitted, logged) = run(LogMember::TimeMs, clock, &format!("v:ms:{clock:?}"));
+        assert!(admitted > 100, "{clock:?}: {admitted} admitted");
+        assert!(logged <= 100, "{clock:?}: {logged} logged");
     }
 }

@@ -18,7 +18,7 @@ use super::common::{
 };
 use super::params;
 use crate::context::Ctx;
-use crate::limiter::{unix_ms, LimitSpec, Strategy};
+use crate::limiter::{unix_ms, LimitSpec, LogVariant, Strategy};
 use crate::load::{run_closed_loop, ClosedLoop, WorkerSpec};
 use crate::record::MonitorCapture;
 use crate::server::Target;
@@ -189,6 +189,7 @@ impl Trial {
             window_ms,
             window_origin_ms: unix_ms(),
             idle_ttl_ms: 600_000,
+            log: LogVariant::default(),
         }
     }
 

@@ -4,6 +4,7 @@
 mod get;
 mod incr_window;
 mod lua_bucket;
+mod lua_log;
 mod lua_window;
 mod multi_window;
 mod naive_bucket;
@@ -12,7 +13,7 @@ mod script;
 mod spec;
 mod strategy;
 
-pub use spec::LimitSpec;
+pub use spec::{LimitSpec, LogClock, LogMember, LogVariant};
 pub use strategy::Strategy;
 
 use redis::aio::MultiplexedConnection;
@@ -80,6 +81,7 @@ enum Prepared {
     IncrWindow,
     LuaWindow(script::LuaScript),
     MultiWindow,
+    LuaLog(script::LuaScript, lua_log::LogMembers),
     Get,
 }
 
@@ -93,6 +95,7 @@ impl Limiter {
             Strategy::IncrWindow => Prepared::IncrWindow,
             Strategy::LuaWindow => Prepared::LuaWindow(lua_window::script()),
             Strategy::MultiWindow => Prepared::MultiWindow,
+            Strategy::LuaLog => Prepared::LuaLog(lua_log::script(), lua_log::LogMembers::new()),
             Strategy::Get => Prepared::Get,
         };
         Limiter { spec, prepared }
@@ -107,6 +110,7 @@ impl Limiter {
             Prepared::IncrWindow => Strategy::IncrWindow,
             Prepared::LuaWindow(_) => Strategy::LuaWindow,
             Prepared::MultiWindow => Strategy::MultiWindow,
+            Prepared::LuaLog(..) => Strategy::LuaLog,
             Prepared::Get => Strategy::Get,
         }
     }
@@ -129,6 +133,9 @@ impl Limiter {
             Prepared::IncrWindow => incr_window::check(con, key, &self.spec).await,
             Prepared::LuaWindow(script) => lua_window::check(con, script, key, &self.spec).await,
             Prepared::MultiWindow => multi_window::check(con, key, &self.spec).await,
+            Prepared::LuaLog(script, members) => {
+                lua_log::check(con, script, members, key, &self.spec).await
+            }
             Prepared::Get => get::check(con, key).await,
         }
     }

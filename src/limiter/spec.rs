@@ -15,6 +15,44 @@ pub struct LimitSpec {
     pub window_origin_ms: u64,
     /// Expiry of a bucket that never refills, in ms.
     pub idle_ttl_ms: u64,
+    /// How the sliding log names and times its entries (absent in older JSON: the safe default).
+    #[serde(default)]
+    pub log: LogVariant,
+}
+
+/// The sliding log's member and clock, which seed 002's timestamp-as-member experiment varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct LogVariant {
+    /// What each entry's member is.
+    #[serde(default)]
+    pub member: LogMember,
+    /// Whose clock scores the entries.
+    #[serde(default)]
+    pub clock: LogClock,
+}
+
+/// The member of a sliding-log entry: only a unique one counts every request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogMember {
+    /// A per-request id from the caller: exact whatever the timing.
+    #[default]
+    UniqueId,
+    /// The time in ms (`ZADD key now now`): requests in the same ms share an entry, the bug.
+    TimeMs,
+    /// Redis's time in µs: exact only because no two scripts run in the same µs.
+    RedisMicros,
+}
+
+/// The clock that scores sliding-log entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogClock {
+    /// Redis's TIME, read inside the script: one clock for every caller.
+    #[default]
+    Redis,
+    /// The caller's clock, sent in ARGV, as clients without TIME in the script do.
+    Caller,
 }
 
 impl LimitSpec {
@@ -61,7 +99,25 @@ mod tests {
             window_ms: 1000,
             window_origin_ms: 0,
             idle_ttl_ms: 60_000,
+            log: LogVariant::default(),
         }
+    }
+
+    #[test]
+    fn older_json_without_the_new_fields_gets_the_safe_defaults() {
+        let json = r#"{"capacity":5,"refill_per_sec":1.0,"window_ms":1000,"window_origin_ms":0,"idle_ttl_ms":9}"#;
+        let s: LimitSpec = serde_json::from_str(json).unwrap();
+        assert_eq!(s.log.member, LogMember::UniqueId);
+        assert_eq!(s.log.clock, LogClock::Redis);
+        let json = r#"{"capacity":5,"refill_per_sec":1.0,"window_ms":1000,"window_origin_ms":0,
+            "idle_ttl_ms":9,"log":{"member":"time-ms","clock":"caller"}}"#;
+        let s: LimitSpec = serde_json::from_str(json).unwrap();
+        assert_eq!(
+            (s.log.member, s.log.clock),
+            (LogMember::TimeMs, LogClock::Caller)
+        );
+        let back: LimitSpec = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back, s);
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub enum Strategy {
     LuaWindow,
     /// Fixed window as MULTI INCR PEXPIRE EXEC, the count compared in the client.
     MultiWindow,
+    /// Sliding log: a sorted set of admitted requests, in one Lua script with Redis TIME.
+    LuaLog,
     /// Not a limiter: a plain GET, always allowed; the scale decisions are measured against.
     Get,
 }
@@ -34,6 +36,7 @@ impl Strategy {
         Strategy::IncrWindow,
         Strategy::LuaWindow,
         Strategy::MultiWindow,
+        Strategy::LuaLog,
         Strategy::Get,
     ];
 
@@ -46,6 +49,7 @@ impl Strategy {
             Strategy::IncrWindow => "incr-window",
             Strategy::LuaWindow => "lua-window",
             Strategy::MultiWindow => "multi-window",
+            Strategy::LuaLog => "lua-log",
             Strategy::Get => "get",
         }
     }
@@ -63,6 +67,7 @@ impl Strategy {
             | Strategy::MultiWindow => redis::cmd("GET")
                 .arg(spec.window_key(key, spec.window_origin_ms))
                 .take(),
+            Strategy::LuaLog => redis::cmd("ZCARD").arg(key).take(),
             Strategy::Get => redis::cmd("GET").arg(key).take(),
         }
     }
