@@ -83,6 +83,8 @@ fn atomic_strategies_admit_exactly_the_limit_with_8_in_flight_on_one_connection(
         Strategy::LuaWindow,
         Strategy::MultiWindow,
         Strategy::LuaLog,
+        Strategy::LuaSwc,
+        Strategy::LuaGcra,
     ] {
         let limiter = Limiter::new(strategy, spec(100));
         let decisions = drive(
@@ -234,4 +236,56 @@ fn sliding_log_variants_unique_members_are_exact_and_time_in_ms_over_admits() {
         assert!(admitted > 100, "{clock:?}: {admitted} admitted");
         assert!(logged <= 100, "{clock:?}: {logged} logged");
     }
+}
+
+fn sleep_ms(ms: u64) {
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+}
+
+#[test]
+fn token_bucket_and_gcra_admit_again_as_they_refill() {
+    let server = common::start_server();
+    // Five requests of burst, then one every 100 ms: by refill rate for the bucket, by emission
+    // interval (window / limit) for GCRA.
+    let mut bucket = spec(5);
+    bucket.refill_per_sec = 10.0;
+    let mut gcra = spec(5);
+    gcra.window_ms = 500;
+    for (strategy, limit) in [(Strategy::LuaBucket, bucket), (Strategy::LuaGcra, gcra)] {
+        let limiter = Limiter::new(strategy, limit);
+        let key = format!("refill:{strategy}");
+        let first = drive(&server.url(), &limiter, &key, 20, 4, false);
+        assert_eq!(admitted(&first), 5, "{strategy}");
+        let denied = first.iter().find(|d| !d.allowed).unwrap();
+        assert!(
+            (1..=100).contains(&denied.retry_ms),
+            "{strategy}: {denied:?}"
+        );
+        sleep_ms(250);
+        // 2.5 intervals passed (a little more if the sleep overran).
+        let later = drive(&server.url(), &limiter, &key, 20, 4, false);
+        assert!((2..=3).contains(&admitted(&later)), "{strategy}: {later:?}");
+    }
+}
+
+#[test]
+fn sliding_window_counter_weighs_the_previous_window_then_forgets_it() {
+    let server = common::start_server();
+    let mut limit = spec(10);
+    limit.window_ms = 300;
+    let limiter = Limiter::new(Strategy::LuaSwc, limit);
+    let first = drive(&server.url(), &limiter, "swc:slide", 30, 4, false);
+    assert_eq!(admitted(&first), 10);
+    let denied = first.iter().find(|d| !d.allowed).unwrap();
+    assert!(denied.retry_ms > 0 && denied.retry_ms <= 600, "{denied:?}");
+    // A quarter into the next window, the full previous one still weighs about three quarters.
+    sleep_ms(375);
+    let partial = admitted(&drive(&server.url(), &limiter, "swc:slide", 30, 4, false));
+    assert!((1..10).contains(&partial), "{partial} admitted");
+    // Two windows later, nothing weighs: a full window's worth again.
+    sleep_ms(650);
+    assert_eq!(
+        admitted(&drive(&server.url(), &limiter, "swc:slide", 30, 4, false)),
+        10
+    );
 }

@@ -4,7 +4,9 @@
 mod get;
 mod incr_window;
 mod lua_bucket;
+mod lua_gcra;
 mod lua_log;
+mod lua_swc;
 mod lua_window;
 mod multi_window;
 mod naive_bucket;
@@ -82,6 +84,8 @@ enum Prepared {
     LuaWindow(script::LuaScript),
     MultiWindow,
     LuaLog(script::LuaScript, lua_log::LogMembers),
+    LuaSwc(script::LuaScript),
+    LuaGcra(script::LuaScript),
     Get,
 }
 
@@ -96,6 +100,8 @@ impl Limiter {
             Strategy::LuaWindow => Prepared::LuaWindow(lua_window::script()),
             Strategy::MultiWindow => Prepared::MultiWindow,
             Strategy::LuaLog => Prepared::LuaLog(lua_log::script(), lua_log::LogMembers::new()),
+            Strategy::LuaSwc => Prepared::LuaSwc(lua_swc::script()),
+            Strategy::LuaGcra => Prepared::LuaGcra(lua_gcra::script()),
             Strategy::Get => Prepared::Get,
         };
         Limiter { spec, prepared }
@@ -111,6 +117,8 @@ impl Limiter {
             Prepared::LuaWindow(_) => Strategy::LuaWindow,
             Prepared::MultiWindow => Strategy::MultiWindow,
             Prepared::LuaLog(..) => Strategy::LuaLog,
+            Prepared::LuaSwc(_) => Strategy::LuaSwc,
+            Prepared::LuaGcra(_) => Strategy::LuaGcra,
             Prepared::Get => Strategy::Get,
         }
     }
@@ -136,6 +144,8 @@ impl Limiter {
             Prepared::LuaLog(script, members) => {
                 lua_log::check(con, script, members, key, &self.spec).await
             }
+            Prepared::LuaSwc(script) => lua_swc::check(con, script, key, &self.spec).await,
+            Prepared::LuaGcra(script) => lua_gcra::check(con, script, key, &self.spec).await,
             Prepared::Get => get::check(con, key).await,
         }
     }

@@ -13,6 +13,8 @@ pub enum Strategy {
     NaiveBucket,
     /// Token bucket in one Lua script with Redis TIME.
     LuaBucket,
+    /// GCRA in one Lua script with Redis TIME (as go-redis/redis_rate and redis-cell).
+    LuaGcra,
     /// Fixed window: GET, decide in the client, MULTI INCR EXPIRE (seed 001's old middleware).
     NaiveWindow,
     /// Fixed window: INCR, compare the returned count, EXPIRE when it is 1.
@@ -23,6 +25,8 @@ pub enum Strategy {
     MultiWindow,
     /// Sliding log: a sorted set of admitted requests, in one Lua script with Redis TIME.
     LuaLog,
+    /// Sliding-window counter: two fixed windows, the previous one weighted, in one Lua script.
+    LuaSwc,
     /// Not a limiter: a plain GET, always allowed; the scale decisions are measured against.
     Get,
 }
@@ -32,11 +36,13 @@ impl Strategy {
     pub const ALL: &'static [Strategy] = &[
         Strategy::NaiveBucket,
         Strategy::LuaBucket,
+        Strategy::LuaGcra,
         Strategy::NaiveWindow,
         Strategy::IncrWindow,
         Strategy::LuaWindow,
         Strategy::MultiWindow,
         Strategy::LuaLog,
+        Strategy::LuaSwc,
         Strategy::Get,
     ];
 
@@ -49,7 +55,9 @@ impl Strategy {
             Strategy::IncrWindow => "incr-window",
             Strategy::LuaWindow => "lua-window",
             Strategy::MultiWindow => "multi-window",
+            Strategy::LuaGcra => "lua-gcra",
             Strategy::LuaLog => "lua-log",
+            Strategy::LuaSwc => "lua-swc",
             Strategy::Get => "get",
         }
     }
@@ -68,6 +76,8 @@ impl Strategy {
                 .arg(spec.window_key(key, spec.window_origin_ms))
                 .take(),
             Strategy::LuaLog => redis::cmd("ZCARD").arg(key).take(),
+            Strategy::LuaSwc => redis::cmd("HGET").arg(key).arg("cur").take(),
+            Strategy::LuaGcra => redis::cmd("GET").arg(key).take(),
             Strategy::Get => redis::cmd("GET").arg(key).take(),
         }
     }
