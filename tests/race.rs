@@ -31,6 +31,7 @@ fn admitted(
                 window_origin_ms: unix_ms(),
                 idle_ttl_ms: 600_000,
                 log: LogVariant::default(),
+                watch_retries: 10,
             },
             key: key.to_string(),
             checks,

@@ -190,6 +190,7 @@ impl Trial {
             window_origin_ms: unix_ms(),
             idle_ttl_ms: 600_000,
             log: LogVariant::default(),
+            watch_retries: 10,
         }
     }
 

@@ -44,6 +44,7 @@ mod tests {
             window_origin_ms: 0,
             idle_ttl_ms: 0,
             log: LogVariant::default(),
+            watch_retries: 10,
         };
         assert_eq!(emission_interval_us(&spec), 10_000.0);
         spec.capacity = 3;

@@ -14,6 +14,7 @@ mod naive_window;
 mod script;
 mod spec;
 mod strategy;
+mod watch_bucket;
 
 pub use spec::{LimitSpec, LogClock, LogMember, LogVariant};
 pub use strategy::Strategy;
@@ -79,6 +80,7 @@ pub struct Limiter {
 enum Prepared {
     NaiveBucket,
     LuaBucket(script::LuaScript),
+    WatchBucket,
     NaiveWindow,
     IncrWindow,
     LuaWindow(script::LuaScript),
@@ -95,6 +97,7 @@ impl Limiter {
         let prepared = match strategy {
             Strategy::NaiveBucket => Prepared::NaiveBucket,
             Strategy::LuaBucket => Prepared::LuaBucket(lua_bucket::script()),
+            Strategy::WatchBucket => Prepared::WatchBucket,
             Strategy::NaiveWindow => Prepared::NaiveWindow,
             Strategy::IncrWindow => Prepared::IncrWindow,
             Strategy::LuaWindow => Prepared::LuaWindow(lua_window::script()),
@@ -112,6 +115,7 @@ impl Limiter {
         match self.prepared {
             Prepared::NaiveBucket => Strategy::NaiveBucket,
             Prepared::LuaBucket(_) => Strategy::LuaBucket,
+            Prepared::WatchBucket => Strategy::WatchBucket,
             Prepared::NaiveWindow => Strategy::NaiveWindow,
             Prepared::IncrWindow => Strategy::IncrWindow,
             Prepared::LuaWindow(_) => Strategy::LuaWindow,
@@ -128,7 +132,8 @@ impl Limiter {
         &self.spec
     }
 
-    /// Decides one request against `key`. In-flight checks may share `con` (it multiplexes).
+    /// Decides one request against `key`. In-flight checks may share `con` (it multiplexes),
+    /// unless `Strategy::needs_own_connection`: then each needs a connection of its own.
     pub async fn check(
         &self,
         con: &mut MultiplexedConnection,
@@ -137,6 +142,7 @@ impl Limiter {
         match &self.prepared {
             Prepared::NaiveBucket => naive_bucket::check(con, key, &self.spec).await,
             Prepared::LuaBucket(script) => lua_bucket::check(con, script, key, &self.spec).await,
+            Prepared::WatchBucket => watch_bucket::check(con, key, &self.spec).await,
             Prepared::NaiveWindow => naive_window::check(con, key, &self.spec).await,
             Prepared::IncrWindow => incr_window::check(con, key, &self.spec).await,
             Prepared::LuaWindow(script) => lua_window::check(con, script, key, &self.spec).await,

@@ -18,6 +18,13 @@ pub struct LimitSpec {
     /// How the sliding log names and times its entries (absent in older JSON: the safe default).
     #[serde(default)]
     pub log: LogVariant,
+    /// Retries of an aborted WATCH transaction before refusing (watch-bucket; seed 002's budget, 10).
+    #[serde(default = "default_watch_retries")]
+    pub watch_retries: u32,
+}
+
+fn default_watch_retries() -> u32 {
+    10
 }
 
 /// The sliding log's member and clock, which seed 002's timestamp-as-member experiment varies.
@@ -100,6 +107,7 @@ mod tests {
             window_origin_ms: 0,
             idle_ttl_ms: 60_000,
             log: LogVariant::default(),
+            watch_retries: 10,
         }
     }
 
@@ -109,6 +117,7 @@ mod tests {
         let s: LimitSpec = serde_json::from_str(json).unwrap();
         assert_eq!(s.log.member, LogMember::UniqueId);
         assert_eq!(s.log.clock, LogClock::Redis);
+        assert_eq!(s.watch_retries, 10);
         let json = r#"{"capacity":5,"refill_per_sec":1.0,"window_ms":1000,"window_origin_ms":0,
             "idle_ttl_ms":9,"log":{"member":"time-ms","clock":"caller"}}"#;
         let s: LimitSpec = serde_json::from_str(json).unwrap();

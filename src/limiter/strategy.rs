@@ -13,6 +13,8 @@ pub enum Strategy {
     NaiveBucket,
     /// Token bucket in one Lua script with Redis TIME.
     LuaBucket,
+    /// Token bucket with WATCH, HMGET, a client-side decision and MULTI/EXEC, retried on abort.
+    WatchBucket,
     /// GCRA in one Lua script with Redis TIME (as go-redis/redis_rate and redis-cell).
     LuaGcra,
     /// Fixed window: GET, decide in the client, MULTI INCR EXPIRE (seed 001's old middleware).
@@ -36,6 +38,7 @@ impl Strategy {
     pub const ALL: &'static [Strategy] = &[
         Strategy::NaiveBucket,
         Strategy::LuaBucket,
+        Strategy::WatchBucket,
         Strategy::LuaGcra,
         Strategy::NaiveWindow,
         Strategy::IncrWindow,
@@ -55,6 +58,7 @@ impl Strategy {
             Strategy::IncrWindow => "incr-window",
             Strategy::LuaWindow => "lua-window",
             Strategy::MultiWindow => "multi-window",
+            Strategy::WatchBucket => "watch-bucket",
             Strategy::LuaGcra => "lua-gcra",
             Strategy::LuaLog => "lua-log",
             Strategy::LuaSwc => "lua-swc",
@@ -62,11 +66,18 @@ impl Strategy {
         }
     }
 
+    /// Whether each in-flight request needs a connection of its own. WATCH state belongs to a
+    /// connection, and on a shared multiplexed one other requests' commands would land inside
+    /// this one's MULTI; so the load generator must give each in-flight task its own connection.
+    pub fn needs_own_connection(self) -> bool {
+        matches!(self, Strategy::WatchBucket)
+    }
+
     /// A command reading what `key` holds after a run (a bucket's tokens, a window's count), so
     /// experiments can record the final state without knowing each strategy's layout.
     pub fn state_command(self, key: &str, spec: &LimitSpec) -> redis::Cmd {
         match self {
-            Strategy::NaiveBucket | Strategy::LuaBucket => {
+            Strategy::NaiveBucket | Strategy::LuaBucket | Strategy::WatchBucket => {
                 redis::cmd("HGET").arg(key).arg("tokens").take()
             }
             Strategy::NaiveWindow
@@ -116,5 +127,14 @@ mod tests {
             .parse::<Strategy>()
             .unwrap_err()
             .contains("lua-bucket"));
+    }
+
+    #[test]
+    fn only_watch_needs_a_connection_per_request() {
+        let own: Vec<_> = Strategy::ALL
+            .iter()
+            .filter(|s| s.needs_own_connection())
+            .collect();
+        assert_eq!(own, [&Strategy::WatchBucket]);
     }
 }
