@@ -1,5 +1,6 @@
-//! Rate-limiter strategies: the naive client-side ones the seeds show breaking, and the atomic ones
-//! that fix them. One file per strategy; Lua in `lua/*.lua`, embedded with `include_str!`.
+//! Rate-limiter strategies: the naive client-side ones the seeds show breaking, the atomic ones
+//! that fix them (Lua scripts, MULTI/EXEC, optimistic WATCH), and a plain GET to measure them
+//! against. One file per strategy; Lua in `lua/*.lua`, embedded with `include_str!`.
 
 mod get;
 mod incr_window;
@@ -68,7 +69,7 @@ pub enum LimiterError {
     UnexpectedReply { strategy: Strategy, detail: String },
 }
 
-/// A strategy bound to its limit, ready to check keys on any connection.
+/// A strategy bound to its limit, ready to check keys; shared by a worker's in-flight tasks.
 #[derive(Debug, Clone)]
 pub struct Limiter {
     spec: LimitSpec,

@@ -67,8 +67,8 @@ impl Strategy {
     }
 
     /// Whether each in-flight request needs a connection of its own. WATCH state belongs to a
-    /// connection, and on a shared multiplexed one other requests' commands would land inside
-    /// this one's MULTI; so the load generator must give each in-flight task its own connection.
+    /// connection: on a shared one, one request's EXEC ends the others' WATCH and they commit
+    /// unchecked. The load generator must then give each in-flight task its own connection.
     pub fn needs_own_connection(self) -> bool {
         matches!(self, Strategy::WatchBucket)
     }
