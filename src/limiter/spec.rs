@@ -5,13 +5,14 @@ use serde::{Deserialize, Serialize};
 /// The limit a strategy enforces.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LimitSpec {
-    /// Bucket capacity, or requests per window.
+    /// The limit: bucket capacity, GCRA burst, or requests per window (fixed, sliding, log).
     pub capacity: u64,
     /// Bucket refill in tokens per second (0: never refills).
     pub refill_per_sec: f64,
-    /// Fixed-window length in ms.
+    /// Window length in ms: fixed and sliding windows, the sliding log, GCRA's period.
     pub window_ms: u64,
-    /// Start of window 0 in Unix ms (0: windows aligned to the epoch, as in production).
+    /// Start of window 0 in Unix ms for fixed windows and the sliding-window counter (0: windows
+    /// aligned to the epoch, as in production).
     pub window_origin_ms: u64,
     /// Expiry of a bucket that never refills, in ms.
     pub idle_ttl_ms: u64,
