@@ -37,8 +37,14 @@ fn all_quick_writes_every_experiment_and_a_report() {
         assert!(report.contains(&format!("## {id}")), "report lacks {id}");
     }
     // Exactness is physics, not timing: these must hold on any machine.
-    for claim in ["Lua token bucket admits exactly 100", "Lua token bucket is exact under contention"] {
-        let line = report.lines().find(|l| l.contains(claim)).unwrap_or_default();
+    for claim in [
+        "Lua token bucket admits exactly 100",
+        "Lua token bucket is exact under contention",
+    ] {
+        let line = report
+            .lines()
+            .find(|l| l.contains(claim))
+            .unwrap_or_default();
         assert!(line.ends_with("| holds |"), "{claim}: {line}");
     }
 }

@@ -3,7 +3,7 @@
 mod common;
 
 use ratelab::experiments::Experiment;
-use ratelab::limiter::{unix_ms, LimitSpec, Strategy};
+use ratelab::limiter::{unix_ms, LimitSpec, LogVariant, Strategy};
 use ratelab::load::{run_closed_loop, ClosedLoop, WorkerSpec};
 use std::time::Duration;
 
@@ -30,6 +30,8 @@ fn admitted(
                 window_ms: 600_000,
                 window_origin_ms: unix_ms(),
                 idle_ttl_ms: 600_000,
+                log: LogVariant::default(),
+                watch_retries: 10,
             },
             key,
             checks,

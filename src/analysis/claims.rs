@@ -99,9 +99,18 @@ fn judge_numbers(claim: &Claim, selected: &[&Row], all_rows: &[Row]) -> Verdict 
     let pairs = row_values(claim, selected);
     let values: Vec<f64> = pairs.iter().map(|p| p.0).collect();
     let Some(s) = Summary::of(&values) else {
-        return Verdict { measured: "no matching rows".into(), holds: None };
+        return Verdict {
+            measured: "no matching rows".into(),
+            holds: None,
+        };
     };
-    let mut measured = format!("mean {}, min {}, max {} (n = {})", short(s.mean), short(s.min), short(s.max), s.n);
+    let mut measured = format!(
+        "mean {}, min {}, max {} (n = {})",
+        short(s.mean),
+        short(s.min),
+        short(s.max),
+        s.n
+    );
     let mut value = s.mean;
     if let Some(den_select) = &claim.denominator {
         let den: Vec<&Row> = all_rows.iter().filter(|r| matches(r, den_select)).collect();
@@ -109,19 +118,38 @@ fn judge_numbers(claim: &Claim, selected: &[&Row], all_rows: &[Row]) -> Verdict 
         match Summary::of(&den_values).filter(|d| d.mean != 0.0) {
             Some(d) => {
                 value = s.mean / d.mean;
-                measured = format!("ratio {} ({} / {}; n = {} / {})", short(value), short(s.mean), short(d.mean), s.n, d.n);
+                measured = format!(
+                    "ratio {} ({} / {}; n = {} / {})",
+                    short(value),
+                    short(s.mean),
+                    short(d.mean),
+                    s.n,
+                    d.n
+                );
             }
-            None => return Verdict { measured: "no rows for the denominator".into(), holds: None },
+            None => {
+                return Verdict {
+                    measured: "no rows for the denominator".into(),
+                    holds: None,
+                }
+            }
         }
     }
     let holds = match claim.judge {
         Judge::AllEqual => pairs.iter().all(|(v, w)| v == w),
         Judge::AllAtLeast => pairs.iter().all(|(v, w)| v >= w),
-        Judge::MeanWithin => (value - claim.published).abs() <= claim.tolerance * claim.published.abs(),
-        Judge::Range => claim.range.is_some_and(|[lo, hi]| lo <= value && value <= hi),
+        Judge::MeanWithin => {
+            (value - claim.published).abs() <= claim.tolerance * claim.published.abs()
+        }
+        Judge::Range => claim
+            .range
+            .is_some_and(|[lo, hi]| lo <= value && value <= hi),
         Judge::TraceOrder => return trace_order(selected),
     };
-    Verdict { measured, holds: Some(holds) }
+    Verdict {
+        measured,
+        holds: Some(holds),
+    }
 }
 
 /// (value, what it should be) per row: the statistic, as a percentage when `percent_of` is set.

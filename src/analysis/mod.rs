@@ -2,8 +2,8 @@
 //! published claim beside what this run measured.
 
 pub mod claims;
-mod summary;
 pub mod stats;
+mod summary;
 pub mod table;
 
 use std::fmt::Write as _;

@@ -7,22 +7,56 @@ use std::path::Path;
 /// The summary table of experiment `id` from its CSV (empty for an unknown id).
 pub fn summary(id: &str, dir: &Path) -> Result<String, AnalysisError> {
     let (file, keys, columns): (&str, &[&str], &[(&str, &str)]) = match id {
-        "race" => ("race.csv", &["scenario", "strategy", "config", "limit"], &[("admitted", "admitted"), ("final state", "final_state")]),
+        "race" => (
+            "race.csv",
+            &["scenario", "strategy", "config", "limit"],
+            &[("admitted", "admitted"), ("final state", "final_state")],
+        ),
         "atomic" => (
             "atomic.csv",
             &["strategy", "capacity", "config"],
-            &[("admitted", "admitted"), ("refused", "refused"), ("WATCH retries", "watch_retries"), ("aborts", "watch_aborts"), ("round trips", "redis_calls"), ("Redis CPU µs/decision", "cpu_us_per_decision")],
+            &[
+                ("admitted", "admitted"),
+                ("refused", "refused"),
+                ("WATCH retries", "watch_retries"),
+                ("aborts", "watch_aborts"),
+                ("round trips", "redis_calls"),
+                ("Redis CPU µs/decision", "cpu_us_per_decision"),
+            ],
         ),
         "cost" => (
             "cost.csv",
             &["strategy", "variant"],
-            &[("decisions/s", "decisions_per_s"), ("Redis CPU µs/decision", "cpu_us_per_decision"), ("busy %", "redis_busy_pct"), ("µs per call", "usec_per_call"), ("allowed", "allowed"), ("denied", "denied")],
+            &[
+                ("decisions/s", "decisions_per_s"),
+                ("Redis CPU µs/decision", "cpu_us_per_decision"),
+                ("busy %", "redis_busy_pct"),
+                ("µs per call", "usec_per_call"),
+                ("allowed", "allowed"),
+                ("denied", "denied"),
+            ],
         ),
-        "latency" => ("latency.csv", &["strategy"], &[("p50 µs", "p50_us"), ("p90 µs", "p90_us"), ("p99 µs", "p99_us"), ("p99.9 µs", "p999_us"), ("max µs", "max_us")]),
+        "latency" => (
+            "latency.csv",
+            &["strategy"],
+            &[
+                ("p50 µs", "p50_us"),
+                ("p90 µs", "p90_us"),
+                ("p99 µs", "p99_us"),
+                ("p99.9 µs", "p999_us"),
+                ("max µs", "max_us"),
+            ],
+        ),
         "calibrate" => (
             "calibrate.csv",
             &["command", "tool"],
-            &[("ops/s", "ops_per_s"), ("client CPU s", "client_cpu_s"), ("duration s", "duration_s"), ("Redis CPU µs/op", "redis_cpu_us_per_op"), ("Redis busy %", "redis_busy_pct")],
+            &[
+                ("ops/s", "ops_per_s"),
+                ("client CPU s", "client_cpu_s"),
+                ("duration s", "duration_s"),
+                ("Redis CPU µs/op", "redis_cpu_us_per_op"),
+                ("Redis busy %", "redis_busy_pct"),
+            ],
         ),
         _ => return Ok(String::new()),
     };

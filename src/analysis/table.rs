@@ -91,15 +91,30 @@ pub fn summary_table(rows: &[Row], keys: &[&str], columns: &[(&str, &str)]) -> S
     for row in rows {
         let key: Vec<String> = keys
             .iter()
-            .map(|k| if *k == "config" { config_label(row) } else { row.get(*k).cloned().unwrap_or_default() })
+            .map(|k| {
+                if *k == "config" {
+                    config_label(row)
+                } else {
+                    row.get(*k).cloned().unwrap_or_default()
+                }
+            })
             .collect();
         match groups.iter_mut().find(|g| g.0 == key) {
             Some(g) => g.1.push(row),
             None => groups.push((key, vec![row])),
         }
     }
-    let titles: Vec<&str> = keys.iter().copied().chain(std::iter::once("n")).chain(columns.iter().map(|c| c.0)).collect();
-    let mut out = format!("| {} |\n|{}\n", titles.join(" | "), "---|".repeat(titles.len()));
+    let titles: Vec<&str> = keys
+        .iter()
+        .copied()
+        .chain(std::iter::once("n"))
+        .chain(columns.iter().map(|c| c.0))
+        .collect();
+    let mut out = format!(
+        "| {} |\n|{}\n",
+        titles.join(" | "),
+        "---|".repeat(titles.len())
+    );
     for (key, members) in &groups {
         let mut cells = key.clone();
         cells.push(members.len().to_string());
@@ -136,12 +151,22 @@ mod summary_tests {
     #[test]
     fn groups_in_first_seen_order_with_ranges() {
         let mk = |s: &str, a: &str| -> Row {
-            [("strategy", s), ("processes", "1"), ("in_flight", "2"), ("admitted", a)]
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
+            [
+                ("strategy", s),
+                ("processes", "1"),
+                ("in_flight", "2"),
+                ("admitted", a),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
         };
-        let rows = vec![mk("naive", "200"), mk("lua", "100"), mk("naive", "166"), mk("lua", "100")];
+        let rows = vec![
+            mk("naive", "200"),
+            mk("lua", "100"),
+            mk("naive", "166"),
+            mk("lua", "100"),
+        ];
         let t = summary_table(&rows, &["strategy", "config"], &[("admitted", "admitted")]);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], "| strategy | config | n | admitted |");

@@ -12,7 +12,9 @@
 //!
 //! Writes `atomic/atomic.csv` (one row per trial), `atomic/meta.json`.
 
-use super::common::{delete_keys_with_prefix, progress_bar, Concurrency, ExperimentError, Phase, RunRecord};
+use super::common::{
+    delete_keys_with_prefix, progress_bar, Concurrency, ExperimentError, Phase, RunRecord,
+};
 use super::measure::measure;
 use super::params;
 use crate::context::Ctx;
@@ -60,13 +62,24 @@ pub struct AtomicRow {
 
 /// Runs the experiment into `ctx.out_dir/atomic/`.
 pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    let (p, table): (Params, _) = params::resolve(ID, super::Experiment::Atomic.params_toml(), ctx.profile, &ctx.sets)?;
+    let (p, table): (Params, _) = params::resolve(
+        ID,
+        super::Experiment::Atomic.params_toml(),
+        ctx.profile,
+        &ctx.sets,
+    )?;
     if p.checks == 0 || p.trials == 0 || p.capacities.contains(&0) || p.window_ms == 0 {
-        return Err(params::ParamError::Invalid { experiment: ID.into(), reason: "checks, trials, capacities and window_ms must be >= 1".into() }.into());
+        return Err(params::ParamError::Invalid {
+            experiment: ID.into(),
+            reason: "checks, trials, capacities and window_ms must be >= 1".into(),
+        }
+        .into());
     }
     let target = ctx.target().phase(|| "starting redis-server".into())?;
     let mut run = RunRecord::begin(ctx, ID, &table, &target)?;
-    run.note("No warm-up: every trial starts on a fresh key; workers connect before the start signal.");
+    run.note(
+        "No warm-up: every trial starts on a fresh key; workers connect before the start signal.",
+    );
     run.note("Redis CPU per decision includes the two INFO calls that bracket each trial (a few µs over ~1,000 decisions).");
     let prefix = format!("ratelab:atomic:{:x}:", unix_ms());
     let outcome = body(ctx, &p, &target, &mut run, &prefix);
@@ -76,15 +89,25 @@ pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
     run.finish(ctx)
 }
 
-fn body(ctx: &Ctx, p: &Params, target: &Target, run: &mut RunRecord, prefix: &str) -> Result<(), ExperimentError> {
-    let mut rows = run.staging.csv::<AtomicRow>("atomic.csv").phase(|| "opening atomic.csv".into())?;
+fn body(
+    ctx: &Ctx,
+    p: &Params,
+    target: &Target,
+    run: &mut RunRecord,
+    prefix: &str,
+) -> Result<(), ExperimentError> {
+    let mut rows = run
+        .staging
+        .csv::<AtomicRow>("atomic.csv")
+        .phase(|| "opening atomic.csv".into())?;
     let total = p.trials as usize * p.configs.len() * p.strategies.len() * p.capacities.len();
     let bar = progress_bar(ctx, ID, total as u64);
     for trial in 0..p.trials {
         for &capacity in &p.capacities {
             for &config in &p.configs {
                 for &strategy in &p.strategies {
-                    let what = || format!("trial {trial} of {strategy} at {config}, capacity {capacity}");
+                    let what =
+                        || format!("trial {trial} of {strategy} at {config}, capacity {capacity}");
                     let key = format!("{prefix}{strategy}:{config}:{capacity}:{trial}");
                     let limit = LimitSpec {
                         capacity,
@@ -101,7 +124,14 @@ fn body(ctx: &Ctx, p: &Params, target: &Target, run: &mut RunRecord, prefix: &st
                         template: WorkerSpec {
                             seed: ctx.seed,
                             timeouts: ctx.timeouts,
-                            ..WorkerSpec::one_key(&target.url(), strategy, limit, &key, p.checks, config.in_flight)
+                            ..WorkerSpec::one_key(
+                                &target.url(),
+                                strategy,
+                                limit,
+                                &key,
+                                p.checks,
+                                config.in_flight,
+                            )
                         },
                     };
                     let m = measure(target, &plan, &what)?;
@@ -140,10 +170,18 @@ mod tests {
     #[test]
     fn embedded_profiles_parse() {
         for profile in [params::Profile::Quick, params::Profile::Full] {
-            let (p, _): (Params, _) =
-                params::resolve(ID, super::super::Experiment::Atomic.params_toml(), profile, &[]).unwrap();
+            let (p, _): (Params, _) = params::resolve(
+                ID,
+                super::super::Experiment::Atomic.params_toml(),
+                profile,
+                &[],
+            )
+            .unwrap();
             assert!(p.strategies.contains(&Strategy::WatchBucket));
-            assert!(p.capacities.iter().any(|&c| c >= p.checks) && p.capacities.iter().any(|&c| c < p.checks));
+            assert!(
+                p.capacities.iter().any(|&c| c >= p.checks)
+                    && p.capacities.iter().any(|&c| c < p.checks)
+            );
         }
     }
 }

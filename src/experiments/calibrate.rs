@@ -11,11 +11,13 @@
 //!
 //! Writes `calibrate/calibrate.csv` (one row per run), `calibrate/meta.json`.
 
-use super::common::{delete_keys_with_prefix, progress_bar, ExperimentError, Phase, PhaseError, RunRecord};
+use super::common::{
+    delete_keys_with_prefix, progress_bar, ExperimentError, Phase, PhaseError, RunRecord,
+};
 use super::measure::{children_cpu_s, measure};
 use super::params;
 use crate::context::Ctx;
-use crate::limiter::{unix_ms, LimitSpec, Strategy};
+use crate::limiter::{unix_ms, LimitSpec, Limiter, Strategy};
 use crate::load::{ClosedLoop, KeyChoice, Stop, WorkerSpec};
 use crate::server::{pin, set_parent_death_signal, ServerSample, Target};
 use serde::{Deserialize, Serialize};
@@ -85,19 +87,31 @@ pub struct CalibrateRow {
 
 /// Runs the experiment into `ctx.out_dir/calibrate/`.
 pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    let (p, table): (Params, _) = params::resolve(ID, super::Experiment::Calibrate.params_toml(), ctx.profile, &ctx.sets)?;
+    let (p, table): (Params, _) = params::resolve(
+        ID,
+        super::Experiment::Calibrate.params_toml(),
+        ctx.profile,
+        &ctx.sets,
+    )?;
     if p.pairs == 0 || p.seconds <= 0.0 || p.clients == 0 || p.keys == 0 {
-        return Err(params::ParamError::Invalid { experiment: ID.into(), reason: "pairs, seconds, clients, keys must be > 0".into() }.into());
-    }
-    let benchmark = which("redis-benchmark").ok_or_else(|| {
-        ExperimentError::Failed {
-            phase: "finding redis-benchmark".into(),
-            source: PhaseError::Invalid("redis-benchmark not found; install it with `apt-get install -y redis-tools`".into()),
+        return Err(params::ParamError::Invalid {
+            experiment: ID.into(),
+            reason: "pairs, seconds, clients, keys must be > 0".into(),
         }
+        .into());
+    }
+    let benchmark = which("redis-benchmark").ok_or_else(|| ExperimentError::Failed {
+        phase: "finding redis-benchmark".into(),
+        source: PhaseError::Invalid(
+            "redis-benchmark not found; install it with `apt-get install -y redis-tools`".into(),
+        ),
     })?;
     let target = ctx.target().phase(|| "starting redis-server".into())?;
     let mut run = RunRecord::begin(ctx, ID, &table, &target)?;
-    run.note(format!("Warm-up excluded: one {}s ratelab run per command before the pairs.", p.warmup_seconds));
+    run.note(format!(
+        "Warm-up excluded: one {}s ratelab run per command before the pairs.",
+        p.warmup_seconds
+    ));
     run.note("Both tools are single-threaded and pinned to the harness CPUs; redis-benchmark runs as many requests as the preceding ratelab run made.");
     let prefix = format!("ratelab:calibrate:{:x}:", unix_ms());
     let outcome = body(ctx, &p, &target, &mut run, &prefix, &benchmark);
@@ -107,8 +121,18 @@ pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
     run.finish(ctx)
 }
 
-fn body(ctx: &Ctx, p: &Params, target: &Target, run: &mut RunRecord, prefix: &str, benchmark: &std::path::Path) -> Result<(), ExperimentError> {
-    let mut rows = run.staging.csv::<CalibrateRow>("calibrate.csv").phase(|| "opening calibrate.csv".into())?;
+fn body(
+    ctx: &Ctx,
+    p: &Params,
+    target: &Target,
+    run: &mut RunRecord,
+    prefix: &str,
+    benchmark: &std::path::Path,
+) -> Result<(), ExperimentError> {
+    let mut rows = run
+        .staging
+        .csv::<CalibrateRow>("calibrate.csv")
+        .phase(|| "opening calibrate.csv".into())?;
     let bar = progress_bar(ctx, ID, (p.commands.len() as u32 * p.pairs * 2) as u64);
     prepare(target, p, prefix).phase(|| "loading keys and the script".into())?;
     for &command in &p.commands {
@@ -120,8 +144,15 @@ fn body(ctx: &Ctx, p: &Params, target: &Target, run: &mut RunRecord, prefix: &st
             template: WorkerSpec {
                 url: target.url(),
                 strategy: command.strategy(),
-                limit: LimitSpec { capacity: p.capacity, refill_per_sec: p.refill_per_sec, ..LimitSpec::default() },
-                keys: KeyChoice::Uniform { prefix: key_prefix.clone(), count: p.keys },
+                limit: LimitSpec {
+                    capacity: p.capacity,
+                    refill_per_sec: p.refill_per_sec,
+                    ..LimitSpec::default()
+                },
+                keys: KeyChoice::Uniform {
+                    prefix: key_prefix.clone(),
+                    count: p.keys,
+                },
                 stop: Stop::AfterMs((p.warmup_seconds * 1000.0) as u64),
                 connections: p.clients,
                 in_flight: 1,
@@ -154,8 +185,17 @@ fn body(ctx: &Ctx, p: &Params, target: &Target, run: &mut RunRecord, prefix: &st
             })
             .phase(|| "writing calibrate.csv".into())?;
             bar.inc(1);
-            let row = run_benchmark(ctx, p, target, benchmark, command, &key_prefix, ops.max(1), pair)
-                .phase(|| format!("pair {pair} of {}: redis-benchmark", command.name()))?;
+            let row = run_benchmark(
+                ctx,
+                p,
+                target,
+                benchmark,
+                command,
+                &key_prefix,
+                ops.max(1),
+                pair,
+            )
+            .phase(|| format!("pair {pair} of {}: redis-benchmark", command.name()))?;
             rows.write(&row).phase(|| "writing calibrate.csv".into())?;
             bar.inc(1);
         }
@@ -172,7 +212,13 @@ fn prepare(target: &Target, p: &Params, prefix: &str) -> Result<(), crate::serve
         pipe.set(format!("{prefix}get:{i:012}"), "x").ignore();
     }
     pipe.query::<()>(&mut con)?;
-    redis::cmd("SCRIPT").arg("LOAD").arg(crate::limiter::script_source(Strategy::LuaBucket).unwrap_or_default()).query::<String>(&mut con)?;
+    let limiter = Limiter::new(Strategy::LuaBucket, LimitSpec::default());
+    if let Some((source, _)) = limiter.script() {
+        redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(source)
+            .query::<String>(&mut con)?;
+    }
     Ok(())
 }
 
@@ -191,33 +237,64 @@ fn run_benchmark(
     let (host, port) = addr.rsplit_once(':').unwrap_or((addr.as_str(), "6379"));
     let key = format!("{key_prefix}__rand_int__");
     let mut cmd = Command::new(benchmark);
-    cmd.args(["-h", host, "-p", port, "-c", &p.clients.to_string(), "-n", &requests.to_string()])
-        .args(["-r", &p.keys.to_string(), "--csv"]);
+    cmd.args([
+        "-h",
+        host,
+        "-p",
+        port,
+        "-c",
+        &p.clients.to_string(),
+        "-n",
+        &requests.to_string(),
+    ])
+    .args(["-r", &p.keys.to_string(), "--csv"]);
     match command {
         BenchCommand::Get => cmd.args(["GET", &key]),
         BenchCommand::Evalsha => {
-            let sha = crate::limiter::script_hash(Strategy::LuaBucket).unwrap_or_default();
-            let limit = LimitSpec { capacity: p.capacity, refill_per_sec: p.refill_per_sec, ..LimitSpec::default() };
-            cmd.args(["EVALSHA", &sha, "1", &key])
-                .args([p.capacity.to_string(), p.refill_per_sec.to_string(), "1".into(), limit.bucket_ttl_ms().to_string()])
+            let limit = LimitSpec {
+                capacity: p.capacity,
+                refill_per_sec: p.refill_per_sec,
+                ..LimitSpec::default()
+            };
+            let limiter = Limiter::new(Strategy::LuaBucket, limit);
+            let sha = limiter
+                .script()
+                .map(|(_, sha)| sha.to_string())
+                .unwrap_or_default();
+            cmd.args(["EVALSHA", &sha, "1", &key]).args([
+                p.capacity.to_string(),
+                p.refill_per_sec.to_string(),
+                "1".into(),
+                limit.bucket_ttl_ms().to_string(),
+            ])
         }
     };
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     set_parent_death_signal(&mut cmd);
     pin::pin_command(&mut cmd, &ctx.pin.harness);
     let cpu_before = children_cpu_s();
     let before = ServerSample::take(target)?;
     let started = Instant::now();
-    let output = cmd.output().map_err(|e| PhaseError::Invalid(format!("running {}: {e}", benchmark.display())))?;
+    let output = cmd
+        .output()
+        .map_err(|e| PhaseError::Invalid(format!("running {}: {e}", benchmark.display())))?;
     let wall = started.elapsed().as_secs_f64();
     let after = ServerSample::take(target)?;
     let client_cpu_s = children_cpu_s() - cpu_before;
     let stdout = String::from_utf8_lossy(&output.stdout);
     if !output.status.success() {
-        return Err(PhaseError::Invalid(format!("redis-benchmark failed: {}", String::from_utf8_lossy(&output.stderr).trim())));
+        return Err(PhaseError::Invalid(format!(
+            "redis-benchmark failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
     }
-    let ops_per_s = parse_benchmark_rps(&stdout)
-        .ok_or_else(|| PhaseError::Invalid(format!("could not read requests/s from redis-benchmark output: {stdout:?}")))?;
+    let ops_per_s = parse_benchmark_rps(&stdout).ok_or_else(|| {
+        PhaseError::Invalid(format!(
+            "could not read requests/s from redis-benchmark output: {stdout:?}"
+        ))
+    })?;
     let cost = before.cost_until(&after);
     Ok(CalibrateRow {
         command: command.name().into(),
@@ -244,13 +321,17 @@ pub fn parse_benchmark_rps(csv_text: &str) -> Option<f64> {
 }
 
 fn split_quoted(line: &str) -> Vec<String> {
-    line.split("\",\"").map(|f| f.trim().trim_matches('"').to_string()).collect()
+    line.split("\",\"")
+        .map(|f| f.trim().trim_matches('"').to_string())
+        .collect()
 }
 
 /// A binary on PATH.
 fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
 }
 
 #[cfg(test)]
@@ -267,8 +348,13 @@ mod tests {
     #[test]
     fn embedded_profiles_parse() {
         for profile in [params::Profile::Quick, params::Profile::Full] {
-            let (p, _): (Params, _) =
-                params::resolve(ID, super::super::Experiment::Calibrate.params_toml(), profile, &[]).unwrap();
+            let (p, _): (Params, _) = params::resolve(
+                ID,
+                super::super::Experiment::Calibrate.params_toml(),
+                profile,
+                &[],
+            )
+            .unwrap();
             assert_eq!(p.commands, vec![BenchCommand::Get, BenchCommand::Evalsha]);
         }
     }

@@ -79,29 +79,62 @@ struct Variant {
 }
 
 fn variants(p: &Params) -> Vec<Variant> {
-    let base = LimitSpec { capacity: p.capacity, refill_per_sec: p.refill_per_sec, window_ms: p.window_ms, ..LimitSpec::default() };
+    let base = LimitSpec {
+        capacity: p.capacity,
+        refill_per_sec: p.refill_per_sec,
+        window_ms: p.window_ms,
+        ..LimitSpec::default()
+    };
     let mut out = Vec::new();
     for &strategy in &p.strategies {
         if strategy == Strategy::LuaLog {
             for &l in &p.log_limits {
-                let limit = LimitSpec { capacity: l, window_ms: p.log_window_ms, ..base };
-                out.push(Variant { strategy, label: format!("L={l}"), limit, hot_key: false });
+                let limit = LimitSpec {
+                    capacity: l,
+                    window_ms: p.log_window_ms,
+                    ..base
+                };
+                out.push(Variant {
+                    strategy,
+                    label: format!("L={l}"),
+                    limit,
+                    hot_key: false,
+                });
             }
         } else {
-            out.push(Variant { strategy, label: String::new(), limit: base, hot_key: false });
+            out.push(Variant {
+                strategy,
+                label: String::new(),
+                limit: base,
+                hot_key: false,
+            });
         }
     }
     for &strategy in &p.hot_key_strategies {
-        out.push(Variant { strategy, label: "hot-key".into(), limit: base, hot_key: true });
+        out.push(Variant {
+            strategy,
+            label: "hot-key".into(),
+            limit: base,
+            hot_key: true,
+        });
     }
     out
 }
 
 /// Runs the experiment into `ctx.out_dir/cost/`.
 pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    let (p, table): (Params, _) = params::resolve(ID, super::Experiment::Cost.params_toml(), ctx.profile, &ctx.sets)?;
+    let (p, table): (Params, _) = params::resolve(
+        ID,
+        super::Experiment::Cost.params_toml(),
+        ctx.profile,
+        &ctx.sets,
+    )?;
     if p.runs == 0 || p.run_seconds <= 0.0 || p.clients == 0 || p.keys == 0 {
-        return Err(params::ParamError::Invalid { experiment: ID.into(), reason: "runs, run_seconds, clients, keys must be > 0".into() }.into());
+        return Err(params::ParamError::Invalid {
+            experiment: ID.into(),
+            reason: "runs, run_seconds, clients, keys must be > 0".into(),
+        }
+        .into());
     }
     let target = ctx.target().phase(|| "starting redis-server".into())?;
     let mut run = RunRecord::begin(ctx, ID, &table, &target)?;
@@ -115,18 +148,34 @@ pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
     run.finish(ctx)
 }
 
-fn body(ctx: &Ctx, p: &Params, target: &Target, run: &mut RunRecord, prefix: &str) -> Result<(), ExperimentError> {
-    let mut rows = run.staging.csv::<CostRow>("cost.csv").phase(|| "opening cost.csv".into())?;
+fn body(
+    ctx: &Ctx,
+    p: &Params,
+    target: &Target,
+    run: &mut RunRecord,
+    prefix: &str,
+) -> Result<(), ExperimentError> {
+    let mut rows = run
+        .staging
+        .csv::<CostRow>("cost.csv")
+        .phase(|| "opening cost.csv".into())?;
     let variants = variants(p);
     let bar = progress_bar(ctx, ID, p.runs as u64 * variants.len() as u64);
     for r in 0..p.runs {
         for v in &variants {
-            let name = if v.label.is_empty() { v.strategy.to_string() } else { format!("{} ({})", v.strategy, v.label) };
+            let name = if v.label.is_empty() {
+                v.strategy.to_string()
+            } else {
+                format!("{} ({})", v.strategy, v.label)
+            };
             let key_prefix = format!("{prefix}{}:{}:", v.strategy, v.label);
             let keys = if v.hot_key {
                 KeyChoice::One(format!("{key_prefix}hot"))
             } else {
-                KeyChoice::Uniform { prefix: key_prefix, count: p.keys }
+                KeyChoice::Uniform {
+                    prefix: key_prefix,
+                    count: p.keys,
+                }
             };
             let mut plan = ClosedLoop {
                 exe: &ctx.worker_exe,
@@ -151,7 +200,8 @@ fn body(ctx: &Ctx, p: &Params, target: &Target, run: &mut RunRecord, prefix: &st
             }
             plan.template.stop = Stop::AfterMs((p.run_seconds * 1000.0) as u64);
             let m = measure(target, &plan, &|| format!("run {r} of {name}"))?;
-            rows.write(&row(v, r, p, &m)).phase(|| "writing cost.csv".into())?;
+            rows.write(&row(v, r, p, &m))
+                .phase(|| "writing cost.csv".into())?;
             bar.inc(1);
         }
     }
@@ -162,7 +212,13 @@ fn body(ctx: &Ctx, p: &Params, target: &Target, run: &mut RunRecord, prefix: &st
 fn row(v: &Variant, run: u32, p: &Params, m: &Measured) -> CostRow {
     let decisions = m.tally.admitted + m.tally.denied;
     let (busiest_command, usec_per_call) = m.server.busiest_command().unwrap_or_default();
-    let command_usec: u64 = m.server.commands.iter().filter(|(name, _)| name.as_str() != "info").map(|(_, (_, usec))| usec).sum();
+    let command_usec: u64 = m
+        .server
+        .commands
+        .iter()
+        .filter(|(name, _)| name.as_str() != "info")
+        .map(|(_, (_, usec))| usec)
+        .sum();
     CostRow {
         strategy: v.strategy,
         variant: v.label.clone(),
@@ -180,7 +236,11 @@ fn row(v: &Variant, run: u32, p: &Params, m: &Measured) -> CostRow {
         redis_busy_pct: m.server.busy_pct(),
         busiest_command,
         usec_per_call,
-        command_usec_per_decision: if decisions > 0 { command_usec as f64 / decisions as f64 } else { 0.0 },
+        command_usec_per_decision: if decisions > 0 {
+            command_usec as f64 / decisions as f64
+        } else {
+            0.0
+        },
         client_cpu_s: m.client_cpu_s,
     }
 }
@@ -191,10 +251,18 @@ mod tests {
 
     #[test]
     fn variants_expand_the_log_limits_and_hot_keys() {
-        let (p, _): (Params, _) =
-            params::resolve(ID, super::super::Experiment::Cost.params_toml(), params::Profile::Full, &[]).unwrap();
+        let (p, _): (Params, _) = params::resolve(
+            ID,
+            super::super::Experiment::Cost.params_toml(),
+            params::Profile::Full,
+            &[],
+        )
+        .unwrap();
         let v = variants(&p);
-        let labels: Vec<String> = v.iter().map(|v| format!("{}{}", v.strategy, v.label)).collect();
+        let labels: Vec<String> = v
+            .iter()
+            .map(|v| format!("{}{}", v.strategy, v.label))
+            .collect();
         assert!(labels.contains(&"lua-logL=100".to_string()));
         assert!(labels.contains(&"lua-logL=10000".to_string()));
         assert!(labels.contains(&"lua-buckethot-key".to_string()));

@@ -12,7 +12,9 @@
 //! Writes `latency/latency.csv` (percentiles per strategy and run), `latency/latency_hist.csv`
 //! (every recorded bucket: strategy, run, value_us, count), `latency/meta.json`.
 
-use super::common::{delete_keys_with_prefix, fail_on_errors, progress_bar, ExperimentError, Phase, RunRecord};
+use super::common::{
+    delete_keys_with_prefix, fail_on_errors, progress_bar, ExperimentError, Phase, RunRecord,
+};
 use super::params;
 use crate::context::Ctx;
 use crate::limiter::{unix_ms, LimitSpec, Strategy};
@@ -63,13 +65,25 @@ pub struct HistRow {
 
 /// Runs the experiment into `ctx.out_dir/latency/`.
 pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    let (p, table): (Params, _) = params::resolve(ID, super::Experiment::Latency.params_toml(), ctx.profile, &ctx.sets)?;
+    let (p, table): (Params, _) = params::resolve(
+        ID,
+        super::Experiment::Latency.params_toml(),
+        ctx.profile,
+        &ctx.sets,
+    )?;
     if p.runs == 0 || p.requests == 0 || p.keys == 0 || p.strategies.is_empty() {
-        return Err(params::ParamError::Invalid { experiment: ID.into(), reason: "runs, requests, keys must be >= 1 and strategies non-empty".into() }.into());
+        return Err(params::ParamError::Invalid {
+            experiment: ID.into(),
+            reason: "runs, requests, keys must be >= 1 and strategies non-empty".into(),
+        }
+        .into());
     }
     let target = ctx.target().phase(|| "starting redis-server".into())?;
     let mut run = RunRecord::begin(ctx, ID, &table, &target)?;
-    run.note(format!("Warm-up excluded: each run starts with {} unrecorded checks on the same keys.", p.warmup));
+    run.note(format!(
+        "Warm-up excluded: each run starts with {} unrecorded checks on the same keys.",
+        p.warmup
+    ));
     run.note("One connection, one request in flight: latency is the round trip of one check as the caller sees it (loopback); a check with no limiter costs no round trip, so p50 here is the latency a limiter adds.");
     let prefix = format!("ratelab:latency:{:x}:", unix_ms());
     let outcome = body(ctx, &p, &target, &mut run, &prefix);
@@ -79,9 +93,21 @@ pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
     run.finish(ctx)
 }
 
-fn body(ctx: &Ctx, p: &Params, target: &Target, run: &mut RunRecord, prefix: &str) -> Result<(), ExperimentError> {
-    let mut rows = run.staging.csv::<LatencyRow>("latency.csv").phase(|| "opening latency.csv".into())?;
-    let mut hist_rows = run.staging.csv::<HistRow>("latency_hist.csv").phase(|| "opening latency_hist.csv".into())?;
+fn body(
+    ctx: &Ctx,
+    p: &Params,
+    target: &Target,
+    run: &mut RunRecord,
+    prefix: &str,
+) -> Result<(), ExperimentError> {
+    let mut rows = run
+        .staging
+        .csv::<LatencyRow>("latency.csv")
+        .phase(|| "opening latency.csv".into())?;
+    let mut hist_rows = run
+        .staging
+        .csv::<HistRow>("latency_hist.csv")
+        .phase(|| "opening latency_hist.csv".into())?;
     let bar = progress_bar(ctx, ID, (p.runs as usize * p.strategies.len()) as u64);
     for r in 0..p.runs {
         for &strategy in &p.strategies {
@@ -95,7 +121,10 @@ fn body(ctx: &Ctx, p: &Params, target: &Target, run: &mut RunRecord, prefix: &st
                     window_ms: p.window_ms,
                     ..LimitSpec::default()
                 },
-                keys: KeyChoice::Uniform { prefix: format!("{prefix}{strategy}:"), count: p.keys },
+                keys: KeyChoice::Uniform {
+                    prefix: format!("{prefix}{strategy}:"),
+                    count: p.keys,
+                },
                 stop: Stop::AfterChecks(p.warmup),
                 connections: 1,
                 in_flight: 1,
@@ -104,7 +133,12 @@ fn body(ctx: &Ctx, p: &Params, target: &Target, run: &mut RunRecord, prefix: &st
                 worker_index: 0,
                 timeouts: ctx.timeouts,
             };
-            let mut plan = ClosedLoop { exe: &ctx.worker_exe, cpus: &ctx.pin.harness, processes: 1, template: spec };
+            let mut plan = ClosedLoop {
+                exe: &ctx.worker_exe,
+                cpus: &ctx.pin.harness,
+                processes: 1,
+                template: spec,
+            };
             if p.warmup > 0 {
                 let warm = run_closed_loop(&plan).phase(what)?;
                 fail_on_errors(target, &warm).phase(what)?;
@@ -129,7 +163,12 @@ fn body(ctx: &Ctx, p: &Params, target: &Target, run: &mut RunRecord, prefix: &st
             .phase(|| "writing latency.csv".into())?;
             for (value, count) in crate::load::latency::buckets(&h) {
                 hist_rows
-                    .write(&HistRow { strategy, run: r, value_us: us(value), count })
+                    .write(&HistRow {
+                        strategy,
+                        run: r,
+                        value_us: us(value),
+                        count,
+                    })
                     .phase(|| "writing latency_hist.csv".into())?;
             }
             bar.inc(1);
@@ -146,8 +185,13 @@ mod tests {
     #[test]
     fn embedded_profiles_parse() {
         for profile in [params::Profile::Quick, params::Profile::Full] {
-            let (p, _): (Params, _) =
-                params::resolve(ID, super::super::Experiment::Latency.params_toml(), profile, &[]).unwrap();
+            let (p, _): (Params, _) = params::resolve(
+                ID,
+                super::super::Experiment::Latency.params_toml(),
+                profile,
+                &[],
+            )
+            .unwrap();
             assert_eq!(p.runs, 3);
             assert!(p.strategies.contains(&Strategy::LuaBucket));
         }

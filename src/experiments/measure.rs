@@ -49,7 +49,11 @@ pub fn children_cpu_s() -> f64 {
 }
 
 /// Runs `plan` once, sampling the server around exactly the measured window.
-pub fn measure(target: &Target, plan: &ClosedLoop, what: &dyn Fn() -> String) -> Result<Measured, ExperimentError> {
+pub fn measure(
+    target: &Target,
+    plan: &ClosedLoop,
+    what: &dyn Fn() -> String,
+) -> Result<Measured, ExperimentError> {
     let mut fleet = Fleet::spawn(plan).phase(what)?;
     let cpu_before = children_cpu_s();
     let before = ServerSample::take(target).phase(what)?;
@@ -58,5 +62,9 @@ pub fn measure(target: &Target, plan: &ClosedLoop, what: &dyn Fn() -> String) ->
     let after = ServerSample::take(target).phase(what)?;
     let client_cpu_s = children_cpu_s() - cpu_before;
     fail_on_errors(target, &tally).phase(what)?;
-    Ok(Measured { tally, server: before.cost_until(&after), client_cpu_s })
+    Ok(Measured {
+        tally,
+        server: before.cost_until(&after),
+        client_cpu_s,
+    })
 }

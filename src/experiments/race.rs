@@ -19,7 +19,7 @@ use super::common::{
 };
 use super::params;
 use crate::context::Ctx;
-use crate::limiter::{unix_ms, LimitSpec, Strategy};
+use crate::limiter::{unix_ms, LimitSpec, LogVariant, Strategy};
 use crate::load::{run_closed_loop, ClosedLoop, WorkerSpec};
 use crate::record::MonitorCapture;
 use crate::server::Target;
@@ -190,6 +190,8 @@ impl Trial {
             window_ms,
             window_origin_ms: unix_ms(),
             idle_ttl_ms: 600_000,
+            log: LogVariant::default(),
+            watch_retries: 10,
         }
     }
 
@@ -260,14 +262,7 @@ fn read_state(
     limit: &LimitSpec,
 ) -> Result<String, crate::server::ServerError> {
     let mut con = target.connection()?;
-    let value: Option<String> = match strategy {
-        Strategy::NaiveBucket | Strategy::LuaBucket => {
-            redis::cmd("HGET").arg(key).arg("tokens").query(&mut con)?
-        }
-        Strategy::NaiveWindow | Strategy::IncrWindow => redis::cmd("GET")
-            .arg(limit.window_key(key, limit.window_origin_ms))
-            .query(&mut con)?,
-    };
+    let value: Option<String> = strategy.state_command(key, limit).query(&mut con)?;
     Ok(value.unwrap_or_default())
 }
 

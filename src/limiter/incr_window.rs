@@ -9,9 +9,12 @@ pub(super) async fn check(
     key: &str,
     spec: &LimitSpec,
 ) -> Result<Decision, LimiterError> {
-    let window = spec.window_key(key, unix_ms());
+    let now = unix_ms();
+    let window = spec.window_key(key, now);
     let count: i64 = redis::cmd("INCR").arg(&window).query_async(con).await?;
+    let mut calls = 1;
     if count == 1 {
+        calls += 1;
         // Only the request that created the counter sets its expiry.
         redis::cmd("EXPIRE")
             .arg(&window)
@@ -20,9 +23,16 @@ pub(super) async fn check(
             .await?;
     }
     let limit = spec.capacity as i64;
-    Ok(Decision {
-        allowed: count <= limit,
-        remaining: (limit - count).max(0),
-        retry_ms: 0,
-    })
+    let allowed = count <= limit;
+    let retry_ms = if allowed {
+        0
+    } else {
+        spec.ms_to_window_end(now) as i64
+    };
+    Ok(Decision::settled(
+        allowed,
+        (limit - count).max(0),
+        retry_ms,
+        calls,
+    ))
 }

@@ -1,38 +1,27 @@
 //! Token bucket in one Lua script: Redis runs it without interleaving, so it is exact under any
-//! concurrency. Invoked with EVALSHA, falling back to EVAL-and-cache on NOSCRIPT.
+//! concurrency. Invoked with EVALSHA, falling back to EVAL (which caches it again) on NOSCRIPT.
 
+use super::script::LuaScript;
 use super::{Decision, LimitSpec, LimiterError, Strategy};
 use redis::aio::MultiplexedConnection;
 
-const SOURCE: &str = include_str!("lua/token_bucket.lua");
-
-pub(super) fn script() -> redis::Script {
-    redis::Script::new(SOURCE)
+pub(super) fn script() -> LuaScript {
+    LuaScript::new(include_str!("lua/token_bucket.lua"))
 }
 
 pub(super) async fn check(
     con: &mut MultiplexedConnection,
-    script: &redis::Script,
+    script: &LuaScript,
     key: &str,
     spec: &LimitSpec,
 ) -> Result<Decision, LimiterError> {
-    let reply: Vec<i64> = script
+    script
+        .call()
         .key(key)
         .arg(spec.capacity)
         .arg(spec.refill_per_sec)
         .arg(1)
         .arg(spec.bucket_ttl_ms())
-        .invoke_async(con)
-        .await?;
-    match reply.as_slice() {
-        &[allowed, remaining, retry_ms] => Ok(Decision {
-            allowed: allowed == 1,
-            remaining,
-            retry_ms,
-        }),
-        other => Err(LimiterError::UnexpectedReply {
-            strategy: Strategy::LuaBucket,
-            detail: format!("{other:?}"),
-        }),
-    }
+        .decide(con, Strategy::LuaBucket)
+        .await
 }

@@ -1,107 +1,28 @@
-//! Rate-limiter strategies: the naive client-side ones the seeds show breaking, and the atomic ones
-//! that fix them. One file per strategy; Lua in `lua/*.lua`, embedded with `include_str!`.
+//! Rate-limiter strategies: the naive client-side ones the seeds show breaking, the atomic ones
+//! that fix them (Lua scripts, MULTI/EXEC, optimistic WATCH), and a plain GET to measure them
+//! against. One file per strategy; Lua in `lua/*.lua`, embedded with `include_str!`.
 
+mod get;
 mod incr_window;
 mod lua_bucket;
+mod lua_gcra;
+mod lua_log;
+mod lua_swc;
+mod lua_window;
+mod multi_window;
 mod naive_bucket;
 mod naive_window;
+mod script;
+mod spec;
+mod strategy;
+mod watch_bucket;
+
+pub use spec::{LimitSpec, LogClock, LogMember, LogVariant};
+pub use strategy::Strategy;
 
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
-
-/// A strategy for deciding whether one request may pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Strategy {
-    /// HMGET tokens, decide in the client, HSET tokens-1 (seed 000's naive bucket).
-    NaiveBucket,
-    /// Token bucket in one Lua script with Redis TIME.
-    LuaBucket,
-    /// Fixed window: GET, decide in the client, MULTI INCR EXPIRE (seed 001's old middleware).
-    NaiveWindow,
-    /// Fixed window: INCR, compare the returned count, EXPIRE when it is 1.
-    IncrWindow,
-}
-
-impl Strategy {
-    /// Every strategy, in the order charts and tables show them.
-    pub const ALL: &'static [Strategy] = &[
-        Strategy::NaiveBucket,
-        Strategy::LuaBucket,
-        Strategy::NaiveWindow,
-        Strategy::IncrWindow,
-    ];
-
-    /// The name used on the command line, in parameters and in CSVs.
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::NaiveBucket => "naive-bucket",
-            Strategy::LuaBucket => "lua-bucket",
-            Strategy::NaiveWindow => "naive-window",
-            Strategy::IncrWindow => "incr-window",
-        }
-    }
-}
-
-impl fmt::Display for Strategy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Strategy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Strategy::ALL
-            .iter()
-            .copied()
-            .find(|st| st.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Strategy::ALL.iter().map(|st| st.name()).collect();
-                format!("unknown strategy `{s}`; valid: {}", names.join(", "))
-            })
-    }
-}
-
-/// The limit a strategy enforces.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LimitSpec {
-    /// Bucket capacity, or requests per window.
-    pub capacity: u64,
-    /// Bucket refill in tokens per second (0: never refills).
-    pub refill_per_sec: f64,
-    /// Fixed-window length in ms.
-    pub window_ms: u64,
-    /// Start of window 0 in Unix ms (0: windows aligned to the epoch, as in production).
-    pub window_origin_ms: u64,
-    /// Expiry of a bucket that never refills, in ms.
-    pub idle_ttl_ms: u64,
-}
-
-impl LimitSpec {
-    /// Expiry for a bucket: once idle this long it is full again and carries no information.
-    pub fn bucket_ttl_ms(&self) -> u64 {
-        if self.refill_per_sec > 0.0 {
-            (self.capacity as f64 / self.refill_per_sec * 1000.0).ceil() as u64 + 1000
-        } else {
-            self.idle_ttl_ms
-        }
-    }
-
-    /// Expiry of a window counter: two windows, so a late write never outlives its window by much.
-    pub fn window_ttl_secs(&self) -> u64 {
-        (2 * self.window_ms).div_ceil(1000).max(1)
-    }
-
-    /// The key of the window that contains `now_ms` (caller's clock, as the seeds' clients did).
-    pub fn window_key(&self, key: &str, now_ms: u64) -> String {
-        let index = now_ms.saturating_sub(self.window_origin_ms) / self.window_ms.max(1);
-        format!("{key}:w{index}")
-    }
-}
 
 /// The answer to one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,18 +33,43 @@ pub struct Decision {
     pub remaining: i64,
     /// When to retry, in ms (-1: never, 0: not applicable).
     pub retry_ms: i64,
+    /// Round trips to Redis this decision took, for "Redis calls per decision".
+    #[serde(default)]
+    pub redis_calls: u32,
+    /// Optimistic transactions that aborted and were retried (WATCH strategies only).
+    #[serde(default)]
+    pub retries: u32,
+    /// Refused because the WATCH retry budget ran out, not because the limit was reached.
+    #[serde(default)]
+    pub aborted: bool,
+}
+
+impl Decision {
+    /// A decision reached without optimistic retries, the case of every non-WATCH strategy.
+    pub(crate) fn settled(allowed: bool, remaining: i64, retry_ms: i64, redis_calls: u32) -> Self {
+        Decision {
+            allowed,
+            remaining,
+            retry_ms,
+            redis_calls,
+            retries: 0,
+            aborted: false,
+        }
+    }
 }
 
 /// What can go wrong during a check.
 #[derive(Debug, thiserror::Error)]
 pub enum LimiterError {
+    /// Redis refused a command or the connection failed: no decision was made.
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
+    /// A reply had the wrong shape: a bug in a script or in its caller, never silently allowed.
     #[error("unexpected reply from {strategy}: {detail}")]
     UnexpectedReply { strategy: Strategy, detail: String },
 }
 
-/// A strategy bound to its limit, ready to check keys on any connection.
+/// A strategy bound to its limit, ready to check keys; shared by a worker's in-flight tasks.
 #[derive(Debug, Clone)]
 pub struct Limiter {
     spec: LimitSpec,
@@ -134,9 +80,16 @@ pub struct Limiter {
 #[derive(Debug, Clone)]
 enum Prepared {
     NaiveBucket,
-    LuaBucket(redis::Script),
+    LuaBucket(script::LuaScript),
+    WatchBucket,
     NaiveWindow,
     IncrWindow,
+    LuaWindow(script::LuaScript),
+    MultiWindow,
+    LuaLog(script::LuaScript, lua_log::LogMembers),
+    LuaSwc(script::LuaScript),
+    LuaGcra(script::LuaScript),
+    Get,
 }
 
 impl Limiter {
@@ -145,8 +98,15 @@ impl Limiter {
         let prepared = match strategy {
             Strategy::NaiveBucket => Prepared::NaiveBucket,
             Strategy::LuaBucket => Prepared::LuaBucket(lua_bucket::script()),
+            Strategy::WatchBucket => Prepared::WatchBucket,
             Strategy::NaiveWindow => Prepared::NaiveWindow,
             Strategy::IncrWindow => Prepared::IncrWindow,
+            Strategy::LuaWindow => Prepared::LuaWindow(lua_window::script()),
+            Strategy::MultiWindow => Prepared::MultiWindow,
+            Strategy::LuaLog => Prepared::LuaLog(lua_log::script(), lua_log::LogMembers::new()),
+            Strategy::LuaSwc => Prepared::LuaSwc(lua_swc::script()),
+            Strategy::LuaGcra => Prepared::LuaGcra(lua_gcra::script()),
+            Strategy::Get => Prepared::Get,
         };
         Limiter { spec, prepared }
     }
@@ -156,8 +116,15 @@ impl Limiter {
         match self.prepared {
             Prepared::NaiveBucket => Strategy::NaiveBucket,
             Prepared::LuaBucket(_) => Strategy::LuaBucket,
+            Prepared::WatchBucket => Strategy::WatchBucket,
             Prepared::NaiveWindow => Strategy::NaiveWindow,
             Prepared::IncrWindow => Strategy::IncrWindow,
+            Prepared::LuaWindow(_) => Strategy::LuaWindow,
+            Prepared::MultiWindow => Strategy::MultiWindow,
+            Prepared::LuaLog(..) => Strategy::LuaLog,
+            Prepared::LuaSwc(_) => Strategy::LuaSwc,
+            Prepared::LuaGcra(_) => Strategy::LuaGcra,
+            Prepared::Get => Strategy::Get,
         }
     }
 
@@ -166,7 +133,21 @@ impl Limiter {
         &self.spec
     }
 
-    /// Decides one request against `key`. In-flight checks may share `con` (it multiplexes).
+    /// The Lua source and SHA-1 of its script, if it has one: for redis-benchmark, which calls
+    /// EVALSHA itself in the calibration.
+    pub fn script(&self) -> Option<(&'static str, &str)> {
+        match &self.prepared {
+            Prepared::LuaBucket(s)
+            | Prepared::LuaWindow(s)
+            | Prepared::LuaLog(s, _)
+            | Prepared::LuaSwc(s)
+            | Prepared::LuaGcra(s) => Some((s.source(), s.hash())),
+            _ => None,
+        }
+    }
+
+    /// Decides one request against `key`. In-flight checks may share `con` (it multiplexes),
+    /// unless `Strategy::needs_own_connection`: then each needs a connection of its own.
     pub async fn check(
         &self,
         con: &mut MultiplexedConnection,
@@ -175,8 +156,17 @@ impl Limiter {
         match &self.prepared {
             Prepared::NaiveBucket => naive_bucket::check(con, key, &self.spec).await,
             Prepared::LuaBucket(script) => lua_bucket::check(con, script, key, &self.spec).await,
+            Prepared::WatchBucket => watch_bucket::check(con, key, &self.spec).await,
             Prepared::NaiveWindow => naive_window::check(con, key, &self.spec).await,
             Prepared::IncrWindow => incr_window::check(con, key, &self.spec).await,
+            Prepared::LuaWindow(script) => lua_window::check(con, script, key, &self.spec).await,
+            Prepared::MultiWindow => multi_window::check(con, key, &self.spec).await,
+            Prepared::LuaLog(script, members) => {
+                lua_log::check(con, script, members, key, &self.spec).await
+            }
+            Prepared::LuaSwc(script) => lua_swc::check(con, script, key, &self.spec).await,
+            Prepared::LuaGcra(script) => lua_gcra::check(con, script, key, &self.spec).await,
+            Prepared::Get => get::check(con, key).await,
         }
     }
 }
@@ -187,59 +177,4 @@ pub fn unix_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
-}
-
-// TEMP until the limiters branch lands (it defines this inside `impl Strategy`).
-impl Strategy {
-    /// Whether each in-flight request needs a connection of its own (WATCH state is per connection).
-    pub fn needs_own_connection(self) -> bool {
-        false
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec() -> LimitSpec {
-        LimitSpec {
-            capacity: 100,
-            refill_per_sec: 0.0,
-            window_ms: 1000,
-            window_origin_ms: 0,
-            idle_ttl_ms: 60_000,
-        }
-    }
-
-    #[test]
-    fn names_round_trip() {
-        for &s in Strategy::ALL {
-            assert_eq!(s.name().parse::<Strategy>(), Ok(s));
-        }
-        assert!("lua"
-            .parse::<Strategy>()
-            .unwrap_err()
-            .contains("lua-bucket"));
-    }
-
-    #[test]
-    fn bucket_ttl_is_time_to_refill_plus_slack() {
-        let mut s = spec();
-        assert_eq!(s.bucket_ttl_ms(), 60_000);
-        s.refill_per_sec = 100.0;
-        assert_eq!(s.bucket_ttl_ms(), 2000);
-        s.refill_per_sec = 3.0;
-        assert_eq!(s.bucket_ttl_ms(), 33_334 + 1000);
-    }
-
-    #[test]
-    fn window_key_changes_at_the_boundary() {
-        let mut s = spec();
-        assert_eq!(s.window_key("k", 999), "k:w0");
-        assert_eq!(s.window_key("k", 1000), "k:w1");
-        s.window_origin_ms = 500;
-        assert_eq!(s.window_key("k", 1499), "k:w0");
-        assert_eq!(s.window_key("k", 100), "k:w0");
-        assert_eq!(s.window_ttl_secs(), 2);
-    }
 }

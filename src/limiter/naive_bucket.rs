@@ -16,11 +16,7 @@ pub(super) async fn check(
         .await?;
     let tokens = tokens.unwrap_or(spec.capacity as i64);
     if tokens < 1 {
-        return Ok(Decision {
-            allowed: false,
-            remaining: tokens,
-            retry_ms: -1,
-        });
+        return Ok(Decision::settled(false, tokens, -1, 1));
     }
     redis::cmd("HSET")
         .arg(key)
@@ -28,9 +24,5 @@ pub(super) async fn check(
         .arg(tokens - 1)
         .query_async::<()>(con)
         .await?;
-    Ok(Decision {
-        allowed: true,
-        remaining: tokens - 1,
-        retry_ms: 0,
-    })
+    Ok(Decision::settled(true, tokens - 1, 0, 2))
 }

@@ -9,16 +9,14 @@ pub(super) async fn check(
     key: &str,
     spec: &LimitSpec,
 ) -> Result<Decision, LimiterError> {
-    let window = spec.window_key(key, unix_ms());
+    let now = unix_ms();
+    let window = spec.window_key(key, now);
     let used: Option<i64> = redis::cmd("GET").arg(&window).query_async(con).await?;
     let used = used.unwrap_or(0);
     let limit = spec.capacity as i64;
     if used >= limit {
-        return Ok(Decision {
-            allowed: false,
-            remaining: 0,
-            retry_ms: 0,
-        });
+        let retry_ms = spec.ms_to_window_end(now) as i64;
+        return Ok(Decision::settled(false, 0, retry_ms, 1));
     }
     redis::pipe()
         .atomic()
@@ -28,9 +26,5 @@ pub(super) async fn check(
         .ignore()
         .query_async::<()>(con)
         .await?;
-    Ok(Decision {
-        allowed: true,
-        remaining: limit - used - 1,
-        retry_ms: 0,
-    })
+    Ok(Decision::settled(true, limit - used - 1, 0, 2))
 }

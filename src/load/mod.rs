@@ -200,16 +200,20 @@ mod tests {
         let mut a = CheckTally {
             admitted: 3,
             denied: 1,
-            errors: 0,
-            first_error: None,
+            retries: 4,
+            redis_calls: 8,
             elapsed_ns: 10,
             latency_ns: vec![(100, 2)],
+            ..CheckTally::default()
         };
         let b = CheckTally {
             admitted: 2,
             denied: 0,
             errors: 1,
             first_error: Some("boom".into()),
+            retries: 1,
+            aborted: 1,
+            redis_calls: 3,
             elapsed_ns: 7,
             latency_ns: vec![(100, 1), (300, 1)],
         };
@@ -219,6 +223,7 @@ mod tests {
             (5, 1, 1, 10)
         );
         assert_eq!(a.first_error.as_deref(), Some("boom"));
+        assert_eq!((a.retries, a.aborted, a.redis_calls), (5, 1, 11));
         assert_eq!(a.total(), 7);
         let h = a.latency_histogram().unwrap();
         assert_eq!(h.len(), 4);

@@ -1,0 +1,27 @@
+//! Sliding-window counter in one Lua script with Redis TIME: the previous fixed window's count,
+//! weighted by how much of it the sliding window still covers, plus the current one's. Seed 002's
+//! answer to the sliding log's memory: two integers per client whatever the limit.
+
+use super::script::LuaScript;
+use super::{Decision, LimitSpec, LimiterError, Strategy};
+use redis::aio::MultiplexedConnection;
+
+pub(super) fn script() -> LuaScript {
+    LuaScript::new(include_str!("lua/sliding_window_counter.lua"))
+}
+
+pub(super) async fn check(
+    con: &mut MultiplexedConnection,
+    script: &LuaScript,
+    key: &str,
+    spec: &LimitSpec,
+) -> Result<Decision, LimiterError> {
+    script
+        .call()
+        .key(key)
+        .arg(spec.capacity)
+        .arg(spec.window_ms.max(1))
+        .arg(spec.window_origin_ms)
+        .decide(con, Strategy::LuaSwc)
+        .await
+}

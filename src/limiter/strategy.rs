@@ -1,0 +1,140 @@
+//! The strategy names: what the command line, parameters and CSVs call each limiter.
+
+use super::LimitSpec;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A strategy for deciding whether one request may pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// HMGET tokens, decide in the client, HSET tokens-1 (seed 000's naive bucket).
+    NaiveBucket,
+    /// Token bucket in one Lua script with Redis TIME.
+    LuaBucket,
+    /// Token bucket with WATCH, HMGET, a client-side decision and MULTI/EXEC, retried on abort.
+    WatchBucket,
+    /// GCRA in one Lua script with Redis TIME (as go-redis/redis_rate and redis-cell).
+    LuaGcra,
+    /// Fixed window: GET, decide in the client, MULTI INCR EXPIRE (seed 001's old middleware).
+    NaiveWindow,
+    /// Fixed window: INCR, compare the returned count, EXPIRE when it is 1.
+    IncrWindow,
+    /// Fixed window in one Lua script: INCR, PEXPIRE when new, compare.
+    LuaWindow,
+    /// Fixed window as MULTI INCR PEXPIRE EXEC, the count compared in the client.
+    MultiWindow,
+    /// Sliding log: a sorted set of admitted requests, in one Lua script with Redis TIME.
+    LuaLog,
+    /// Sliding-window counter: two fixed windows, the previous one weighted, in one Lua script.
+    LuaSwc,
+    /// Not a limiter: a plain GET, always allowed; the scale decisions are measured against.
+    Get,
+}
+
+impl Strategy {
+    /// Every strategy, in the order charts and tables show them.
+    pub const ALL: &'static [Strategy] = &[
+        Strategy::NaiveBucket,
+        Strategy::LuaBucket,
+        Strategy::WatchBucket,
+        Strategy::LuaGcra,
+        Strategy::NaiveWindow,
+        Strategy::IncrWindow,
+        Strategy::LuaWindow,
+        Strategy::MultiWindow,
+        Strategy::LuaLog,
+        Strategy::LuaSwc,
+        Strategy::Get,
+    ];
+
+    /// The name used on the command line, in parameters and in CSVs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::NaiveBucket => "naive-bucket",
+            Strategy::LuaBucket => "lua-bucket",
+            Strategy::NaiveWindow => "naive-window",
+            Strategy::IncrWindow => "incr-window",
+            Strategy::LuaWindow => "lua-window",
+            Strategy::MultiWindow => "multi-window",
+            Strategy::WatchBucket => "watch-bucket",
+            Strategy::LuaGcra => "lua-gcra",
+            Strategy::LuaLog => "lua-log",
+            Strategy::LuaSwc => "lua-swc",
+            Strategy::Get => "get",
+        }
+    }
+
+    /// Whether each in-flight request needs a connection of its own. WATCH state belongs to a
+    /// connection: on a shared one, one request's EXEC ends the others' WATCH and they commit
+    /// unchecked. The load generator must then give each in-flight task its own connection.
+    pub fn needs_own_connection(self) -> bool {
+        matches!(self, Strategy::WatchBucket)
+    }
+
+    /// A command reading what `key` holds after a run (a bucket's tokens, a window's count), so
+    /// experiments can record the final state without knowing each strategy's layout.
+    pub fn state_command(self, key: &str, spec: &LimitSpec) -> redis::Cmd {
+        match self {
+            Strategy::NaiveBucket | Strategy::LuaBucket | Strategy::WatchBucket => {
+                redis::cmd("HGET").arg(key).arg("tokens").take()
+            }
+            Strategy::NaiveWindow
+            | Strategy::IncrWindow
+            | Strategy::LuaWindow
+            | Strategy::MultiWindow => redis::cmd("GET")
+                .arg(spec.window_key(key, spec.window_origin_ms))
+                .take(),
+            Strategy::LuaLog => redis::cmd("ZCARD").arg(key).take(),
+            Strategy::LuaSwc => redis::cmd("HGET").arg(key).arg("cur").take(),
+            Strategy::LuaGcra => redis::cmd("GET").arg(key).take(),
+            Strategy::Get => redis::cmd("GET").arg(key).take(),
+        }
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Strategy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Strategy::ALL
+            .iter()
+            .copied()
+            .find(|st| st.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Strategy::ALL.iter().map(|st| st.name()).collect();
+                format!("unknown strategy `{s}`; valid: {}", names.join(", "))
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for &s in Strategy::ALL {
+            assert_eq!(s.name().parse::<Strategy>(), Ok(s));
+        }
+        assert!("lua"
+            .parse::<Strategy>()
+            .unwrap_err()
+            .contains("lua-bucket"));
+    }
+
+    #[test]
+    fn only_watch_needs_a_connection_per_request() {
+        let own: Vec<_> = Strategy::ALL
+            .iter()
+            .filter(|s| s.needs_own_connection())
+            .collect();
+        assert_eq!(own, [&Strategy::WatchBucket]);
+    }
+}
