@@ -150,16 +150,43 @@ pub(crate) enum Marker {
     Dashed(RGBColor),
 }
 
-/// Draws a one-row legend starting at `(x, y)`; charts put it in a header band so it can
-/// never cover data.
+/// Height of one legend row.
+pub(crate) const LEGEND_ROW_PX: i32 = 24;
+const LEGEND_SIZE: f64 = 15.0;
+
+/// Where each legend item starts when rows begin at `start.0` and wrap before `right`.
+fn legend_layout(items: &[(Marker, &str)], (left, top): (i32, i32), right: i32) -> Vec<(i32, i32)> {
+    let (mut x, mut y) = (left, top);
+    let mut at = Vec::with_capacity(items.len());
+    for (_, name) in items {
+        let width = 26 + text_width(name, LEGEND_SIZE);
+        if x > left && x + width > right {
+            (x, y) = (left, y + LEGEND_ROW_PX);
+        }
+        at.push((x, y));
+        x += width + 26;
+    }
+    at
+}
+
+/// Rows a legend wrapped between `left` and `right` needs, so a header band can be sized first.
+pub(crate) fn legend_rows(items: &[(Marker, &str)], left: i32, right: i32) -> usize {
+    let layout = legend_layout(items, (left, 0), right);
+    layout
+        .last()
+        .map_or(0, |(_, y)| (y / LEGEND_ROW_PX) as usize + 1)
+}
+
+/// Draws a legend from `(x, y)`, wrapping to a new row before `right`; charts put it in a
+/// header band so it can never cover data.
 pub(crate) fn legend(
     area: &Area,
-    (mut x, y): (i32, i32),
+    start: (i32, i32),
+    right: i32,
     items: &[(Marker, &str)],
 ) -> Result<(), ChartError> {
-    const SIZE: f64 = 15.0;
-    let style = font(SIZE, &BLACK, HPos::Left, VPos::Center);
-    for (marker, name) in items {
+    let style = font(LEGEND_SIZE, &BLACK, HPos::Left, VPos::Center);
+    for ((marker, name), (x, y)) in items.iter().zip(legend_layout(items, start, right)) {
         let swatch = vec![(x, y), (x + 20, y)];
         match marker {
             Marker::Dot(c) => area.draw(&Circle::new((x + 10, y), 5, c.filled())),
@@ -171,7 +198,6 @@ pub(crate) fn legend(
         .map_err(plot_err)?;
         area.draw(&Text::new(*name, (x + 26, y), style.clone()))
             .map_err(plot_err)?;
-        x += 26 + text_width(name, SIZE) + 26;
     }
     Ok(())
 }
@@ -195,5 +221,18 @@ mod tests {
         assert!(!roomy.stagger);
         assert_eq!(roomy.lines[1], ["1x500", "(seed 001)"]);
         assert!(CategoryLabels::new(&labels, 30.0).stagger);
+    }
+
+    #[test]
+    fn legend_wraps_before_the_right_edge() {
+        let items: Vec<(Marker, &str)> = (0..6)
+            .map(|i| (Marker::Dot(color(i)), "strategy"))
+            .collect();
+        assert_eq!(legend_rows(&items, 0, 10_000), 1);
+        // Each item is 26 + 54 px wide plus a 26 px gap, so two fit in 100..300.
+        let layout = legend_layout(&items, (100, 50), 300);
+        assert!(layout.iter().all(|&(x, _)| x >= 100 && x + 80 <= 300));
+        assert_eq!(layout[..3], [(100, 50), (206, 50), (100, 74)]);
+        assert_eq!(legend_rows(&items, 100, 300), 3);
     }
 }

@@ -11,6 +11,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use serde::de::DeserializeOwned;
+
 /// Everything that can go wrong while turning a results CSV into chart files.
 #[derive(Debug, thiserror::Error)]
 pub enum ChartError {
@@ -75,6 +77,22 @@ pub fn render_experiment(id: &str, experiment_dir: &Path) -> Result<Vec<PathBuf>
         Some(exp) => (exp.render)(experiment_dir),
         None => Ok(Vec::new()),
     }
+}
+
+/// Reads every row of the CSV at `path` (columns matched by header name, extra ones ignored);
+/// a missing file is `Missing` and a header-only file is `Empty`, so no chart is ever blank.
+pub(crate) fn read_csv<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, ChartError> {
+    if !path.is_file() {
+        return Err(ChartError::Missing(path.to_path_buf()));
+    }
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_path(path)?;
+    let rows = reader.deserialize().collect::<Result<Vec<T>, _>>()?;
+    if rows.is_empty() {
+        return Err(ChartError::Empty(path.to_path_buf()));
+    }
+    Ok(rows)
 }
 
 /// Writes `bytes` to `path` via `path.tmp` + rename, so a crash never leaves a half-written chart.
