@@ -27,9 +27,13 @@ pub(crate) const PALETTE: [RGBColor; 8] = [
     RGBColor(188, 189, 34),
 ];
 
-/// Colour of series `i`, cycling when there are more series than colours.
+/// Colour of series `i`; past the palette it repeats darker, so a 9th series never looks
+/// exactly like the 1st.
 pub(crate) fn color(i: usize) -> RGBColor {
-    PALETTE[i % PALETTE.len()]
+    let RGBColor(r, g, b) = PALETTE[i % PALETTE.len()];
+    let shade = 0.55f64.powi((i / PALETTE.len()).min(3) as i32);
+    let dim = |c: u8| (f64::from(c) * shade).round() as u8;
+    RGBColor(dim(r), dim(g), dim(b))
 }
 
 /// A text style anchored at `h`/`v`; plotters' tuple-to-font conversions are verbose.
@@ -197,6 +201,22 @@ pub(crate) fn legend(
         }
         .map_err(plot_err)?;
         area.draw(&Text::new(*name, (x + 26, y), style.clone()))
+            .map_err(plot_err)?;
+    }
+    Ok(())
+}
+
+/// Draws a centred title at the top of `area` and, when `note` is not empty, a grey line
+/// under it saying how to read the chart.
+pub(crate) fn title(area: &Area, text: &str, note: &str) -> Result<(), ChartError> {
+    let mid = area.dim_in_pixel().0 as i32 / 2;
+    let big = font(22.0, &BLACK, HPos::Center, VPos::Top);
+    area.draw(&Text::new(text, (mid, 14), big))
+        .map_err(plot_err)?;
+    if !note.is_empty() {
+        let grey = RGBColor(90, 90, 90);
+        let small = font(14.0, &grey, HPos::Center, VPos::Top);
+        area.draw(&Text::new(note, (mid, 44), small))
             .map_err(plot_err)?;
     }
     Ok(())

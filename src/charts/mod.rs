@@ -1,6 +1,8 @@
 //! Offline chart rendering: every chart is rebuilt from the CSVs an experiment left behind,
 //! so charts can be regenerated (or restyled) without re-running anything against Redis.
 
+mod bars;
+mod cost;
 mod draw;
 mod png;
 mod race;
@@ -44,11 +46,18 @@ struct Experiment {
 }
 
 /// The registry of experiments that have charts; add a row here when a new chart module lands.
-const EXPERIMENTS: &[Experiment] = &[Experiment {
-    id: "race",
-    csv: race::CSV_NAME,
-    render: race::render,
-}];
+const EXPERIMENTS: &[Experiment] = &[
+    Experiment {
+        id: "race",
+        csv: race::CSV_NAME,
+        render: race::render,
+    },
+    Experiment {
+        id: "cost",
+        csv: cost::CSV_NAME,
+        render: cost::render,
+    },
+];
 
 /// Renders every chart whose CSV exists under `results_dir` (one subdir per experiment id),
 /// returning the written files and, separately, the charts that failed, so one bad CSV
@@ -95,6 +104,25 @@ pub(crate) fn read_csv<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, Chart
     Ok(rows)
 }
 
+/// Index of `key` in `keys`, appending it first if absent: series and slots keep the order in
+/// which the CSV first mentions them.
+pub(crate) fn index_of<K: PartialEq>(keys: &mut Vec<K>, key: K) -> usize {
+    match keys.iter().position(|k| *k == key) {
+        Some(i) => i,
+        None => {
+            keys.push(key);
+            keys.len() - 1
+        }
+    }
+}
+
+/// Mean of the finite values (NaN and infinities, e.g. from a zero-decision run, are skipped);
+/// `None` when there are none.
+pub(crate) fn mean(values: &[f64]) -> Option<f64> {
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    (!finite.is_empty()).then(|| finite.iter().sum::<f64>() / finite.len() as f64)
+}
+
 /// Writes `bytes` to `path` via `path.tmp` + rename, so a crash never leaves a half-written chart.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ChartError> {
     let mut tmp_name = path.as_os_str().to_owned();
@@ -122,9 +150,26 @@ pub(crate) fn plot_err<E: std::fmt::Display>(e: E) -> ChartError {
     ChartError::Plot(e.to_string())
 }
 
+/// Writes `contents` to `root/{id}/{csv}` and returns the experiment dir; shared by chart tests.
+#[cfg(test)]
+pub(crate) fn csv_dir(root: &Path, id: &str, csv: &str, contents: &str) -> PathBuf {
+    let dir = root.join(id);
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join(csv), contents).unwrap();
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mean_skips_non_finite_values() {
+        assert_eq!(mean(&[1.0, f64::NAN, 3.0, f64::INFINITY]), Some(2.0));
+        assert_eq!(mean(&[f64::NAN]), None);
+        let mut keys = vec!["a"];
+        assert_eq!((index_of(&mut keys, "b"), index_of(&mut keys, "a")), (1, 0));
+    }
 
     /// The real race.csv layout plus an unknown trailing column, which must be ignored.
     const CSV: &str = "\
