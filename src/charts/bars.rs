@@ -2,6 +2,7 @@
 //! optional numbers above bars and slots, and an optional dashed reference line; used by the
 //! cost and calibrate charts.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
@@ -19,6 +20,11 @@ const PLOT_INSET: u32 = MARGIN_LEFT + MARGIN_RIGHT + Y_LABEL_PX;
 /// Share of a slot's width covered by its bars.
 const SLOT_FILL: f64 = 0.7;
 const NOTE_GREY: RGBColor = RGBColor(60, 60, 60);
+/// Radius of a per-run dot.
+const DOT_PX: u32 = 3;
+
+/// The plot area of a bar chart: slots on x (slot `i` centred at `i`), values on y.
+type Plot<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// One bar: its colour, its height (the mean), one dot per run, and text printed above it.
 pub(crate) struct Bar {
@@ -135,51 +141,8 @@ pub(crate) fn draw(svg: &mut String, c: &BarChart) -> Result<(), ChartError> {
             DashedLineSeries::new([(-0.5, r), (n as f64 - 0.5, r)], 8, 4, RED.stroke_width(2));
         chart.draw_series(line).map_err(plot_err)?;
     }
-    let mut note_tops = Vec::with_capacity(n);
     for (i, slot) in c.slots.iter().enumerate() {
-        let nb = slot.bars.len().max(1);
-        let band = SLOT_FILL / nb as f64;
-        let note_size = fit_font(&slot.bars, slot_px / nb as f64);
-        let mut slot_top = i32::MAX;
-        for (b, bar) in slot.bars.iter().enumerate() {
-            let cx = i as f64 - SLOT_FILL / 2.0 + (b as f64 + 0.5) * band;
-            let half = band * 0.45;
-            let fill = Rectangle::new(
-                [(cx - half, 0.0), (cx + half, bar.height)],
-                bar.color.mix(0.55).filled(),
-            );
-            let edge = Rectangle::new(
-                [(cx - half, 0.0), (cx + half, bar.height)],
-                bar.color.stroke_width(1),
-            );
-            chart.draw_series([fill, edge]).map_err(plot_err)?;
-            // Deterministic golden-ratio jitter keeps identical runs from hiding each other.
-            let dots = bar.dots.iter().enumerate().map(|(k, &v)| {
-                let j = ((k as f64 * 0.618_034) % 1.0 - 0.5) * half;
-                Circle::new((cx + j, v), 3, BLACK.mix(0.75).filled())
-            });
-            chart.draw_series(dots).map_err(plot_err)?;
-            let high = bar.dots.iter().copied().fold(bar.height, f64::max);
-            let (x, mut y) = chart.backend_coord(&(cx, high));
-            y -= 5;
-            if !bar.note.is_empty() {
-                let style = font(note_size, &NOTE_GREY, HPos::Center, VPos::Bottom);
-                root.draw(&Text::new(bar.note.as_str(), (x, y), style))
-                    .map_err(plot_err)?;
-                y -= note_size as i32 + 4;
-            }
-            slot_top = slot_top.min(y);
-        }
-        note_tops.push(slot_top);
-    }
-    for (i, slot) in c.slots.iter().enumerate() {
-        if slot.note.is_empty() {
-            continue;
-        }
-        let (x, _) = chart.backend_coord(&(i as f64, 0.0));
-        let style = font(15.0, &BLACK, HPos::Center, VPos::Bottom);
-        root.draw(&Text::new(slot.note.as_str(), (x, note_tops[i]), style))
-            .map_err(plot_err)?;
+        draw_slot(&chart, &root, i, slot, slot_px)?;
     }
     category_labels.draw(&root, |i| chart.backend_coord(&(i as f64, 0.0)))?;
     if let Some((r, tag)) = c.reference {
@@ -189,6 +152,63 @@ pub(crate) fn draw(svg: &mut String, c: &BarChart) -> Result<(), ChartError> {
             .map_err(plot_err)?;
     }
     root.present().map_err(plot_err)?;
+    Ok(())
+}
+
+/// Draws slot `i`: its bars, one dot per run, the bar notes, and the slot note on a bracket
+/// spanning the bars, above the tallest of them.
+fn draw_slot(
+    chart: &Plot,
+    root: &Area,
+    i: usize,
+    slot: &Slot,
+    slot_px: f64,
+) -> Result<(), ChartError> {
+    let nb = slot.bars.len().max(1);
+    let band = SLOT_FILL / nb as f64;
+    let half = band * 0.45;
+    let note_size = fit_font(&slot.bars, slot_px / nb as f64);
+    let mut slot_top = i32::MAX;
+    for (b, bar) in slot.bars.iter().enumerate() {
+        let cx = i as f64 - SLOT_FILL / 2.0 + (b as f64 + 0.5) * band;
+        let corners = [(cx - half, 0.0), (cx + half, bar.height)];
+        let fill = Rectangle::new(corners, bar.color.mix(0.55).filled());
+        let edge = Rectangle::new(corners, bar.color.stroke_width(1));
+        chart.plotting_area().draw(&fill).map_err(plot_err)?;
+        chart.plotting_area().draw(&edge).map_err(plot_err)?;
+        // Deterministic golden-ratio jitter keeps identical runs from hiding each other.
+        for (k, &v) in bar.dots.iter().enumerate() {
+            let j = ((k as f64 * 0.618_034) % 1.0 - 0.5) * half;
+            let dot = Circle::new((cx + j, v), DOT_PX, BLACK.mix(0.75).filled());
+            chart.plotting_area().draw(&dot).map_err(plot_err)?;
+        }
+        let high = bar.dots.iter().copied().fold(bar.height, f64::max);
+        let (x, mut y) = chart.backend_coord(&(cx, high));
+        y -= DOT_PX as i32 + 4;
+        if !bar.note.is_empty() {
+            let style = font(note_size, &NOTE_GREY, HPos::Center, VPos::Bottom);
+            root.draw(&Text::new(bar.note.as_str(), (x, y), style))
+                .map_err(plot_err)?;
+            y -= note_size as i32 + 4;
+        }
+        slot_top = slot_top.min(y);
+    }
+    if slot.note.is_empty() {
+        return Ok(());
+    }
+    let (left, _) = chart.backend_coord(&(i as f64 - SLOT_FILL / 2.0, 0.0));
+    let (right, _) = chart.backend_coord(&(i as f64 + SLOT_FILL / 2.0, 0.0));
+    let y = slot_top - 2;
+    let bracket = vec![(left, y + 5), (left, y), (right, y), (right, y + 5)];
+    root.draw(&PathElement::new(bracket, NOTE_GREY.stroke_width(1)))
+        .map_err(plot_err)?;
+    let style = font(15.0, &BLACK, HPos::Center, VPos::Bottom);
+    root.draw(&Text::new(
+        slot.note.as_str(),
+        ((left + right) / 2, y - 3),
+        style,
+    ))
+    .map_err(plot_err)?;
     Ok(())
 }
 

@@ -2,6 +2,7 @@
 //! so charts can be regenerated (or restyled) without re-running anything against Redis.
 
 mod bars;
+mod calibrate;
 mod cost;
 mod draw;
 mod png;
@@ -56,6 +57,11 @@ const EXPERIMENTS: &[Experiment] = &[
         id: "cost",
         csv: cost::CSV_NAME,
         render: cost::render,
+    },
+    Experiment {
+        id: "calibrate",
+        csv: calibrate::CSV_NAME,
+        render: calibrate::render,
     },
 ];
 
