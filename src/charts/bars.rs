@@ -2,12 +2,11 @@
 //! optional numbers above bars and slots, and an optional dashed reference line; used by the
 //! cost and calibrate charts.
 
-use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use super::draw::{
-    font, legend, legend_rows, title, Area, CategoryLabels, Marker, FONT, LEGEND_ROW_PX,
+    font, legend, legend_rows, title, Area, CategoryLabels, Marker, Plot, FONT, LEGEND_ROW_PX,
 };
 use super::{plot_err, ChartError};
 
@@ -22,9 +21,6 @@ const SLOT_FILL: f64 = 0.7;
 const NOTE_GREY: RGBColor = RGBColor(60, 60, 60);
 /// Radius of a per-run dot.
 const DOT_PX: u32 = 3;
-
-/// The plot area of a bar chart: slots on x (slot `i` centred at `i`), values on y.
-type Plot<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// One bar: its colour, its height (the mean), one dot per run, and text printed above it.
 pub(crate) struct Bar {

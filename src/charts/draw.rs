@@ -2,6 +2,7 @@
 //! apart from any one chart so later charts share one look.
 
 use plotters::coord::combinators::{LogCoord, WithKeyPoints};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -11,6 +12,10 @@ use super::{plot_err, ChartError};
 
 /// The drawing area every chart renders into.
 pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// A linear x/y plot on the SVG backend, for helpers that draw on a built chart.
+pub(crate) type Plot<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// Generic family: resvg maps it to an installed sans face (see `png.rs`).
 pub(crate) const FONT: &str = "sans-serif";

@@ -1,10 +1,12 @@
 //! Offline chart rendering: every chart is rebuilt from the CSVs an experiment left behind,
 //! so charts can be regenerated (or restyled) without re-running anything against Redis.
 
+mod atomic;
 mod bars;
 mod calibrate;
 mod cost;
 mod draw;
+mod place;
 mod png;
 mod race;
 
@@ -52,6 +54,11 @@ const EXPERIMENTS: &[Experiment] = &[
         id: "race",
         csv: race::CSV_NAME,
         render: race::render,
+    },
+    Experiment {
+        id: "atomic",
+        csv: atomic::CSV_NAME,
+        render: atomic::render,
     },
     Experiment {
         id: "cost",
