@@ -8,7 +8,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::Deserialize;
 
-use super::draw::{color, font, title, Area, Plot, FONT};
+use super::axes::custom_ticks;
+use super::draw::{color, font, title, Area, FONT};
 use super::place::draw_point_labels;
 use super::{index_of, mean, plot_err, read_csv, write_chart, ChartError};
 
@@ -74,11 +75,6 @@ fn symlog(pct: f64) -> f64 {
     pct.signum() * pct.abs().ln_1p() / std::f64::consts::LN_10
 }
 
-/// Inverse of `symlog`, for tick labels.
-fn unsymlog(t: f64) -> f64 {
-    t.signum() * (10f64.powf(t.abs()) - 1.0)
-}
-
 /// A drawable point: (min, mean, max) of x (µs) and of y (symlog %).
 struct Summary {
     x: (f64, f64, f64),
@@ -129,10 +125,9 @@ fn draw(svg: &mut String, points: &[(&str, Summary)]) -> Result<(), ChartError> 
         .map(|(_, p)| p.y.2)
         .fold(symlog(10.0), f64::max)
         + 0.2;
-    let ticks: Vec<f64> = TICKS
-        .iter()
-        .map(|&t| symlog(t))
-        .filter(|t| (y_lo..y_hi).contains(t))
+    let ticks: Vec<(f64, String)> = (TICKS.iter())
+        .filter(|&&v| (y_lo..y_hi).contains(&symlog(v)))
+        .map(|&v| (symlog(v), format!("{v:+}%").replace("+0%", "0%")))
         .collect();
 
     let root: Area = SVGBackend::with_string(svg, SIZE).into_drawing_area();
@@ -167,7 +162,7 @@ fn draw(svg: &mut String, points: &[(&str, Summary)]) -> Result<(), ChartError> 
         .draw()
         .map_err(plot_err)?;
 
-    draw_y_ticks(&chart, &root, &ticks, x_hi)?;
+    custom_ticks(&chart, &root, &[], &ticks)?;
     let zero = DashedLineSeries::new([(0.0, 0.0), (x_hi, 0.0)], 8, 4, RED.stroke_width(2));
     chart.draw_series(zero).map_err(plot_err)?;
     let (x, y) = chart.backend_coord(&(x_hi, 0.0));
@@ -193,26 +188,6 @@ fn draw(svg: &mut String, points: &[(&str, Summary)]) -> Result<(), ChartError> 
         .map(|(name, p)| ((p.x.1, p.y.1), *name))
         .collect();
     draw_point_labels(&chart, &root, &labels, POINT_PX)
-}
-
-/// Grid lines and labels at the symlog `ticks`: plotters cannot take custom key points on a
-/// linear f64 axis and still format labels, so they are drawn here.
-fn draw_y_ticks(chart: &Plot, root: &Area, ticks: &[f64], x_hi: f64) -> Result<(), ChartError> {
-    let style = font(14.0, &BLACK, HPos::Right, VPos::Center);
-    for &t in ticks {
-        let line = PathElement::new(vec![(0.0, t), (x_hi, t)], BLACK.mix(0.12));
-        chart.plotting_area().draw(&line).map_err(plot_err)?;
-        let (x, y) = chart.backend_coord(&(0.0, t));
-        let text = match unsymlog(t).round() {
-            0.0 => "0%".to_string(),
-            v => format!("{v:+}%"),
-        };
-        root.draw(&PathElement::new(vec![(x - 5, y), (x, y)], BLACK))
-            .map_err(plot_err)?;
-        root.draw(&Text::new(text, (x - 8, y), style.clone()))
-            .map_err(plot_err)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -272,8 +247,8 @@ watch-bucket,4,8,0,100,1000,58,942,0,310,40,3000,45000,45.0,10,x
             ..rows[0].clone()
         };
         assert_eq!(error_pct(&few_checks), Some(0.0));
-        for v in [-42.0, 0.0, 0.5, 900.0] {
-            assert!((unsymlog(symlog(v)) - v).abs() < 1e-9);
+        for (pct, t) in [(-99.0, -2.0), (0.0, 0.0), (9.0, 1.0), (999.0, 3.0)] {
+            assert!((symlog(pct) - t).abs() < 1e-9, "symlog({pct})");
         }
     }
 }

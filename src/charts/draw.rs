@@ -1,7 +1,6 @@
-//! Chart-agnostic drawing helpers (palette, log ticks, category labels, header legend), kept
+//! Chart-agnostic drawing helpers (palette, fonts, title, category labels, header legend), kept
 //! apart from any one chart so later charts share one look.
 
-use plotters::coord::combinators::{LogCoord, WithKeyPoints};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
@@ -50,35 +49,6 @@ pub(crate) fn font(size: f64, color: &RGBColor, h: HPos, v: VPos) -> TextStyle<'
 pub(crate) fn text_width(text: &str, size: f64) -> i32 {
     // plotters' SVG backend emits font-size = size / 1.24; ~0.55 em per char in DejaVu Sans.
     (text.chars().count() as f64 * size * 0.45).ceil() as i32
-}
-
-/// Log axis over `lo..hi` with 1-2-5 labelled ticks (only powers of ten past 5 decades);
-/// plotters' own log ticks can emit the same value twice, which renders as smeared labels.
-pub(crate) fn log_axis(lo: f64, hi: f64) -> WithKeyPoints<LogCoord<f64>> {
-    let bold_steps: &[u32] = if (hi / lo).log10() > 5.0 {
-        &[1]
-    } else {
-        &[1, 2, 5]
-    };
-    let (mut bold, mut light) = (Vec::new(), Vec::new());
-    let mut decade = 10f64.powf(lo.log10().floor());
-    while decade <= hi {
-        for step in 1..10u32 {
-            let v = decade * f64::from(step);
-            if !(lo..=hi).contains(&v) {
-                continue;
-            }
-            match bold_steps.contains(&step) {
-                true => bold.push(v),
-                false => light.push(v),
-            }
-        }
-        decade *= 10.0;
-    }
-    (lo..hi)
-        .log_scale()
-        .with_key_points(bold)
-        .with_light_points(light)
 }
 
 /// Category labels under x slots. A " (" in a label starts a second line; when even the
@@ -230,14 +200,6 @@ pub(crate) fn title(area: &Area, text: &str, note: &str) -> Result<(), ChartErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plotters::coord::ranged1d::{BoldPoints, Ranged};
-
-    #[test]
-    fn log_axis_labels_1_2_5_without_duplicates() {
-        let axis = log_axis(50.0, 1300.0);
-        let ticks = axis.key_points(BoldPoints(100));
-        assert_eq!(ticks, vec![50.0, 100.0, 200.0, 500.0, 1000.0]);
-    }
 
     #[test]
     fn labels_stagger_only_when_crowded() {

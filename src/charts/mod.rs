@@ -2,6 +2,7 @@
 //! so charts can be regenerated (or restyled) without re-running anything against Redis.
 
 mod atomic;
+mod axes;
 mod bars;
 mod calibrate;
 mod cost;

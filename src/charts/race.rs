@@ -8,9 +8,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::Deserialize;
 
-use super::draw::{
-    color, font, legend, legend_rows, log_axis, Area, CategoryLabels, Marker, LEGEND_ROW_PX,
-};
+use super::axes::log_axis;
+use super::draw::{color, font, legend, legend_rows, Area, CategoryLabels, Marker, LEGEND_ROW_PX};
 use super::{plot_err, read_csv, write_chart, ChartError};
 
 /// The CSV the race experiment writes into its dir.
