@@ -7,6 +7,7 @@ mod bars;
 mod calibrate;
 mod cost;
 mod draw;
+mod latency;
 mod place;
 mod png;
 mod race;
@@ -65,6 +66,11 @@ const EXPERIMENTS: &[Experiment] = &[
         id: "cost",
         csv: cost::CSV_NAME,
         render: cost::render,
+    },
+    Experiment {
+        id: "latency",
+        csv: latency::CSV_NAME,
+        render: latency::render,
     },
     Experiment {
         id: "calibrate",
