@@ -19,34 +19,52 @@ const PLOT_INSET: u32 = MARGIN_LEFT + MARGIN_RIGHT + Y_LABEL_PX;
 /// Share of a slot's width covered by its bars.
 const SLOT_FILL: f64 = 0.7;
 const NOTE_GREY: RGBColor = RGBColor(60, 60, 60);
+/// Widest a bar gets, so a chart of one or two slots is not a wall of colour.
+const MAX_BAR_PX: f64 = 120.0;
+/// Largest sideways offset of a per-run dot from its bar's centre.
+const JITTER_PX: f64 = 12.0;
 /// Radius of a per-run dot.
 const DOT_PX: u32 = 3;
 
 /// One bar: its colour, its height (the mean), one dot per run, and text printed above it.
 pub(crate) struct Bar {
+    /// Fill (lightened) and outline colour.
     pub color: RGBColor,
+    /// Bar height, normally the mean of `dots`.
     pub height: f64,
+    /// One value per run, drawn as a dot on the bar.
     pub dots: Vec<f64>,
+    /// Printed just above the bar (and its dots); empty for none.
     pub note: String,
 }
 
 /// One x-axis slot: a label under it, its bars side by side, and text above the whole slot.
 pub(crate) struct Slot {
+    /// Category label under the slot; " (" starts a second line.
     pub label: String,
+    /// The slot's bars, left to right.
     pub bars: Vec<Bar>,
+    /// Printed on a bracket over all the slot's bars; empty for none.
     pub note: String,
 }
 
 /// Everything a bar chart shows; empty strings mean "no such text".
 pub(crate) struct BarChart<'a> {
+    /// Headline at the top.
     pub title: &'a str,
+    /// Grey line under the title saying how to read the chart.
     pub subtitle: String,
+    /// x axis description.
     pub x_desc: &'a str,
+    /// y axis description.
     pub y_desc: &'a str,
+    /// Formats y tick labels.
     pub y_format: fn(f64) -> String,
+    /// Legend entries in the header band.
     pub legend: Vec<(Marker, &'a str)>,
     /// A dashed red line at this height, tagged with the text right of the plot.
     pub reference: Option<(f64, &'a str)>,
+    /// The slots, left to right.
     pub slots: Vec<Slot>,
 }
 
@@ -161,12 +179,14 @@ fn draw_slot(
     slot_px: f64,
 ) -> Result<(), ChartError> {
     let nb = slot.bars.len().max(1);
-    let band = SLOT_FILL / nb as f64;
-    let half = band * 0.45;
+    // Slot-relative widths: a slot is 1.0 wide, `slot_px` pixels.
+    let band = (SLOT_FILL / nb as f64).min(MAX_BAR_PX / slot_px);
+    let (group, half) = (band * nb as f64, band * 0.45);
+    let jitter = half.min(JITTER_PX / slot_px);
     let note_size = fit_font(&slot.bars, slot_px / nb as f64);
     let mut slot_top = i32::MAX;
     for (b, bar) in slot.bars.iter().enumerate() {
-        let cx = i as f64 - SLOT_FILL / 2.0 + (b as f64 + 0.5) * band;
+        let cx = i as f64 - group / 2.0 + (b as f64 + 0.5) * band;
         let corners = [(cx - half, 0.0), (cx + half, bar.height)];
         let fill = Rectangle::new(corners, bar.color.mix(0.55).filled());
         let edge = Rectangle::new(corners, bar.color.stroke_width(1));
@@ -174,7 +194,7 @@ fn draw_slot(
         chart.plotting_area().draw(&edge).map_err(plot_err)?;
         // Deterministic golden-ratio jitter keeps identical runs from hiding each other.
         for (k, &v) in bar.dots.iter().enumerate() {
-            let j = ((k as f64 * 0.618_034) % 1.0 - 0.5) * half;
+            let j = ((k as f64 * 0.618_034) % 1.0 - 0.5) * 2.0 * jitter;
             let dot = Circle::new((cx + j, v), DOT_PX, BLACK.mix(0.75).filled());
             chart.plotting_area().draw(&dot).map_err(plot_err)?;
         }
@@ -192,8 +212,9 @@ fn draw_slot(
     if slot.note.is_empty() {
         return Ok(());
     }
-    let (left, _) = chart.backend_coord(&(i as f64 - SLOT_FILL / 2.0, 0.0));
-    let (right, _) = chart.backend_coord(&(i as f64 + SLOT_FILL / 2.0, 0.0));
+    let edge = group / 2.0 - (band / 2.0 - half);
+    let (left, _) = chart.backend_coord(&(i as f64 - edge, 0.0));
+    let (right, _) = chart.backend_coord(&(i as f64 + edge, 0.0));
     let y = slot_top - 2;
     let bracket = vec![(left, y + 5), (left, y), (right, y), (right, y + 5)];
     root.draw(&PathElement::new(bracket, NOTE_GREY.stroke_width(1)))

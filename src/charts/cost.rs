@@ -141,7 +141,10 @@ fn relative_chart<'a>(labels: &[Label], colors: &[RGBColor]) -> BarChart<'a> {
         legend.push((Marker::Dashed(RED), "GET = 1x"));
     }
     BarChart {
-        title: "cost: Redis CPU per decision relative to GET",
+        title: match base {
+            Some(_) => "cost: Redis CPU per decision relative to GET",
+            None => "cost: Redis CPU per decision (no GET baseline)",
+        },
         subtitle: match base {
             Some(b) => format!("bar and number = mean over runs; each run's µs/decision divided by GET's mean ({b:.1} µs)"),
             None => "bar and number = mean over runs (µs); no `get` baseline in the CSV".to_string(),

@@ -116,8 +116,12 @@ fn draw(
         .chain((0..=x_hi.floor() as i32).map(f64::from))
         .map(|x| (x, percent_label(x)))
         .collect();
-    let (bold, _) = log_points(10f64.powf(y_lo), 10f64.powf(y_hi));
-    let y_ticks: Vec<(f64, String)> = bold.iter().map(|v| (v.log10(), format!("{v}"))).collect();
+    let (mut values, light) = log_points(10f64.powf(y_lo), 10f64.powf(y_hi));
+    // Less than a decade shows too few 1-2-5 ticks to read values off; label every integer.
+    if values.len() < 4 {
+        values.extend(light);
+    }
+    let y_ticks: Vec<(f64, String)> = values.iter().map(|v| (v.log10(), format!("{v}"))).collect();
 
     let items: Vec<(Marker, &str)> = (strategies.iter().enumerate())
         .map(|(s, name)| (Marker::Line(color(s)), name.as_str()))

@@ -240,6 +240,30 @@ seed001,incr-window,1,500,0,500,100,400,0,100,500,3.1,x
     }
 
     #[test]
+    fn missing_csv_is_missing_and_skipped_by_render_all() {
+        let tmp = tempfile::tempdir().unwrap();
+        for exp in EXPERIMENTS {
+            let err = render_experiment(exp.id, &tmp.path().join(exp.id)).unwrap_err();
+            assert!(
+                matches!(err, ChartError::Missing(ref p) if p.ends_with(exp.csv)),
+                "{err}"
+            );
+        }
+        csv_dir(
+            tmp.path(),
+            "calibrate",
+            "calibrate.csv",
+            "command,tool,ops_per_s\nGET,x,1\n",
+        );
+        let (written, problems) = render_all(tmp.path());
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(
+            written,
+            ["calibrate.svg", "calibrate.png"].map(|n| tmp.path().join("calibrate").join(n))
+        );
+    }
+
+    #[test]
     fn unknown_experiment_renders_nothing() {
         let tmp = tempfile::tempdir().unwrap();
         assert!(render_experiment("nope", tmp.path()).unwrap().is_empty());
