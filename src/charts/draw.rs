@@ -1,7 +1,7 @@
-//! Chart-agnostic drawing helpers (palette, log ticks, category labels, header legend), kept
+//! Chart-agnostic drawing helpers (palette, fonts, title, category labels, header legend), kept
 //! apart from any one chart so later charts share one look.
 
-use plotters::coord::combinators::{LogCoord, WithKeyPoints};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -11,6 +11,10 @@ use super::{plot_err, ChartError};
 
 /// The drawing area every chart renders into.
 pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// A linear x/y plot on the SVG backend, for helpers that draw on a built chart.
+pub(crate) type Plot<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// Generic family: resvg maps it to an installed sans face (see `png.rs`).
 pub(crate) const FONT: &str = "sans-serif";
@@ -27,9 +31,13 @@ pub(crate) const PALETTE: [RGBColor; 8] = [
     RGBColor(188, 189, 34),
 ];
 
-/// Colour of series `i`, cycling when there are more series than colours.
+/// Colour of series `i`; past the palette it repeats darker, so a 9th series never looks
+/// exactly like the 1st.
 pub(crate) fn color(i: usize) -> RGBColor {
-    PALETTE[i % PALETTE.len()]
+    let RGBColor(r, g, b) = PALETTE[i % PALETTE.len()];
+    let shade = 0.55f64.powi((i / PALETTE.len()).min(3) as i32);
+    let dim = |c: u8| (f64::from(c) * shade).round() as u8;
+    RGBColor(dim(r), dim(g), dim(b))
 }
 
 /// A text style anchored at `h`/`v`; plotters' tuple-to-font conversions are verbose.
@@ -41,35 +49,6 @@ pub(crate) fn font(size: f64, color: &RGBColor, h: HPos, v: VPos) -> TextStyle<'
 pub(crate) fn text_width(text: &str, size: f64) -> i32 {
     // plotters' SVG backend emits font-size = size / 1.24; ~0.55 em per char in DejaVu Sans.
     (text.chars().count() as f64 * size * 0.45).ceil() as i32
-}
-
-/// Log axis over `lo..hi` with 1-2-5 labelled ticks (only powers of ten past 5 decades);
-/// plotters' own log ticks can emit the same value twice, which renders as smeared labels.
-pub(crate) fn log_axis(lo: f64, hi: f64) -> WithKeyPoints<LogCoord<f64>> {
-    let bold_steps: &[u32] = if (hi / lo).log10() > 5.0 {
-        &[1]
-    } else {
-        &[1, 2, 5]
-    };
-    let (mut bold, mut light) = (Vec::new(), Vec::new());
-    let mut decade = 10f64.powf(lo.log10().floor());
-    while decade <= hi {
-        for step in 1..10u32 {
-            let v = decade * f64::from(step);
-            if !(lo..=hi).contains(&v) {
-                continue;
-            }
-            match bold_steps.contains(&step) {
-                true => bold.push(v),
-                false => light.push(v),
-            }
-        }
-        decade *= 10.0;
-    }
-    (lo..hi)
-        .log_scale()
-        .with_key_points(bold)
-        .with_light_points(light)
 }
 
 /// Category labels under x slots. A " (" in a label starts a second line; when even the
@@ -150,16 +129,43 @@ pub(crate) enum Marker {
     Dashed(RGBColor),
 }
 
-/// Draws a one-row legend starting at `(x, y)`; charts put it in a header band so it can
-/// never cover data.
+/// Height of one legend row.
+pub(crate) const LEGEND_ROW_PX: i32 = 24;
+const LEGEND_SIZE: f64 = 15.0;
+
+/// Where each legend item starts when rows begin at `start.0` and wrap before `right`.
+fn legend_layout(items: &[(Marker, &str)], (left, top): (i32, i32), right: i32) -> Vec<(i32, i32)> {
+    let (mut x, mut y) = (left, top);
+    let mut at = Vec::with_capacity(items.len());
+    for (_, name) in items {
+        let width = 26 + text_width(name, LEGEND_SIZE);
+        if x > left && x + width > right {
+            (x, y) = (left, y + LEGEND_ROW_PX);
+        }
+        at.push((x, y));
+        x += width + 26;
+    }
+    at
+}
+
+/// Rows a legend wrapped between `left` and `right` needs, so a header band can be sized first.
+pub(crate) fn legend_rows(items: &[(Marker, &str)], left: i32, right: i32) -> usize {
+    let layout = legend_layout(items, (left, 0), right);
+    layout
+        .last()
+        .map_or(0, |(_, y)| (y / LEGEND_ROW_PX) as usize + 1)
+}
+
+/// Draws a legend from `(x, y)`, wrapping to a new row before `right`; charts put it in a
+/// header band so it can never cover data.
 pub(crate) fn legend(
     area: &Area,
-    (mut x, y): (i32, i32),
+    start: (i32, i32),
+    right: i32,
     items: &[(Marker, &str)],
 ) -> Result<(), ChartError> {
-    const SIZE: f64 = 15.0;
-    let style = font(SIZE, &BLACK, HPos::Left, VPos::Center);
-    for (marker, name) in items {
+    let style = font(LEGEND_SIZE, &BLACK, HPos::Left, VPos::Center);
+    for ((marker, name), (x, y)) in items.iter().zip(legend_layout(items, start, right)) {
         let swatch = vec![(x, y), (x + 20, y)];
         match marker {
             Marker::Dot(c) => area.draw(&Circle::new((x + 10, y), 5, c.filled())),
@@ -171,7 +177,22 @@ pub(crate) fn legend(
         .map_err(plot_err)?;
         area.draw(&Text::new(*name, (x + 26, y), style.clone()))
             .map_err(plot_err)?;
-        x += 26 + text_width(name, SIZE) + 26;
+    }
+    Ok(())
+}
+
+/// Draws a centred title at the top of `area` and, when `note` is not empty, a grey line
+/// under it saying how to read the chart.
+pub(crate) fn title(area: &Area, text: &str, note: &str) -> Result<(), ChartError> {
+    let mid = area.dim_in_pixel().0 as i32 / 2;
+    let big = font(22.0, &BLACK, HPos::Center, VPos::Top);
+    area.draw(&Text::new(text, (mid, 14), big))
+        .map_err(plot_err)?;
+    if !note.is_empty() {
+        let grey = RGBColor(90, 90, 90);
+        let small = font(14.0, &grey, HPos::Center, VPos::Top);
+        area.draw(&Text::new(note, (mid, 44), small))
+            .map_err(plot_err)?;
     }
     Ok(())
 }
@@ -179,14 +200,6 @@ pub(crate) fn legend(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plotters::coord::ranged1d::{BoldPoints, Ranged};
-
-    #[test]
-    fn log_axis_labels_1_2_5_without_duplicates() {
-        let axis = log_axis(50.0, 1300.0);
-        let ticks = axis.key_points(BoldPoints(100));
-        assert_eq!(ticks, vec![50.0, 100.0, 200.0, 500.0, 1000.0]);
-    }
 
     #[test]
     fn labels_stagger_only_when_crowded() {
@@ -195,5 +208,18 @@ mod tests {
         assert!(!roomy.stagger);
         assert_eq!(roomy.lines[1], ["1x500", "(seed 001)"]);
         assert!(CategoryLabels::new(&labels, 30.0).stagger);
+    }
+
+    #[test]
+    fn legend_wraps_before_the_right_edge() {
+        let items: Vec<(Marker, &str)> = (0..6)
+            .map(|i| (Marker::Dot(color(i)), "strategy"))
+            .collect();
+        assert_eq!(legend_rows(&items, 0, 10_000), 1);
+        // Each item is 26 + 54 px wide plus a 26 px gap, so two fit in 100..300.
+        let layout = legend_layout(&items, (100, 50), 300);
+        assert!(layout.iter().all(|&(x, _)| x >= 100 && x + 80 <= 300));
+        assert_eq!(layout[..3], [(100, 50), (206, 50), (100, 74)]);
+        assert_eq!(legend_rows(&items, 100, 300), 3);
     }
 }

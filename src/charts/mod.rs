@@ -1,7 +1,14 @@
 //! Offline chart rendering: every chart is rebuilt from the CSVs an experiment left behind,
 //! so charts can be regenerated (or restyled) without re-running anything against Redis.
 
+mod atomic;
+mod axes;
+mod bars;
+mod calibrate;
+mod cost;
 mod draw;
+mod latency;
+mod place;
 mod png;
 mod race;
 
@@ -10,6 +17,8 @@ pub use png::svg_to_png;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
 
 /// Everything that can go wrong while turning a results CSV into chart files.
 #[derive(Debug, thiserror::Error)]
@@ -42,11 +51,33 @@ struct Experiment {
 }
 
 /// The registry of experiments that have charts; add a row here when a new chart module lands.
-const EXPERIMENTS: &[Experiment] = &[Experiment {
-    id: "race",
-    csv: race::CSV_NAME,
-    render: race::render,
-}];
+const EXPERIMENTS: &[Experiment] = &[
+    Experiment {
+        id: "race",
+        csv: race::CSV_NAME,
+        render: race::render,
+    },
+    Experiment {
+        id: "atomic",
+        csv: atomic::CSV_NAME,
+        render: atomic::render,
+    },
+    Experiment {
+        id: "cost",
+        csv: cost::CSV_NAME,
+        render: cost::render,
+    },
+    Experiment {
+        id: "latency",
+        csv: latency::CSV_NAME,
+        render: latency::render,
+    },
+    Experiment {
+        id: "calibrate",
+        csv: calibrate::CSV_NAME,
+        render: calibrate::render,
+    },
+];
 
 /// Renders every chart whose CSV exists under `results_dir` (one subdir per experiment id),
 /// returning the written files and, separately, the charts that failed, so one bad CSV
@@ -77,6 +108,41 @@ pub fn render_experiment(id: &str, experiment_dir: &Path) -> Result<Vec<PathBuf>
     }
 }
 
+/// Reads every row of the CSV at `path` (columns matched by header name, extra ones ignored);
+/// a missing file is `Missing` and a header-only file is `Empty`, so no chart is ever blank.
+pub(crate) fn read_csv<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, ChartError> {
+    if !path.is_file() {
+        return Err(ChartError::Missing(path.to_path_buf()));
+    }
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_path(path)?;
+    let rows = reader.deserialize().collect::<Result<Vec<T>, _>>()?;
+    if rows.is_empty() {
+        return Err(ChartError::Empty(path.to_path_buf()));
+    }
+    Ok(rows)
+}
+
+/// Index of `key` in `keys`, appending it first if absent: series and slots keep the order in
+/// which the CSV first mentions them.
+pub(crate) fn index_of<K: PartialEq>(keys: &mut Vec<K>, key: K) -> usize {
+    match keys.iter().position(|k| *k == key) {
+        Some(i) => i,
+        None => {
+            keys.push(key);
+            keys.len() - 1
+        }
+    }
+}
+
+/// Mean of the finite values (NaN and infinities, e.g. from a zero-decision run, are skipped);
+/// `None` when there are none.
+pub(crate) fn mean(values: &[f64]) -> Option<f64> {
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    (!finite.is_empty()).then(|| finite.iter().sum::<f64>() / finite.len() as f64)
+}
+
 /// Writes `bytes` to `path` via `path.tmp` + rename, so a crash never leaves a half-written chart.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ChartError> {
     let mut tmp_name = path.as_os_str().to_owned();
@@ -104,9 +170,26 @@ pub(crate) fn plot_err<E: std::fmt::Display>(e: E) -> ChartError {
     ChartError::Plot(e.to_string())
 }
 
+/// Writes `contents` to `root/{id}/{csv}` and returns the experiment dir; shared by chart tests.
+#[cfg(test)]
+pub(crate) fn csv_dir(root: &Path, id: &str, csv: &str, contents: &str) -> PathBuf {
+    let dir = root.join(id);
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join(csv), contents).unwrap();
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mean_skips_non_finite_values() {
+        assert_eq!(mean(&[1.0, f64::NAN, 3.0, f64::INFINITY]), Some(2.0));
+        assert_eq!(mean(&[f64::NAN]), None);
+        let mut keys = vec!["a"];
+        assert_eq!((index_of(&mut keys, "b"), index_of(&mut keys, "a")), (1, 0));
+    }
 
     /// The real race.csv layout plus an unknown trailing column, which must be ignored.
     const CSV: &str = "\
@@ -154,6 +237,30 @@ seed001,incr-window,1,500,0,500,100,400,0,100,500,3.1,x
             "{err}"
         );
         assert!(!dir.join("race.svg").exists());
+    }
+
+    #[test]
+    fn missing_csv_is_missing_and_skipped_by_render_all() {
+        let tmp = tempfile::tempdir().unwrap();
+        for exp in EXPERIMENTS {
+            let err = render_experiment(exp.id, &tmp.path().join(exp.id)).unwrap_err();
+            assert!(
+                matches!(err, ChartError::Missing(ref p) if p.ends_with(exp.csv)),
+                "{err}"
+            );
+        }
+        csv_dir(
+            tmp.path(),
+            "calibrate",
+            "calibrate.csv",
+            "command,tool,ops_per_s\nGET,x,1\n",
+        );
+        let (written, problems) = render_all(tmp.path());
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(
+            written,
+            ["calibrate.svg", "calibrate.png"].map(|n| tmp.path().join("calibrate").join(n))
+        );
     }
 
     #[test]

@@ -8,8 +8,9 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::Deserialize;
 
-use super::draw::{color, font, legend, log_axis, Area, CategoryLabels, Marker};
-use super::{plot_err, write_chart, ChartError};
+use super::axes::log_axis;
+use super::draw::{color, font, legend, legend_rows, Area, CategoryLabels, Marker, LEGEND_ROW_PX};
+use super::{plot_err, read_csv, write_chart, ChartError};
 
 /// The CSV the race experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "race.csv";
@@ -20,6 +21,8 @@ const MARGIN_RIGHT: u32 = 60;
 const Y_LABEL_PX: u32 = 70;
 /// Horizontal pixels not available to slots; lets labels be laid out before plotters runs.
 const PLOT_INSET: u32 = MARGIN_LEFT + MARGIN_RIGHT + Y_LABEL_PX;
+/// Legend rows wrap before this x.
+const LEGEND_RIGHT: i32 = SIZE.0 as i32 - 10;
 /// Share of a slot's width used by the strategies' columns.
 const SLOT_FILL: f64 = 0.8;
 
@@ -53,18 +56,6 @@ pub(crate) struct Grouped {
     strategies: Vec<String>,
     slots: Vec<Slot>,
     max_checks: u64,
-}
-
-/// Reads the race CSV; a header-only file is `Empty` so callers never draw a blank chart.
-pub(crate) fn read_rows(path: &Path) -> Result<Vec<RaceRow>, ChartError> {
-    let mut reader = csv::ReaderBuilder::new()
-        .trim(csv::Trim::All)
-        .from_path(path)?;
-    let rows = reader.deserialize().collect::<Result<Vec<RaceRow>, _>>()?;
-    if rows.is_empty() {
-        return Err(ChartError::Empty(path.to_path_buf()));
-    }
-    Ok(rows)
 }
 
 /// "1x500" for the matrix, "1x500 (seed 001)" for seeded scenarios, "1x500 (other)" otherwise.
@@ -122,11 +113,7 @@ pub(crate) fn group(rows: &[RaceRow]) -> Grouped {
 
 /// Renders `dir/race.csv` into `dir/race.svg` and `dir/race.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let csv_path = dir.join(CSV_NAME);
-    if !csv_path.is_file() {
-        return Err(ChartError::Missing(csv_path));
-    }
-    let grouped = group(&read_rows(&csv_path)?);
+    let grouped = group(&read_csv::<RaceRow>(&dir.join(CSV_NAME))?);
     let mut svg = String::new();
     draw(&mut svg, &grouped)?;
     write_chart(dir, "race", &svg)
@@ -155,9 +142,18 @@ fn draw(svg: &mut String, g: &Grouped) -> Result<(), ChartError> {
     let slot_px = f64::from(SIZE.0 - PLOT_INSET) / n.max(1) as f64;
     let category_labels = CategoryLabels::new(&labels, slot_px);
 
+    let mut items: Vec<(Marker, &str)> = (g.strategies.iter().enumerate())
+        .map(|(s, name)| (Marker::Dot(color(s)), name.as_str()))
+        .collect();
+    items.push((Marker::Line(BLACK), "mean of trials"));
+    items.push((Marker::Dashed(RED), "limit"));
+    // The plot starts right of the y labels; many strategies wrap the legend onto more rows.
+    let rows = legend_rows(&items, (MARGIN_LEFT + Y_LABEL_PX) as i32, LEGEND_RIGHT);
+    let header_px = 56 + LEGEND_ROW_PX * rows.max(1) as i32;
+
     let root: Area = SVGBackend::with_string(svg, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
-    let (header, body) = root.split_vertically(80); // title + legend band
+    let (header, body) = root.split_vertically(header_px); // title + legend band
     let title = format!(
         "race: admitted per configuration (limit = {}), each dot one trial",
         limit_text.join(", ")
@@ -248,13 +244,8 @@ fn draw(svg: &mut String, g: &Grouped) -> Result<(), ChartError> {
             .map_err(plot_err)?;
     }
 
-    let mut items: Vec<(Marker, &str)> = (g.strategies.iter().enumerate())
-        .map(|(s, name)| (Marker::Dot(color(s)), name.as_str()))
-        .collect();
-    items.push((Marker::Line(BLACK), "mean of trials"));
-    items.push((Marker::Dashed(RED), "limit"));
     let (plot_left, _) = chart.backend_coord(&(-0.5, lo));
-    legend(&header, (plot_left, 60), &items)?;
+    legend(&header, (plot_left, 60), LEGEND_RIGHT, &items)?;
     root.present().map_err(plot_err)?;
     Ok(())
 }

@@ -1,0 +1,184 @@
+//! The calibration chart: ops/s per command for ratelab's load generator next to
+//! redis-benchmark's, one dot per pair of back-to-back runs, with the ratelab/redis-benchmark
+//! ratio above each command, so a slow harness cannot pass for a slow limiter.
+
+use std::path::{Path, PathBuf};
+
+use plotters::style::BLACK;
+use serde::Deserialize;
+
+use super::bars::{self, si, Bar, BarChart, Slot};
+use super::draw::{color, Marker};
+use super::{index_of, mean, read_csv, write_chart, ChartError};
+
+/// The CSV the calibrate experiment writes into its dir.
+pub(crate) const CSV_NAME: &str = "calibrate.csv";
+/// The ratio above each command is `OURS / REFERENCE` (mean ops/s).
+const OURS: &str = "ratelab";
+const REFERENCE: &str = "redis-benchmark";
+
+/// The columns the chart needs; columns are matched by header name, extra ones are ignored.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct CalibrateRow {
+    command: String,
+    tool: String,
+    ops_per_s: f64,
+}
+
+/// Rows arranged for drawing: `ops[command][tool]` holds one ops/s per pair, and commands and
+/// tools keep their first-appearance order.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Grouped {
+    commands: Vec<String>,
+    tools: Vec<String>,
+    ops: Vec<Vec<Vec<f64>>>,
+}
+
+/// Groups rows by command and tool; pure so it is unit-testable.
+pub(crate) fn group(rows: &[CalibrateRow]) -> Grouped {
+    let (mut commands, mut tools) = (Vec::new(), Vec::new());
+    for r in rows {
+        index_of(&mut commands, r.command.clone());
+        index_of(&mut tools, r.tool.clone());
+    }
+    let mut ops = vec![vec![Vec::new(); tools.len()]; commands.len()];
+    for r in rows {
+        let c = index_of(&mut commands, r.command.clone());
+        let t = index_of(&mut tools, r.tool.clone());
+        if r.ops_per_s.is_finite() {
+            ops[c][t].push(r.ops_per_s);
+        }
+    }
+    Grouped {
+        commands,
+        tools,
+        ops,
+    }
+}
+
+/// Mean ratelab ops/s over mean redis-benchmark ops/s for command `c`, when both ran.
+fn ratio(g: &Grouped, c: usize) -> Option<f64> {
+    let tool_mean = |name: &str| {
+        let t = g.tools.iter().position(|t| t == name)?;
+        mean(&g.ops[c][t])
+    };
+    let (ours, reference) = (tool_mean(OURS)?, tool_mean(REFERENCE)?);
+    (reference > 0.0).then(|| ours / reference)
+}
+
+/// Renders `dir/calibrate.csv` into `dir/calibrate.svg` and `dir/calibrate.png`.
+pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
+    let g = group(&read_csv::<CalibrateRow>(&dir.join(CSV_NAME))?);
+    let mut svg = String::new();
+    bars::draw(&mut svg, &chart(&g))?;
+    write_chart(dir, "calibrate", &svg)
+}
+
+/// One slot per command, one bar per tool, the ratio above the slot.
+fn chart(g: &Grouped) -> BarChart<'_> {
+    let slots = g.commands.iter().enumerate().map(|(c, command)| {
+        let bars = g.ops[c].iter().enumerate().map(|(t, ops)| Bar {
+            color: color(t),
+            height: mean(ops).unwrap_or(0.0),
+            dots: ops.clone(),
+            note: match ops.is_empty() {
+                true => "no runs".to_string(),
+                false => String::new(),
+            },
+        });
+        Slot {
+            label: command.clone(),
+            bars: bars.collect(),
+            note: ratio(g, c).map_or(String::new(), |r| format!("{r:.2}x")),
+        }
+    });
+    let mut legend: Vec<(Marker, &str)> = g
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(t, tool)| (Marker::Dot(color(t)), tool.as_str()))
+        .collect();
+    legend.push((Marker::Dot(BLACK), "one pair of runs"));
+    BarChart {
+        title: "calibrate: ops/s per command, ratelab vs redis-benchmark",
+        subtitle: format!(
+            "bar = mean over pairs; number above each command = {OURS} / {REFERENCE} (mean ops/s)"
+        ),
+        x_desc: "command",
+        y_desc: "ops/s",
+        y_format: si,
+        legend,
+        reference: None,
+        slots: slots.collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::charts::{csv_dir, render_experiment};
+    use std::fs;
+
+    const HEADER: &str =
+        "command,tool,pair,ops,ops_per_s,client_cpu_s,duration_s,clients,keys,note";
+    const ROWS: &str = "\
+GET,ratelab,0,900000,90000,4.1,10,50,1,x
+GET,redis-benchmark,0,1000000,100000,3.0,10,50,1,x
+GET,ratelab,1,920000,92000,4.1,10,50,1,x
+GET,redis-benchmark,1,980000,98000,3.0,10,50,1,x
+EVALSHA,ratelab,0,500000,50000,4.0,10,50,1,x
+EVALSHA,redis-benchmark,0,520000,52000,3.1,10,50,1,x
+";
+
+    #[test]
+    fn renders_svg_and_png_with_commands_tools_and_ratio() {
+        let tmp = tempfile::tempdir().unwrap();
+        let csv = format!("{HEADER}\n{ROWS}");
+        let dir = csv_dir(tmp.path(), "calibrate", CSV_NAME, &csv);
+        let paths = render_experiment("calibrate", &dir).unwrap();
+        assert_eq!(
+            paths,
+            ["calibrate.svg", "calibrate.png"].map(|n| dir.join(n))
+        );
+        assert!(paths.iter().all(|p| p.is_file()));
+        let svg = fs::read_to_string(&paths[0]).unwrap();
+        // 91000 / 99000 and 50000 / 52000.
+        for s in [
+            "GET",
+            "EVALSHA",
+            "ratelab",
+            "redis-benchmark",
+            "0.92x",
+            "0.96x",
+        ] {
+            assert!(svg.contains(s), "svg lacks {s}");
+        }
+    }
+
+    #[test]
+    fn header_only_is_empty() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = csv_dir(tmp.path(), "calibrate", CSV_NAME, &format!("{HEADER}\n"));
+        let err = render_experiment("calibrate", &dir).unwrap_err();
+        assert!(matches!(err, ChartError::Empty(_)), "{err}");
+    }
+
+    #[test]
+    fn no_ratio_without_both_tools() {
+        let rows = [("GET", "ratelab", 5.0), ("SET", "redis-benchmark", 4.0)];
+        let rows: Vec<CalibrateRow> = rows
+            .iter()
+            .map(|&(c, t, o)| CalibrateRow {
+                command: c.into(),
+                tool: t.into(),
+                ops_per_s: o,
+            })
+            .collect();
+        let g = group(&rows);
+        assert_eq!(
+            g.ops,
+            vec![vec![vec![5.0], vec![]], vec![vec![], vec![4.0]]]
+        );
+        assert_eq!((ratio(&g, 0), ratio(&g, 1)), (None, None));
+    }
+}

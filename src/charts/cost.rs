@@ -1,0 +1,255 @@
+//! The cost charts: Redis CPU per decision as a multiple of a plain GET (`cost.svg`), and
+//! decisions/s with Redis busy % (`cost_throughput.svg`); one bar per strategy and variant,
+//! one dot per run so run-to-run spread shows.
+
+use std::path::{Path, PathBuf};
+
+use plotters::style::{RGBColor, BLACK, RED};
+use serde::Deserialize;
+
+use super::bars::{self, si, Bar, BarChart, Slot};
+use super::draw::{color, Marker};
+use super::{index_of, mean, read_csv, write_chart, ChartError};
+
+/// The CSV the cost experiment writes into its dir.
+pub(crate) const CSV_NAME: &str = "cost.csv";
+/// The baseline strategy: a single GET, the cheapest thing Redis can answer.
+const BASELINE: &str = "get";
+const GREY: RGBColor = RGBColor(127, 127, 127);
+
+/// The columns the charts need; columns are matched by header name, extra ones are ignored.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct CostRow {
+    strategy: String,
+    #[serde(default)]
+    variant: String,
+    decisions_per_s: f64,
+    cpu_us_per_decision: f64,
+    redis_busy_pct: f64,
+}
+
+/// One bar: a (strategy, variant) pair and its per-run measurements, in CSV row order.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Label {
+    name: String,
+    strategy: String,
+    cpu: Vec<f64>,
+    rate: Vec<f64>,
+    busy: Vec<f64>,
+}
+
+/// "lua-log (L=100)" for a variant, the bare strategy otherwise.
+fn label_name(strategy: &str, variant: &str) -> String {
+    match variant {
+        "" => strategy.to_string(),
+        v => format!("{strategy} ({v})"),
+    }
+}
+
+/// Groups rows into bars in first-appearance order; pure so it is unit-testable.
+pub(crate) fn group(rows: &[CostRow]) -> Vec<Label> {
+    let mut names: Vec<String> = Vec::new();
+    let mut labels: Vec<Label> = Vec::new();
+    for r in rows {
+        let i = index_of(&mut names, label_name(&r.strategy, &r.variant));
+        if i == labels.len() {
+            labels.push(Label {
+                name: names[i].clone(),
+                strategy: r.strategy.clone(),
+                cpu: Vec::new(),
+                rate: Vec::new(),
+                busy: Vec::new(),
+            });
+        }
+        labels[i].cpu.push(r.cpu_us_per_decision);
+        labels[i].rate.push(r.decisions_per_s);
+        labels[i].busy.push(r.redis_busy_pct);
+    }
+    labels
+}
+
+/// Mean µs/decision of the plain GET bar, if there is one with a usable value.
+fn baseline(labels: &[Label]) -> Option<f64> {
+    let get = labels.iter().find(|l| l.name == BASELINE)?;
+    mean(&get.cpu).filter(|b| *b > 0.0)
+}
+
+/// Bar colour: grey for the baseline, otherwise one palette colour per strategy so variants
+/// of one strategy share it.
+fn colors<'a>(labels: &'a [Label]) -> Vec<RGBColor> {
+    let mut strategies: Vec<&'a str> = Vec::new();
+    let pick = |l: &'a Label| match l.strategy.as_str() {
+        BASELINE => GREY,
+        s => color(index_of(&mut strategies, s)),
+    };
+    labels.iter().map(pick).collect()
+}
+
+/// Renders `dir/cost.csv` into `cost.svg/.png` and `cost_throughput.svg/.png`.
+pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
+    let labels = group(&read_csv::<CostRow>(&dir.join(CSV_NAME))?);
+    let colors = colors(&labels);
+    let mut svg = String::new();
+    bars::draw(&mut svg, &relative_chart(&labels, &colors))?;
+    let mut written = write_chart(dir, "cost", &svg)?;
+    svg.clear();
+    bars::draw(&mut svg, &throughput_chart(&labels, &colors))?;
+    written.extend(write_chart(dir, "cost_throughput", &svg)?);
+    Ok(written)
+}
+
+/// µs/decision as a multiple of GET, or absolute µs when the CSV has no `get` rows.
+fn relative_chart<'a>(labels: &[Label], colors: &[RGBColor]) -> BarChart<'a> {
+    let base = baseline(labels);
+    let scale = base.unwrap_or(1.0);
+    let slots = labels.iter().zip(colors).map(|(l, &color)| {
+        let dots: Vec<f64> = l
+            .cpu
+            .iter()
+            .filter(|v| v.is_finite())
+            .map(|v| v / scale)
+            .collect();
+        let height = mean(&dots).unwrap_or(0.0);
+        let note = match base {
+            Some(_) => format!("{height:.1}x"),
+            None => format!("{height:.1}"),
+        };
+        let bar = Bar {
+            color,
+            height,
+            dots,
+            note,
+        };
+        Slot {
+            label: l.name.clone(),
+            bars: vec![bar],
+            note: String::new(),
+        }
+    });
+    let (y_desc, reference, y_format): (_, _, fn(f64) -> String) = match base {
+        Some(_) => ("Redis CPU per decision (x GET)", Some((1.0, "GET")), |v| {
+            format!("{}x", si(v))
+        }),
+        None => (
+            "Redis CPU µs per decision (absolute: no `get` rows)",
+            None,
+            si,
+        ),
+    };
+    let mut legend = vec![(Marker::Dot(BLACK), "one run")];
+    if reference.is_some() {
+        legend.push((Marker::Dashed(RED), "GET = 1x"));
+    }
+    BarChart {
+        title: match base {
+            Some(_) => "cost: Redis CPU per decision relative to GET",
+            None => "cost: Redis CPU per decision (no GET baseline)",
+        },
+        subtitle: match base {
+            Some(b) => format!("bar and number = mean over runs; each run's µs/decision divided by GET's mean ({b:.1} µs)"),
+            None => "bar and number = mean over runs (µs); no `get` baseline in the CSV".to_string(),
+        },
+        x_desc: "strategy (variant)",
+        y_desc,
+        y_format,
+        legend,
+        reference,
+        slots: slots.collect(),
+    }
+}
+
+/// Decisions/s per bar with the mean Redis busy % printed above it.
+fn throughput_chart<'a>(labels: &[Label], colors: &[RGBColor]) -> BarChart<'a> {
+    let slots = labels.iter().zip(colors).map(|(l, &color)| {
+        let dots: Vec<f64> = l.rate.iter().copied().filter(|v| v.is_finite()).collect();
+        let note = mean(&l.busy).map_or(String::new(), |b| format!("{b:.0}% busy"));
+        let height = mean(&dots).unwrap_or(0.0);
+        let bar = Bar {
+            color,
+            height,
+            dots,
+            note,
+        };
+        Slot {
+            label: l.name.clone(),
+            bars: vec![bar],
+            note: String::new(),
+        }
+    });
+    BarChart {
+        title: "cost: decisions/s per strategy",
+        subtitle:
+            "bar = mean over runs; text above = mean Redis busy % (100% = its one core saturated)"
+                .to_string(),
+        x_desc: "strategy (variant)",
+        y_desc: "decisions/s",
+        y_format: si,
+        legend: vec![(Marker::Dot(BLACK), "one run")],
+        reference: None,
+        slots: slots.collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::charts::{csv_dir, render_experiment};
+    use std::fs;
+
+    const HEADER: &str = "strategy,variant,run,clients,keys,duration_s,decisions,decisions_per_s,\
+allowed,denied,errors,redis_cpu_us,cpu_us_per_decision,redis_busy_pct,usec_per_call,extra";
+    const ROWS: &str = "\
+get,,0,8,1,1,1000,90000,1000,0,0,8000,8.0,72,7.9,x
+get,,1,8,1,1,1000,91000,1000,0,0,8200,8.2,73,8.1,x
+lua-bucket,,0,8,1,1,1000,40000,900,100,0,24000,24.0,96,23.5,x
+lua-log,L=100,0,8,1,1,1000,20000,900,100,0,41000,41.0,99,40.2,x
+lua-log,L=100,1,8,1,1,1000,21000,900,100,0,40000,40.0,99,39.8,x
+";
+
+    #[test]
+    fn renders_both_charts_with_labels() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = csv_dir(tmp.path(), "cost", CSV_NAME, &format!("{HEADER}\n{ROWS}"));
+        let paths = render_experiment("cost", &dir).unwrap();
+        let names = [
+            "cost.svg",
+            "cost.png",
+            "cost_throughput.svg",
+            "cost_throughput.png",
+        ];
+        assert_eq!(paths, names.map(|n| dir.join(n)));
+        assert!(paths.iter().all(|p| p.is_file()));
+        let svg = fs::read_to_string(dir.join("cost.svg")).unwrap();
+        for s in ["get", "lua-bucket", "lua-log", "(L=100)", "x GET"] {
+            assert!(svg.contains(s), "cost.svg lacks {s}");
+        }
+        let svg = fs::read_to_string(dir.join("cost_throughput.svg")).unwrap();
+        assert!(svg.contains("99% busy") && svg.contains("lua-bucket"));
+    }
+
+    #[test]
+    fn header_only_is_empty_and_missing_is_missing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = render_experiment("cost", &tmp.path().join("cost")).unwrap_err();
+        assert!(matches!(err, ChartError::Missing(_)), "{err}");
+        let dir = csv_dir(tmp.path(), "cost", CSV_NAME, &format!("{HEADER}\n"));
+        let err = render_experiment("cost", &dir).unwrap_err();
+        assert!(matches!(err, ChartError::Empty(_)), "{err}");
+    }
+
+    #[test]
+    fn ratios_are_relative_to_mean_get_and_absolute_without_get() {
+        let csv = format!("{HEADER}\n{ROWS}");
+        let mut reader = csv::Reader::from_reader(csv.as_bytes());
+        let rows: Vec<CostRow> = reader.deserialize().collect::<Result<_, _>>().unwrap();
+        let labels = group(&rows);
+        let names: Vec<&str> = labels.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["get", "lua-bucket", "lua-log (L=100)"]);
+        let chart = relative_chart(&labels, &colors(&labels));
+        let heights: Vec<f64> = chart.slots.iter().map(|s| s.bars[0].height).collect();
+        assert!((heights[0] - 1.0).abs() < 1e-9 && (heights[2] - 40.5 / 8.1).abs() < 1e-9);
+        let no_get = relative_chart(&labels[1..], &colors(&labels[1..]));
+        assert!(no_get.y_desc.contains("absolute") && no_get.reference.is_none());
+        assert!((no_get.slots[0].bars[0].height - 24.0).abs() < 1e-9);
+    }
+}
