@@ -6,7 +6,7 @@ pub mod calibrate;
 mod common;
 pub mod cost;
 pub mod latency;
-mod measure;
+pub mod measure;
 pub mod params;
 pub mod race;
 
