@@ -23,6 +23,9 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
         }
         Command::All { run } => {
             let ctx = run.into_ctx(&[])?;
+            for &experiment in Experiment::ALL {
+                experiment.check_params(ctx.profile, &ctx.sets)?;
+            }
             pin_harness(&ctx);
             for &experiment in Experiment::ALL {
                 eprintln!(

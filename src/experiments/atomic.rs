@@ -13,10 +13,9 @@
 //! Writes `atomic/atomic.csv` (one row per trial), `atomic/meta.json`.
 
 use super::common::{
-    delete_keys_with_prefix, progress_bar, Concurrency, ExperimentError, Phase, RunRecord,
+    progress_bar, run_experiment, Concurrency, ExperimentError, Phase, RunRecord, Validate,
 };
 use super::measure::measure;
-use super::params;
 use crate::context::Ctx;
 use crate::limiter::{unix_ms, LimitSpec, Strategy};
 use crate::load::{ClosedLoop, WorkerSpec};
@@ -62,31 +61,24 @@ pub struct AtomicRow {
 
 /// Runs the experiment into `ctx.out_dir/atomic/`.
 pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    let (p, table): (Params, _) = params::resolve(
-        ID,
-        super::Experiment::Atomic.params_toml(),
-        ctx.profile,
-        &ctx.sets,
-    )?;
-    if p.checks == 0 || p.trials == 0 || p.capacities.contains(&0) || p.window_ms == 0 {
-        return Err(params::ParamError::Invalid {
-            experiment: ID.into(),
-            reason: "checks, trials, capacities and window_ms must be >= 1".into(),
+    run_experiment(ctx, super::Experiment::Atomic, |s, p: &Params| {
+        s.run.note("No warm-up: every trial starts on a fresh key; workers connect before the start signal.");
+        s.run.note("Redis CPU per decision includes the two INFO calls that bracket each trial (a few µs over ~1,000 decisions).");
+        body(s.ctx, p, s.target, s.run, s.prefix)
+    })
+}
+
+impl Validate for Params {
+    fn validate(&self) -> Result<(), String> {
+        if self.checks == 0
+            || self.trials == 0
+            || self.capacities.contains(&0)
+            || self.window_ms == 0
+        {
+            return Err("checks, trials, capacities and window_ms must be >= 1".into());
         }
-        .into());
+        Ok(())
     }
-    let target = ctx.target().phase(|| "starting redis-server".into())?;
-    let mut run = RunRecord::begin(ctx, ID, &table, &target)?;
-    run.note(
-        "No warm-up: every trial starts on a fresh key; workers connect before the start signal.",
-    );
-    run.note("Redis CPU per decision includes the two INFO calls that bracket each trial (a few µs over ~1,000 decisions).");
-    let prefix = format!("ratelab:atomic:{:x}:", unix_ms());
-    let outcome = body(ctx, &p, &target, &mut run, &prefix);
-    let cleaned = delete_keys_with_prefix(&target, &prefix);
-    outcome?;
-    cleaned.phase(|| "deleting this run's keys".into())?;
-    run.finish(ctx)
 }
 
 fn body(
@@ -161,27 +153,4 @@ fn body(
     }
     bar.finish_and_clear();
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn embedded_profiles_parse() {
-        for profile in [params::Profile::Quick, params::Profile::Full] {
-            let (p, _): (Params, _) = params::resolve(
-                ID,
-                super::super::Experiment::Atomic.params_toml(),
-                profile,
-                &[],
-            )
-            .unwrap();
-            assert!(p.strategies.contains(&Strategy::WatchBucket));
-            assert!(
-                p.capacities.iter().any(|&c| c >= p.checks)
-                    && p.capacities.iter().any(|&c| c < p.checks)
-            );
-        }
-    }
 }

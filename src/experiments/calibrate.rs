@@ -12,12 +12,11 @@
 //! Writes `calibrate/calibrate.csv` (one row per run), `calibrate/meta.json`.
 
 use super::common::{
-    delete_keys_with_prefix, progress_bar, ExperimentError, Phase, PhaseError, RunRecord,
+    progress_bar, run_experiment, ExperimentError, Phase, PhaseError, RunRecord, Validate,
 };
 use super::measure::{children_cpu_s, measure};
-use super::params;
 use crate::context::Ctx;
-use crate::limiter::{unix_ms, LimitSpec, Limiter, Strategy};
+use crate::limiter::{LimitSpec, Limiter, Strategy};
 use crate::load::{ClosedLoop, KeyChoice, Stop, WorkerSpec};
 use crate::server::{pin, set_parent_death_signal, ServerSample, Target};
 use serde::{Deserialize, Serialize};
@@ -87,38 +86,30 @@ pub struct CalibrateRow {
 
 /// Runs the experiment into `ctx.out_dir/calibrate/`.
 pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    let (p, table): (Params, _) = params::resolve(
-        ID,
-        super::Experiment::Calibrate.params_toml(),
-        ctx.profile,
-        &ctx.sets,
-    )?;
-    if p.pairs == 0 || p.seconds <= 0.0 || p.clients == 0 || p.keys == 0 {
-        return Err(params::ParamError::Invalid {
-            experiment: ID.into(),
-            reason: "pairs, seconds, clients, keys must be > 0".into(),
-        }
-        .into());
-    }
+    // Before starting anything: without redis-benchmark there is nothing to compare against.
     let benchmark = which("redis-benchmark").ok_or_else(|| ExperimentError::Failed {
         phase: "finding redis-benchmark".into(),
         source: PhaseError::Invalid(
             "redis-benchmark not found; install it with `apt-get install -y redis-tools`".into(),
         ),
     })?;
-    let target = ctx.target().phase(|| "starting redis-server".into())?;
-    let mut run = RunRecord::begin(ctx, ID, &table, &target)?;
-    run.note(format!(
-        "Warm-up excluded: one {}s ratelab run per command before the pairs.",
-        p.warmup_seconds
-    ));
-    run.note("Both tools are single-threaded and pinned to the harness CPUs; redis-benchmark runs as many requests as the preceding ratelab run made.");
-    let prefix = format!("ratelab:calibrate:{:x}:", unix_ms());
-    let outcome = body(ctx, &p, &target, &mut run, &prefix, &benchmark);
-    let cleaned = delete_keys_with_prefix(&target, &prefix);
-    outcome?;
-    cleaned.phase(|| "deleting this run's keys".into())?;
-    run.finish(ctx)
+    run_experiment(ctx, super::Experiment::Calibrate, |s, p: &Params| {
+        s.run.note(format!(
+            "Warm-up excluded: one {}s ratelab run per command before the pairs.",
+            p.warmup_seconds
+        ));
+        s.run.note("Both tools are single-threaded and pinned to the harness CPUs; redis-benchmark runs as many requests as the preceding ratelab run made.");
+        body(s.ctx, p, s.target, s.run, s.prefix, &benchmark)
+    })
+}
+
+impl Validate for Params {
+    fn validate(&self) -> Result<(), String> {
+        if self.pairs == 0 || self.seconds <= 0.0 || self.clients == 0 || self.keys == 0 {
+            return Err("pairs, seconds, clients, keys must be > 0".into());
+        }
+        Ok(())
+    }
 }
 
 fn body(
@@ -343,19 +334,5 @@ mod tests {
         let out = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\"\n\"GET ratelab:x:__rand_int__\",\"81234.57\",\"0.183\",\"0.040\"\n";
         assert_eq!(parse_benchmark_rps(out), Some(81234.57));
         assert_eq!(parse_benchmark_rps("garbage"), None);
-    }
-
-    #[test]
-    fn embedded_profiles_parse() {
-        for profile in [params::Profile::Quick, params::Profile::Full] {
-            let (p, _): (Params, _) = params::resolve(
-                ID,
-                super::super::Experiment::Calibrate.params_toml(),
-                profile,
-                &[],
-            )
-            .unwrap();
-            assert_eq!(p.commands, vec![BenchCommand::Get, BenchCommand::Evalsha]);
-        }
     }
 }

@@ -198,6 +198,62 @@ fn redis_meta(target: &Target) -> Result<RedisMeta, ServerError> {
     })
 }
 
+/// Parameters that can say what is wrong with them before anything starts.
+pub trait Validate {
+    /// A sentence naming the bad parameters, or Ok.
+    fn validate(&self) -> Result<(), String>;
+}
+
+/// What an experiment's body works with.
+pub struct Session<'a> {
+    /// The validated options.
+    pub ctx: &'a Ctx,
+    /// The server under test.
+    pub target: &'a mut Target,
+    /// The staging directory and meta.json in the making.
+    pub run: &'a mut RunRecord,
+    /// Prefix of every key this run writes; they are deleted at the end.
+    pub prefix: &'a str,
+}
+
+/// The frame every experiment shares: resolve and check the parameters, start (or name) the
+/// server, record, run the body, delete this run's keys whatever happened, then write meta.json
+/// and move the results into place.
+pub fn run_experiment<P: serde::de::DeserializeOwned + Validate>(
+    ctx: &Ctx,
+    experiment: super::Experiment,
+    body: impl FnOnce(&mut Session, &P) -> Result<(), ExperimentError>,
+) -> Result<PathBuf, ExperimentError> {
+    let id = experiment.id();
+    let (params, table): (P, _) =
+        super::params::resolve(id, experiment.params_toml(), ctx.profile, &ctx.sets)?;
+    params.validate().map_err(|reason| ParamError::Invalid {
+        experiment: id.into(),
+        reason,
+    })?;
+    let mut target = ctx.target().phase(|| "starting redis-server".into())?;
+    let mut run = RunRecord::begin(ctx, id, &table, &target)?;
+    let prefix = format!(
+        "ratelab:{id}:{:x}:{}:",
+        crate::limiter::unix_ms(),
+        std::process::id()
+    );
+    let outcome = body(
+        &mut Session {
+            ctx,
+            target: &mut target,
+            run: &mut run,
+            prefix: &prefix,
+        },
+        &params,
+    );
+    // Our keys only, whether the body succeeded or not; a managed server dies with them anyway.
+    let cleaned = delete_keys_with_prefix(&target, &prefix);
+    outcome?;
+    cleaned.phase(|| "deleting this run's keys".into())?;
+    run.finish(ctx)
+}
+
 /// A run with failed checks is not a measurement: a dead server is reported with its log,
 /// otherwise the first error is.
 pub fn fail_on_errors(target: &Target, tally: &CheckTally) -> Result<(), PhaseError> {

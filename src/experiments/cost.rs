@@ -12,11 +12,10 @@
 //!
 //! Writes `cost/cost.csv` (one row per run), `cost/meta.json`.
 
-use super::common::{delete_keys_with_prefix, progress_bar, ExperimentError, Phase, RunRecord};
+use super::common::{progress_bar, run_experiment, ExperimentError, Phase, RunRecord, Validate};
 use super::measure::{measure, Measured};
-use super::params;
 use crate::context::Ctx;
-use crate::limiter::{unix_ms, LimitSpec, Strategy};
+use crate::limiter::{LimitSpec, Strategy};
 use crate::load::{ClosedLoop, KeyChoice, Stop, WorkerSpec};
 use crate::server::Target;
 use serde::{Deserialize, Serialize};
@@ -123,29 +122,20 @@ fn variants(p: &Params) -> Vec<Variant> {
 
 /// Runs the experiment into `ctx.out_dir/cost/`.
 pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    let (p, table): (Params, _) = params::resolve(
-        ID,
-        super::Experiment::Cost.params_toml(),
-        ctx.profile,
-        &ctx.sets,
-    )?;
-    if p.runs == 0 || p.run_seconds <= 0.0 || p.clients == 0 || p.keys == 0 {
-        return Err(params::ParamError::Invalid {
-            experiment: ID.into(),
-            reason: "runs, run_seconds, clients, keys must be > 0".into(),
+    run_experiment(ctx, super::Experiment::Cost, |s, p: &Params| {
+        s.run.note(format!("Warm-up excluded: each measured run follows a {}s run of the same variant on the same keys.", p.warmup_seconds));
+        s.run.note("Redis CPU is the main thread's user+sys (INFO cpu *_main_thread) between the start signal and the last worker's report; INFO calls themselves are included and negligible.");
+        body(s.ctx, p, s.target, s.run, s.prefix)
+    })
+}
+
+impl Validate for Params {
+    fn validate(&self) -> Result<(), String> {
+        if self.runs == 0 || self.run_seconds <= 0.0 || self.clients == 0 || self.keys == 0 {
+            return Err("runs, run_seconds, clients, keys must be > 0".into());
         }
-        .into());
+        Ok(())
     }
-    let target = ctx.target().phase(|| "starting redis-server".into())?;
-    let mut run = RunRecord::begin(ctx, ID, &table, &target)?;
-    run.note(format!("Warm-up excluded: each measured run follows a {}s run of the same variant on the same keys.", p.warmup_seconds));
-    run.note("Redis CPU is the main thread's user+sys (INFO cpu *_main_thread) between the start signal and the last worker's report; INFO calls themselves are included and negligible.");
-    let prefix = format!("ratelab:cost:{:x}:", unix_ms());
-    let outcome = body(ctx, &p, &target, &mut run, &prefix);
-    let cleaned = delete_keys_with_prefix(&target, &prefix);
-    outcome?;
-    cleaned.phase(|| "deleting this run's keys".into())?;
-    run.finish(ctx)
 }
 
 fn body(
@@ -251,10 +241,10 @@ mod tests {
 
     #[test]
     fn variants_expand_the_log_limits_and_hot_keys() {
-        let (p, _): (Params, _) = params::resolve(
+        let (p, _): (Params, _) = crate::experiments::params::resolve(
             ID,
             super::super::Experiment::Cost.params_toml(),
-            params::Profile::Full,
+            crate::experiments::params::Profile::Full,
             &[],
         )
         .unwrap();

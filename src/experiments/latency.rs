@@ -13,11 +13,10 @@
 //! (every recorded bucket: strategy, run, value_us, count), `latency/meta.json`.
 
 use super::common::{
-    delete_keys_with_prefix, fail_on_errors, progress_bar, ExperimentError, Phase, RunRecord,
+    fail_on_errors, progress_bar, run_experiment, ExperimentError, Phase, RunRecord, Validate,
 };
-use super::params;
 use crate::context::Ctx;
-use crate::limiter::{unix_ms, LimitSpec, Strategy};
+use crate::limiter::{LimitSpec, Strategy};
 use crate::load::{run_closed_loop, ClosedLoop, KeyChoice, Stop, WorkerSpec};
 use crate::server::Target;
 use serde::{Deserialize, Serialize};
@@ -65,32 +64,23 @@ pub struct HistRow {
 
 /// Runs the experiment into `ctx.out_dir/latency/`.
 pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    let (p, table): (Params, _) = params::resolve(
-        ID,
-        super::Experiment::Latency.params_toml(),
-        ctx.profile,
-        &ctx.sets,
-    )?;
-    if p.runs == 0 || p.requests == 0 || p.keys == 0 || p.strategies.is_empty() {
-        return Err(params::ParamError::Invalid {
-            experiment: ID.into(),
-            reason: "runs, requests, keys must be >= 1 and strategies non-empty".into(),
+    run_experiment(ctx, super::Experiment::Latency, |s, p: &Params| {
+        s.run.note(format!(
+            "Warm-up excluded: each run starts with {} unrecorded checks on the same keys.",
+            p.warmup
+        ));
+        s.run.note("One connection, one request in flight: latency is the round trip of one check as the caller sees it (loopback); a check with no limiter costs no round trip, so p50 here is the latency a limiter adds.");
+        body(s.ctx, p, s.target, s.run, s.prefix)
+    })
+}
+
+impl Validate for Params {
+    fn validate(&self) -> Result<(), String> {
+        if self.runs == 0 || self.requests == 0 || self.keys == 0 || self.strategies.is_empty() {
+            return Err("runs, requests, keys must be >= 1 and strategies non-empty".into());
         }
-        .into());
+        Ok(())
     }
-    let target = ctx.target().phase(|| "starting redis-server".into())?;
-    let mut run = RunRecord::begin(ctx, ID, &table, &target)?;
-    run.note(format!(
-        "Warm-up excluded: each run starts with {} unrecorded checks on the same keys.",
-        p.warmup
-    ));
-    run.note("One connection, one request in flight: latency is the round trip of one check as the caller sees it (loopback); a check with no limiter costs no round trip, so p50 here is the latency a limiter adds.");
-    let prefix = format!("ratelab:latency:{:x}:", unix_ms());
-    let outcome = body(ctx, &p, &target, &mut run, &prefix);
-    let cleaned = delete_keys_with_prefix(&target, &prefix);
-    outcome?;
-    cleaned.phase(|| "deleting this run's keys".into())?;
-    run.finish(ctx)
 }
 
 fn body(
@@ -176,24 +166,4 @@ fn body(
     }
     bar.finish_and_clear();
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn embedded_profiles_parse() {
-        for profile in [params::Profile::Quick, params::Profile::Full] {
-            let (p, _): (Params, _) = params::resolve(
-                ID,
-                super::super::Experiment::Latency.params_toml(),
-                profile,
-                &[],
-            )
-            .unwrap();
-            assert_eq!(p.runs, 3);
-            assert!(p.strategies.contains(&Strategy::LuaBucket));
-        }
-    }
 }

@@ -10,7 +10,7 @@ pub mod measure;
 pub mod params;
 pub mod race;
 
-pub use common::{Concurrency, ExperimentError, Phase, PhaseError, RunRecord};
+pub use common::{Concurrency, ExperimentError, Phase, PhaseError, RunRecord, Validate};
 
 use crate::context::Ctx;
 use params::{ExperimentInfo, ParamError};
@@ -83,6 +83,22 @@ impl Experiment {
             })
     }
 
+    /// Resolves and validates the parameters without running anything, so `all` fails before
+    /// the first experiment rather than an hour in.
+    pub fn check_params(
+        self,
+        profile: params::Profile,
+        sets: &[(String, String)],
+    ) -> Result<(), ExperimentError> {
+        match self {
+            Experiment::Race => check::<race::Params>(self, profile, sets),
+            Experiment::Atomic => check::<atomic::Params>(self, profile, sets),
+            Experiment::Cost => check::<cost::Params>(self, profile, sets),
+            Experiment::Latency => check::<latency::Params>(self, profile, sets),
+            Experiment::Calibrate => check::<calibrate::Params>(self, profile, sets),
+        }
+    }
+
     /// Runs the experiment into `ctx.out_dir/<id>/` and returns that directory.
     pub fn run(self, ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
         match self {
@@ -92,5 +108,47 @@ impl Experiment {
             Experiment::Latency => latency::run(ctx),
             Experiment::Calibrate => calibrate::run(ctx),
         }
+    }
+}
+
+fn check<P: serde::de::DeserializeOwned + Validate>(
+    experiment: Experiment,
+    profile: params::Profile,
+    sets: &[(String, String)],
+) -> Result<(), ExperimentError> {
+    let (p, _): (P, _) = params::resolve(experiment.id(), experiment.params_toml(), profile, sets)?;
+    p.validate().map_err(|reason| {
+        ParamError::Invalid {
+            experiment: experiment.id().into(),
+            reason,
+        }
+        .into()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_embedded_profile_parses_and_validates() {
+        for &e in Experiment::ALL {
+            for profile in [params::Profile::Quick, params::Profile::Full] {
+                e.check_params(profile, &[])
+                    .unwrap_or_else(|err| panic!("{} {profile:?}: {err}", e.id()));
+            }
+            let info = e.info().unwrap();
+            assert_eq!(info.id, e.id());
+            assert_eq!(Experiment::from_id(e.id()).unwrap(), e);
+        }
+    }
+
+    #[test]
+    fn invalid_values_are_caught_before_running() {
+        let sets = vec![("trials".to_string(), "0".to_string())];
+        let err = Experiment::Race
+            .check_params(params::Profile::Quick, &sets)
+            .unwrap_err();
+        assert!(err.to_string().contains("trials"), "{err}");
     }
 }

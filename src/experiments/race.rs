@@ -14,10 +14,9 @@
 //! `race/trace.csv` (one row per command MONITOR saw), `race/meta.json`.
 
 use super::common::{
-    delete_keys_with_prefix, fail_on_errors, progress_bar, Concurrency, ExperimentError, Phase,
-    RunRecord,
+    fail_on_errors, progress_bar, run_experiment, Concurrency, ExperimentError, Phase, RunRecord,
+    Validate,
 };
-use super::params;
 use crate::context::Ctx;
 use crate::limiter::{unix_ms, LimitSpec, LogVariant, Strategy};
 use crate::load::{run_closed_loop, ClosedLoop, WorkerSpec};
@@ -79,39 +78,21 @@ pub struct TraceRow {
 
 /// Runs the experiment into `ctx.out_dir/race/`.
 pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    let (p, table): (Params, _) = params::resolve(
-        ID,
-        super::Experiment::Race.params_toml(),
-        ctx.profile,
-        &ctx.sets,
-    )?;
-    validate(&p)?;
-    let target = ctx.target().phase(|| "starting redis-server".into())?;
-    let mut run = RunRecord::begin(ctx, ID, &table, &target)?;
-    let prefix = format!("ratelab:race:{:x}:{}:", unix_ms(), std::process::id());
-    let outcome = run_body(ctx, &p, &target, &mut run, &prefix);
-    // Our keys only, whether the body succeeded or not; a managed server dies with them anyway.
-    let cleaned = delete_keys_with_prefix(&target, &prefix);
-    outcome?;
-    cleaned.phase(|| "deleting this run's keys".into())?;
-    run.finish(ctx)
+    run_experiment(ctx, super::Experiment::Race, |s, p: &Params| {
+        run_body(s.ctx, p, s.target, s.run, s.prefix)
+    })
 }
 
-fn validate(p: &Params) -> Result<(), ExperimentError> {
-    let invalid = |m: &str| {
-        Err(params::ParamError::Invalid {
-            experiment: ID.into(),
-            reason: m.into(),
+impl Validate for Params {
+    fn validate(&self) -> Result<(), String> {
+        if self.capacity == 0 || self.checks == 0 || self.trials == 0 || self.window_ms == 0 {
+            return Err("capacity, checks, trials and window_ms must be >= 1".into());
         }
-        .into())
-    };
-    if p.capacity == 0 || p.checks == 0 || p.trials == 0 || p.window_ms == 0 {
-        return invalid("capacity, checks, trials and window_ms must be >= 1");
+        if self.trace_in_flight == 0 {
+            return Err("trace_in_flight must be >= 1".into());
+        }
+        Ok(())
     }
-    if p.trace_in_flight == 0 {
-        return invalid("trace_in_flight must be >= 1");
-    }
-    Ok(())
 }
 
 fn run_body(
@@ -329,21 +310,5 @@ mod tests {
     fn host_port_strips_scheme_auth_and_db() {
         assert_eq!(host_port("redis://127.0.0.1:6400/"), "127.0.0.1:6400");
         assert_eq!(host_port("redis://:pw@10.0.0.1:6379/2"), "10.0.0.1:6379");
-    }
-
-    #[test]
-    fn embedded_profiles_parse() {
-        for profile in [params::Profile::Quick, params::Profile::Full] {
-            let (p, _): (Params, _) = params::resolve(
-                ID,
-                super::super::Experiment::Race.params_toml(),
-                profile,
-                &[],
-            )
-            .unwrap();
-            validate(&p).unwrap();
-            assert_eq!(p.capacity, 100);
-            assert_eq!(p.configs.len(), 9);
-        }
     }
 }
