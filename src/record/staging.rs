@@ -19,6 +19,7 @@ impl Staging {
     /// Creates an empty staging directory for experiment `id` under `out`.
     pub fn new(out: &Path, id: &str) -> Result<Self, RecordError> {
         fs::create_dir_all(out).map_err(|e| RecordError::io(out, e))?;
+        remove_abandoned(out, id);
         let work_dir = out.join(format!(".{id}.partial-{}", std::process::id()));
         if work_dir.exists() {
             fs::remove_dir_all(&work_dir).map_err(|e| RecordError::io(&work_dir, e))?;
@@ -91,6 +92,27 @@ impl Drop for Staging {
     }
 }
 
+/// Removes staging directories of runs whose process is gone (killed by a signal, which skips
+/// `Drop`); a staging directory of a live process is another run in progress and is left alone.
+fn remove_abandoned(out: &Path, id: &str) {
+    let prefix = format!(".{id}.partial-");
+    let Ok(entries) = fs::read_dir(out) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(&prefix)
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// Swaps two directories atomically (Linux renameat2 RENAME_EXCHANGE), so readers see either the
 /// old results or the new ones, never a mix or nothing.
 fn exchange(a: &Path, b: &Path) -> Result<(), RecordError> {
@@ -152,6 +174,24 @@ mod tests {
     struct Row {
         a: u32,
         b: &'static str,
+    }
+
+    #[test]
+    fn abandoned_staging_of_a_dead_process_is_removed() {
+        let out = tempfile::tempdir().unwrap();
+        // No process has pid 0 in /proc, so this one was abandoned; our own pid is alive.
+        fs::create_dir(out.path().join(".x.partial-0")).unwrap();
+        let alive = out
+            .path()
+            .join(format!(".y.partial-{}", std::process::id()));
+        fs::create_dir(&alive).unwrap();
+        let staging = Staging::new(out.path(), "x").unwrap();
+        assert!(!out.path().join(".x.partial-0").exists());
+        assert!(
+            alive.exists(),
+            "another experiment's staging is not ours to remove"
+        );
+        drop(staging.commit());
     }
 
     #[test]
