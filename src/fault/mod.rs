@@ -6,7 +6,10 @@
 //! its TCP connections open and even completes new handshakes, so every check waits its full budget.
 
 use crate::server::{RedisServer, ServerError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How long a signal may take to show in /proc before it counts as not delivered.
+const SIGNAL_WAIT: Duration = Duration::from_secs(2);
 
 /// The server, frozen by SIGSTOP; dropping this (error, panic, early return) sends SIGCONT.
 #[must_use = "dropping the guard continues the server at once"]
@@ -18,10 +21,11 @@ pub struct Suspended<'a> {
 }
 
 impl<'a> Suspended<'a> {
-    /// Continues the server (SIGCONT) and returns when the signal was sent.
+    /// Continues the server (SIGCONT) and returns once it is running again.
     pub fn resume(mut self) -> Result<Instant, ServerError> {
         self.resumed = true;
         self.server.signal(libc::SIGCONT)?;
+        wait_until(self.server.pid(), false)?;
         Ok(Instant::now())
     }
 }
@@ -44,8 +48,26 @@ pub fn suspend(server: &RedisServer) -> Result<Suspended<'_>, ServerError> {
         resumed: false,
     };
     server.signal(libc::SIGSTOP)?;
+    // Signals are delivered asynchronously: the hang starts when the kernel says it is stopped.
+    wait_until(server.pid(), true)?;
     guard.at = Instant::now();
     Ok(guard)
+}
+
+/// Polls /proc until `pid` is (or is no longer) stopped.
+fn wait_until(pid: u32, stopped: bool) -> Result<(), ServerError> {
+    let start = Instant::now();
+    while is_stopped(pid) != stopped {
+        if start.elapsed() > SIGNAL_WAIT {
+            let what = format!(
+                "redis-server {pid} did not {} within {SIGNAL_WAIT:?}",
+                if stopped { "stop" } else { "continue" }
+            );
+            return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, what).into());
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    Ok(())
 }
 
 /// Kills the server (SIGKILL) and reaps it: the dead case. Returns when it was gone.
