@@ -1,0 +1,292 @@
+//! One phase of an outage run: checks on a fixed schedule, a row per check as it is measured, and
+//! the phase's summary (counts, median / p99 / max, the first normal answer after the fault).
+
+use super::super::common::PhaseError;
+use crate::record::{suspend_offset_ns, CsvSink};
+use crate::store::{BreakerState, Failure, Outcome, Policy, Route, Store};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+/// A check during which CLOCK_BOOTTIME - CLOCK_MONOTONIC grew by more than this slept.
+const SUSPEND_NS: i128 = 10_000_000;
+
+/// What was done to Redis before the phase's checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    Healthy,
+    /// After SIGKILL (process reaped, port closed).
+    Dead,
+    /// After a new process started on the same port and answered PING.
+    Restarted,
+    /// After SIGSTOP.
+    Hung,
+    /// After SIGCONT.
+    Resumed,
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = serde_json::to_value(self).ok();
+        f.write_str(name.as_ref().and_then(|v| v.as_str()).unwrap_or("?"))
+    }
+}
+
+/// Which store a run used: its policy and breaker (K, cooldown ms), if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunLabel {
+    pub policy: Policy,
+    pub breaker: Option<(u32, u64)>,
+}
+
+impl RunLabel {
+    pub fn new(policy: Policy, breaker: Option<(u32, u64)>) -> Self {
+        RunLabel { policy, breaker }
+    }
+
+    fn columns(self) -> (Policy, &'static str, u32, u64) {
+        match self.breaker {
+            Some((k, cooldown_ms)) => (self.policy, "on", k, cooldown_ms),
+            None => (self.policy, "off", 0, 0),
+        }
+    }
+}
+
+impl std::fmt::Display for RunLabel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (policy, breaker, ..) = self.columns();
+        let policy = serde_json::to_value(policy).ok();
+        let policy = policy.as_ref().and_then(|v| v.as_str()).unwrap_or("?");
+        write!(f, "{policy}/breaker-{breaker}")
+    }
+}
+
+/// One check.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CheckRow {
+    pub policy: Policy,
+    /// `off` or `on`.
+    pub breaker: String,
+    /// K (0 when off).
+    pub k: u32,
+    pub cooldown_ms: u64,
+    pub phase: Phase,
+    /// 0-based within the phase.
+    pub seq: u64,
+    /// When the check started, ms after the phase's fault (SIGKILL, ready after restart, ...).
+    pub at_ms: f64,
+    /// The whole check on the monotonic clock.
+    pub latency_us: f64,
+    pub outcome: Outcome,
+    pub route: Route,
+    /// Why Redis gave no decision (empty when it did).
+    pub failure: Option<Failure>,
+    /// The breaker after the check.
+    pub breaker_state: BreakerState,
+    pub reconnected: bool,
+    pub script_reloaded: bool,
+    /// The machine slept during this check: its latency is not Redis's.
+    pub suspended: bool,
+}
+
+/// One phase of one run, derived from its checks.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PhaseRow {
+    pub policy: Policy,
+    pub breaker: String,
+    pub k: u32,
+    pub cooldown_ms: u64,
+    pub phase: Phase,
+    pub checks: u64,
+    pub allowed: u64,
+    pub denied: u64,
+    pub degraded_allowed: u64,
+    pub degraded_denied: u64,
+    /// Checks that asked Redis with the full budget and timed out.
+    pub paid_budget: u64,
+    pub short_circuited: u64,
+    pub probes: u64,
+    pub median_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub mean_ms: f64,
+    /// Checks answered by policy before the first normal answer (empty: none in the phase).
+    pub first_normal_seq: Option<u64>,
+    /// From the fault to the end of the first normal answer, ms.
+    pub first_normal_ms: Option<f64>,
+    pub reconnects: u64,
+    pub script_reloads: u64,
+    pub suspended_checks: u64,
+}
+
+/// Runs checks for one store and records them.
+pub struct Driver<'a> {
+    pub rt: &'a tokio::runtime::Runtime,
+    pub store: &'a Store,
+    pub key: &'a str,
+    pub label: RunLabel,
+    pub interval: Duration,
+    pub checks: &'a mut CsvSink<CheckRow>,
+}
+
+impl Driver<'_> {
+    /// Unrecorded checks that connect and load the script; Redis must answer the last one.
+    pub fn warm_up(&mut self, n: u64) -> Result<(), PhaseError> {
+        for i in 0..n {
+            let answer = self.rt.block_on(self.store.check(self.key));
+            let answer = answer.map_err(|e| PhaseError::Invalid(e.to_string()))?;
+            if i + 1 == n && !answer.outcome.is_normal() {
+                return Err(PhaseError::Invalid(format!(
+                    "warm-up: Redis did not answer ({answer:?})"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// `n` checks, each starting an interval after the previous one started, or as soon as it
+    /// ended if it ran over; `fault_at` is when the phase's fault took effect, the origin of
+    /// `at_ms` and of the time to the first normal answer.
+    pub fn phase(
+        &mut self,
+        phase: Phase,
+        fault_at: Instant,
+        n: u64,
+    ) -> Result<PhaseRow, PhaseError> {
+        let (policy, breaker, k, cooldown_ms) = self.label.columns();
+        let mut acc = Acc::default();
+        let (store, key, interval, checks) =
+            (self.store, self.key, self.interval, &mut *self.checks);
+        self.rt.block_on(async {
+            let mut next = tokio::time::Instant::now();
+            for seq in 0..n {
+                tokio::time::sleep_until(next).await;
+                // No catching up after a slow check: a burst of back-to-back checks would let the
+                // breaker's cooldown pass in fewer checks than the schedule says.
+                next = (next + interval).max(tokio::time::Instant::now());
+                let slept_before = suspend_offset_ns();
+                let t0 = Instant::now();
+                let answer = store.check(key).await;
+                let took = t0.elapsed();
+                let answer = answer.map_err(|e| PhaseError::Invalid(e.to_string()))?;
+                let row = CheckRow {
+                    policy,
+                    breaker: breaker.to_string(),
+                    k,
+                    cooldown_ms,
+                    phase,
+                    seq,
+                    at_ms: ms(t0.saturating_duration_since(fault_at)),
+                    latency_us: took.as_secs_f64() * 1e6,
+                    outcome: answer.outcome,
+                    route: answer.route,
+                    failure: answer.failure,
+                    breaker_state: answer.breaker,
+                    reconnected: answer.reconnected,
+                    script_reloaded: answer.script_reloaded,
+                    suspended: suspend_offset_ns() - slept_before > SUSPEND_NS,
+                };
+                checks.write(&row)?;
+                acc.add(&row);
+            }
+            Ok::<(), PhaseError>(())
+        })?;
+        Ok(acc.row(self.label, phase))
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Running totals of a phase.
+#[derive(Default)]
+struct Acc {
+    latencies_ms: Vec<f64>,
+    outcomes: [u64; 4],
+    paid_budget: u64,
+    short_circuited: u64,
+    probes: u64,
+    first_normal: Option<(u64, f64)>,
+    reconnects: u64,
+    script_reloads: u64,
+    suspended: u64,
+}
+
+impl Acc {
+    fn add(&mut self, r: &CheckRow) {
+        let latency_ms = r.latency_us / 1e3;
+        self.latencies_ms.push(latency_ms);
+        self.outcomes[r.outcome as usize] += 1;
+        self.paid_budget +=
+            u64::from(r.route == Route::Redis && r.failure == Some(Failure::Timeout));
+        self.short_circuited += u64::from(r.route == Route::Open);
+        self.probes += u64::from(r.route == Route::Probe);
+        if r.outcome.is_normal() && self.first_normal.is_none() {
+            self.first_normal = Some((r.seq, r.at_ms + latency_ms));
+        }
+        self.reconnects += u64::from(r.reconnected);
+        self.script_reloads += u64::from(r.script_reloaded);
+        self.suspended += u64::from(r.suspended);
+    }
+
+    fn row(mut self, label: RunLabel, phase: Phase) -> PhaseRow {
+        let (policy, breaker, k, cooldown_ms) = label.columns();
+        self.latencies_ms.sort_by(f64::total_cmp);
+        let l = &self.latencies_ms;
+        PhaseRow {
+            policy,
+            breaker: breaker.to_string(),
+            k,
+            cooldown_ms,
+            phase,
+            checks: l.len() as u64,
+            allowed: self.outcomes[Outcome::Allowed as usize],
+            denied: self.outcomes[Outcome::Denied as usize],
+            degraded_allowed: self.outcomes[Outcome::DegradedAllowed as usize],
+            degraded_denied: self.outcomes[Outcome::DegradedDenied as usize],
+            paid_budget: self.paid_budget,
+            short_circuited: self.short_circuited,
+            probes: self.probes,
+            median_ms: nearest_rank(l, 0.5),
+            p99_ms: nearest_rank(l, 0.99),
+            max_ms: l.last().copied().unwrap_or(0.0),
+            mean_ms: l.iter().sum::<f64>() / l.len().max(1) as f64,
+            first_normal_seq: self.first_normal.map(|f| f.0),
+            first_normal_ms: self.first_normal.map(|f| f.1),
+            reconnects: self.reconnects,
+            script_reloads: self.script_reloads,
+            suspended_checks: self.suspended,
+        }
+    }
+}
+
+/// The nearest-rank percentile of sorted values (0 for none): p99 of 300 is the 297th.
+pub fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (q * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<f64> = (1..=300).map(f64::from).collect();
+        assert_eq!(nearest_rank(&v, 0.5), 150.0);
+        assert_eq!(nearest_rank(&v, 0.99), 297.0);
+        assert_eq!(nearest_rank(&v, 1.0), 300.0);
+        assert_eq!(nearest_rank(&[], 0.5), 0.0);
+    }
+
+    #[test]
+    fn labels_and_phases_print_as_in_the_csv() {
+        let on = RunLabel::new(Policy::FailClosed, Some((3, 500)));
+        assert_eq!(on.to_string(), "fail-closed/breaker-on");
+        assert_eq!(Phase::Restarted.to_string(), "restarted");
+    }
+}
