@@ -229,6 +229,52 @@ mod tests {
         assert_eq!(full.checks_per_phase, 300, "the seed's 300 per phase");
     }
 
+    /// phases.csv as the experiment writes it, with the seed's figures, must satisfy every outage
+    /// claim: the claims file and the CSV columns agree.
+    #[test]
+    fn the_seeds_figures_hold_against_the_claims() {
+        let dir = tempfile::tempdir().unwrap();
+        let staging = crate::record::Staging::new(dir.path(), ID).unwrap();
+        let mut sink = staging.csv::<PhaseRow>("phases.csv").unwrap();
+        let row = |breaker: Option<(u32, u64)>, phase, median_ms, first, reloads| {
+            let (min_ms, max_ms) = (median_ms, median_ms * 253.0 / 250.0);
+            let label = phases::RunLabel::new(Policy::FailOpen, breaker);
+            let paid = if phase == Phase::Hung {
+                breaker.map_or(300, |b| b.0 as u64)
+            } else {
+                0
+            };
+            phases::tests_row(
+                label,
+                phase,
+                [min_ms, median_ms, max_ms],
+                paid,
+                first,
+                reloads,
+            )
+        };
+        let rows = [
+            row(None, Phase::Healthy, 0.17, Some(0), 0),
+            row(None, Phase::Dead, 0.02, None, 0),
+            row(None, Phase::Restarted, 0.3, Some(0), 1),
+            row(None, Phase::Hung, 250.0, None, 0),
+            row(None, Phase::Resumed, 0.2, Some(0), 0),
+            row(Some((3, 250)), Phase::Hung, 0.001, None, 0),
+            row(Some((3, 250)), Phase::Restarted, 0.3, Some(4), 1),
+        ];
+        for r in &rows {
+            sink.write(r).unwrap();
+        }
+        drop(sink);
+        let claims = crate::analysis::claims::all().unwrap();
+        let ours: Vec<_> = claims.iter().filter(|c| c.experiment == ID).collect();
+        assert!(ours.len() >= 7);
+        for claim in ours {
+            let v = crate::analysis::claims::judge(claim, staging.path());
+            assert_eq!(v.holds, Some(true), "{}: {}", claim.id, v.measured);
+        }
+    }
+
     #[test]
     fn a_probe_budget_as_long_as_the_budget_is_refused() {
         let toml = super::super::Experiment::Outage.params_toml();

@@ -106,6 +106,7 @@ pub struct PhaseRow {
     pub paid_budget: u64,
     pub short_circuited: u64,
     pub probes: u64,
+    pub min_ms: f64,
     pub median_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
@@ -248,6 +249,7 @@ impl Acc {
             paid_budget: self.paid_budget,
             short_circuited: self.short_circuited,
             probes: self.probes,
+            min_ms: l.first().copied().unwrap_or(0.0),
             median_ms: nearest_rank(l, 0.5),
             p99_ms: nearest_rank(l, 0.99),
             max_ms: l.last().copied().unwrap_or(0.0),
@@ -259,6 +261,28 @@ impl Acc {
             suspended_checks: self.suspended,
         }
     }
+}
+
+/// A phase row with the given figures and zeros elsewhere, for tests of what reads phases.csv.
+#[cfg(test)]
+pub(super) fn tests_row(
+    label: RunLabel,
+    phase: Phase,
+    [min_ms, median_ms, max_ms]: [f64; 3],
+    paid_budget: u64,
+    first_normal_seq: Option<u64>,
+    script_reloads: u64,
+) -> PhaseRow {
+    let mut row = Acc::default().row(label, phase);
+    row.min_ms = min_ms;
+    row.median_ms = median_ms;
+    row.p99_ms = max_ms;
+    row.max_ms = max_ms;
+    row.paid_budget = paid_budget;
+    row.first_normal_seq = first_normal_seq;
+    row.first_normal_ms = first_normal_seq.map(|s| s as f64 * 2.0);
+    row.script_reloads = script_reloads;
+    row
 }
 
 /// The nearest-rank percentile of sorted values (0 for none): p99 of 300 is the 297th.
