@@ -23,9 +23,10 @@
 //! row per sweep point and trial), `outage/meta.json`.
 
 mod phases;
+mod rows;
 mod sweep;
 
-pub use phases::{CheckRow, Phase, PhaseRow};
+pub use rows::{CheckRow, Phase, PhaseRow, RunLabel};
 pub use sweep::SweepRow;
 
 use super::common::{progress_bar, ExperimentError, Phase as _, PhaseError, RunRecord};
@@ -172,7 +173,7 @@ fn main_runs(
     let bar = progress_bar(ctx, ID, (runs.len() * 5) as u64);
     let mut suspended = 0;
     for (policy, breaker) in runs {
-        let label = phases::RunLabel::new(policy, breaker);
+        let label = RunLabel::new(policy, breaker);
         let what = || format!("{label}");
         let key = format!("ratelab:outage:{:x}:{label}", unix_ms());
         let store = Store::new(&server.url(), p.limiter(), p.settings(policy, breaker))
@@ -238,7 +239,7 @@ mod tests {
         let mut sink = staging.csv::<PhaseRow>("phases.csv").unwrap();
         let row = |breaker: Option<(u32, u64)>, phase, median_ms, first, reloads| {
             let (min_ms, max_ms) = (median_ms, median_ms * 253.0 / 250.0);
-            let label = phases::RunLabel::new(Policy::FailOpen, breaker);
+            let label = RunLabel::new(Policy::FailOpen, breaker);
             let paid = if phase == Phase::Hung {
                 breaker.map_or(300, |b| b.0 as u64)
             } else {

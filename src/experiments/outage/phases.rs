@@ -2,123 +2,13 @@
 //! the phase's summary (counts, median / p99 / max, the first normal answer after the fault).
 
 use super::super::common::PhaseError;
+use super::rows::{CheckRow, Phase, PhaseRow, RunLabel};
 use crate::record::{suspend_offset_ns, CsvSink};
-use crate::store::{BreakerState, Failure, Outcome, Policy, Route, Store};
-use serde::{Deserialize, Serialize};
+use crate::store::{Failure, Outcome, Route, Store};
 use std::time::{Duration, Instant};
 
 /// A check during which CLOCK_BOOTTIME - CLOCK_MONOTONIC grew by more than this slept.
 const SUSPEND_NS: i128 = 10_000_000;
-
-/// What was done to Redis before the phase's checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Phase {
-    Healthy,
-    /// After SIGKILL (process reaped, port closed).
-    Dead,
-    /// After a new process started on the same port and answered PING.
-    Restarted,
-    /// After SIGSTOP.
-    Hung,
-    /// After SIGCONT.
-    Resumed,
-}
-
-impl std::fmt::Display for Phase {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let name = serde_json::to_value(self).ok();
-        f.write_str(name.as_ref().and_then(|v| v.as_str()).unwrap_or("?"))
-    }
-}
-
-/// Which store a run used: its policy and breaker (K, cooldown ms), if any.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RunLabel {
-    pub policy: Policy,
-    pub breaker: Option<(u32, u64)>,
-}
-
-impl RunLabel {
-    pub fn new(policy: Policy, breaker: Option<(u32, u64)>) -> Self {
-        RunLabel { policy, breaker }
-    }
-
-    fn columns(self) -> (Policy, &'static str, u32, u64) {
-        match self.breaker {
-            Some((k, cooldown_ms)) => (self.policy, "on", k, cooldown_ms),
-            None => (self.policy, "off", 0, 0),
-        }
-    }
-}
-
-impl std::fmt::Display for RunLabel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (policy, breaker, ..) = self.columns();
-        let policy = serde_json::to_value(policy).ok();
-        let policy = policy.as_ref().and_then(|v| v.as_str()).unwrap_or("?");
-        write!(f, "{policy}/breaker-{breaker}")
-    }
-}
-
-/// One check.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CheckRow {
-    pub policy: Policy,
-    /// `off` or `on`.
-    pub breaker: String,
-    /// K (0 when off).
-    pub k: u32,
-    pub cooldown_ms: u64,
-    pub phase: Phase,
-    /// 0-based within the phase.
-    pub seq: u64,
-    /// When the check started, ms after the phase's fault (SIGKILL, ready after restart, ...).
-    pub at_ms: f64,
-    /// The whole check on the monotonic clock.
-    pub latency_us: f64,
-    pub outcome: Outcome,
-    pub route: Route,
-    /// Why Redis gave no decision (empty when it did).
-    pub failure: Option<Failure>,
-    /// The breaker after the check.
-    pub breaker_state: BreakerState,
-    pub reconnected: bool,
-    pub script_reloaded: bool,
-    /// The machine slept during this check: its latency is not Redis's.
-    pub suspended: bool,
-}
-
-/// One phase of one run, derived from its checks.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct PhaseRow {
-    pub policy: Policy,
-    pub breaker: String,
-    pub k: u32,
-    pub cooldown_ms: u64,
-    pub phase: Phase,
-    pub checks: u64,
-    pub allowed: u64,
-    pub denied: u64,
-    pub degraded_allowed: u64,
-    pub degraded_denied: u64,
-    /// Checks that asked Redis with the full budget and timed out.
-    pub paid_budget: u64,
-    pub short_circuited: u64,
-    pub probes: u64,
-    pub min_ms: f64,
-    pub median_ms: f64,
-    pub p99_ms: f64,
-    pub max_ms: f64,
-    pub mean_ms: f64,
-    /// Checks answered by policy before the first normal answer (empty: none in the phase).
-    pub first_normal_seq: Option<u64>,
-    /// From the fault to the end of the first normal answer, ms.
-    pub first_normal_ms: Option<f64>,
-    pub reconnects: u64,
-    pub script_reloads: u64,
-    pub suspended_checks: u64,
-}
 
 /// Runs checks for one store and records them.
 pub struct Driver<'a> {
@@ -305,12 +195,5 @@ mod tests {
         assert_eq!(nearest_rank(&v, 0.99), 297.0);
         assert_eq!(nearest_rank(&v, 1.0), 300.0);
         assert_eq!(nearest_rank(&[], 0.5), 0.0);
-    }
-
-    #[test]
-    fn labels_and_phases_print_as_in_the_csv() {
-        let on = RunLabel::new(Policy::FailClosed, Some((3, 500)));
-        assert_eq!(on.to_string(), "fail-closed/breaker-on");
-        assert_eq!(Phase::Restarted.to_string(), "restarted");
     }
 }
