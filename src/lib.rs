@@ -7,6 +7,10 @@
 //! - [`context`]: the options every experiment runs with (profile, output, server, pinning, seed).
 //! - [`server`]: starts, pins, signals and always stops redis-server; INFO parsing; `--redis-url`.
 //! - [`limiter`]: one file per strategy; Lua in `limiter/lua/*.lua`.
+//! - [`store`]: the resilient client of seed 000: per-check budget, fail-open | fail-closed,
+//!   degraded answers counted apart, no offline queue, circuit breaker.
+//! - [`fault`]: what breaks Redis on purpose (kill, restart, SIGSTOP) and the guard that always
+//!   continues a stopped server.
 //! - [`load`]: closed-loop load from worker processes (the binary re-executed as `worker`).
 //! - [`record`]: CSV sinks flushed per row, atomic result directories, meta.json, MONITOR.
 //! - [`experiments`]: one module per experiment id, parameters from `experiments/<id>.toml`.
@@ -19,7 +23,9 @@ pub mod charts;
 pub mod cli;
 pub mod context;
 pub mod experiments;
+pub mod fault;
 pub mod limiter;
 pub mod load;
 pub mod record;
 pub mod server;
+pub mod store;

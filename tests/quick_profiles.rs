@@ -25,6 +25,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         ("cost", "cost.csv", "cost.svg"),
         ("latency", "latency.csv", "latency_cdf.svg"),
         ("calibrate", "calibrate.csv", "calibrate.svg"),
+        ("outage", "outage.csv", "outage.svg"),
     ] {
         let dir = out.path().join(id);
         let rows = std::fs::read_to_string(dir.join(csv)).unwrap_or_default();
@@ -33,13 +34,17 @@ fn all_quick_writes_every_experiment_and_a_report() {
         assert!(dir.join(chart).exists(), "{id}/{chart} missing");
     }
     let report = std::fs::read_to_string(out.path().join("REPORT.md")).unwrap();
-    for id in ["race", "atomic", "cost", "latency", "calibrate"] {
+    for id in ["race", "atomic", "cost", "latency", "calibrate", "outage"] {
         assert!(report.contains(&format!("## {id}")), "report lacks {id}");
     }
-    // Exactness is physics, not timing: these must hold on any machine.
+    // Exactness is physics, not timing: these must hold on any machine. So are the outage
+    // claims about what happens, as opposed to how long it takes.
     for claim in [
         "Lua token bucket admits exactly 100",
         "Lua token bucket is exact under contention",
+        "after SIGCONT the next check succeeded normally",
+        "after a restart the client reloaded the script on its own",
+        "only the K checks that trip it pay the full budget",
     ] {
         let line = report
             .lines()

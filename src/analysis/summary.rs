@@ -6,6 +6,9 @@ use std::path::Path;
 
 /// The summary table of experiment `id` from its CSV (empty for an unknown id).
 pub fn summary(id: &str, dir: &Path) -> Result<String, AnalysisError> {
+    if id == "outage" {
+        return outage(dir);
+    }
     let (file, keys, columns): (&str, &[&str], &[(&str, &str)]) = match id {
         "race" => (
             "race.csv",
@@ -62,4 +65,45 @@ pub fn summary(id: &str, dir: &Path) -> Result<String, AnalysisError> {
     };
     let rows = read_rows(&dir.join(file))?;
     Ok(summary_table(&rows, keys, columns))
+}
+
+/// Outage: per run and phase (phases.csv), then the breaker sweep when it was run.
+fn outage(dir: &Path) -> Result<String, AnalysisError> {
+    let phases = read_rows(&dir.join("phases.csv"))?;
+    let mut out = summary_table(
+        &phases,
+        &["policy", "breaker", "phase"],
+        &[
+            ("median ms", "median_ms"),
+            ("p99 ms", "p99_ms"),
+            ("max ms", "max_ms"),
+            ("allowed", "allowed"),
+            ("degraded allowed", "degraded_allowed"),
+            ("degraded denied", "degraded_denied"),
+            ("paid the budget", "paid_budget"),
+            ("breaker open", "short_circuited"),
+            ("checks to 1st normal", "first_normal_seq"),
+            ("ms to 1st normal", "first_normal_ms"),
+            ("reconnects", "reconnects"),
+            ("script reloads", "script_reloads"),
+            ("suspended", "suspended_checks"),
+        ],
+    );
+    let sweep = dir.join("breaker_sweep.csv");
+    if sweep.is_file() {
+        out.push_str("\nBreaker sweep (mean over trials; min-max in brackets):\n\n");
+        out.push_str(&summary_table(
+            &read_rows(&sweep)?,
+            &["breaker", "k", "cooldown_ms"],
+            &[
+                ("paid the budget", "paid_budget"),
+                ("probes", "probes"),
+                ("users' wait while hung ms", "hung_cost_ms"),
+                ("blind checks", "blind_checks"),
+                ("blind ms", "blind_ms"),
+                ("suspended", "suspended_checks"),
+            ],
+        ));
+    }
+    Ok(out)
 }

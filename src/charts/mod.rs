@@ -8,6 +8,8 @@ mod calibrate;
 mod cost;
 mod draw;
 mod latency;
+mod outage;
+mod outage_sweep;
 mod place;
 mod png;
 mod race;
@@ -76,6 +78,11 @@ const EXPERIMENTS: &[Experiment] = &[
         id: "calibrate",
         csv: calibrate::CSV_NAME,
         render: calibrate::render,
+    },
+    Experiment {
+        id: "outage",
+        csv: outage::CSV_NAME,
+        render: outage::render,
     },
 ];
 

@@ -7,6 +7,7 @@ mod common;
 pub mod cost;
 pub mod latency;
 pub mod measure;
+pub mod outage;
 pub mod params;
 pub mod race;
 
@@ -29,6 +30,8 @@ pub enum Experiment {
     Latency,
     /// The harness's load generator against redis-benchmark, side by side.
     Calibrate,
+    /// Checks through SIGKILL, restart, SIGSTOP and SIGCONT; the circuit breaker (seed 000).
+    Outage,
 }
 
 impl Experiment {
@@ -39,6 +42,7 @@ impl Experiment {
         Experiment::Cost,
         Experiment::Latency,
         Experiment::Calibrate,
+        Experiment::Outage,
     ];
 
     /// The id used on the command line and as the results subdirectory.
@@ -49,6 +53,7 @@ impl Experiment {
             Experiment::Cost => "cost",
             Experiment::Latency => "latency",
             Experiment::Calibrate => "calibrate",
+            Experiment::Outage => "outage",
         }
     }
 
@@ -60,6 +65,7 @@ impl Experiment {
             Experiment::Cost => include_str!("../../experiments/cost.toml"),
             Experiment::Latency => include_str!("../../experiments/latency.toml"),
             Experiment::Calibrate => include_str!("../../experiments/calibrate.toml"),
+            Experiment::Outage => include_str!("../../experiments/outage.toml"),
         }
     }
 
@@ -107,6 +113,7 @@ impl Experiment {
             Experiment::Cost => cost::run(ctx),
             Experiment::Latency => latency::run(ctx),
             Experiment::Calibrate => calibrate::run(ctx),
+            Experiment::Outage => outage::run(ctx),
         }
     }
 }

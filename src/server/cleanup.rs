@@ -25,6 +25,18 @@ pub fn unregister(pid: u32) {
     }
 }
 
+/// The pids currently registered, so tests can check that a restart swapped the old for the new.
+pub fn registered() -> Vec<u32> {
+    match CHILDREN.lock() {
+        Ok(set) => set.iter().map(|&pid| pid as u32).collect(),
+        Err(poisoned) => poisoned
+            .into_inner()
+            .iter()
+            .map(|&pid| pid as u32)
+            .collect(),
+    }
+}
+
 /// Continues (in case it was SIGSTOPped) and kills every registered child.
 pub fn kill_all() {
     let pids: Vec<i32> = match CHILDREN.lock() {

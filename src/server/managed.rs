@@ -1,11 +1,12 @@
 //! A redis-server process the harness owns: free loopback port, temporary directory, no
-//! persistence, pinned, readiness by PING, killed and reaped on drop.
+//! persistence, pinned, readiness by PING, killed and reaped on drop. It can be killed and
+//! started again on the same port and directory, as a crashed server restarted by a supervisor.
 
 use super::{admin_connection, cleanup, pin, ServerError};
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,11 @@ pub struct RedisServer {
     port: u16,
     dir: tempfile::TempDir,
     binary: PathBuf,
+    // Kept so a restart starts the same server (pinning, extra arguments, start timeout).
+    opts: ServerOptions,
+    // True once the process has been killed and waited for: its pid may belong to someone else
+    // now, so it must never be signalled again.
+    reaped: bool,
 }
 
 const PORT_ATTEMPTS: usize = 5;
@@ -66,39 +72,46 @@ impl RedisServer {
             .prefix("ratelab-redis-")
             .tempdir()
             .map_err(ServerError::TempDir)?;
-        let log = dir.path().join("redis.log");
-        let mut cmd = Command::new(binary);
-        cmd.arg("--port")
-            .arg(port.to_string())
-            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .args(["--daemonize", "no", "--protected-mode", "yes"])
-            .arg("--dir")
-            .arg(dir.path())
-            .arg("--logfile")
-            .arg(&log);
-        for (name, value) in &opts.extra_args {
-            cmd.arg(format!("--{name}")).arg(value);
-        }
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        cleanup::set_parent_death_signal(&mut cmd);
-        pin::pin_command(&mut cmd, &opts.cpus);
-        let child = cmd.spawn().map_err(|source| ServerError::Spawn {
-            binary: binary.to_path_buf(),
-            source,
-        })?;
-        let pid = child.id();
-        cleanup::register(pid);
+        let child = spawn(binary, port, dir.path(), opts)?;
         let server = RedisServer {
+            pid: child.id(),
             child: Mutex::new(child),
-            pid,
             port,
             dir,
             binary: binary.to_path_buf(),
+            opts: opts.clone(),
+            reaped: false,
         };
         server.wait_ready(opts.start_timeout)?;
         Ok(server)
+    }
+
+    /// Continues (in case it was stopped), kills and reaps the process; the port and directory
+    /// stay reserved for `restart`. Killing a server already reaped is a no-op.
+    pub fn kill(&mut self) -> Result<Option<ExitStatus>, ServerError> {
+        if self.reaped {
+            return Ok(None);
+        }
+        // Ignored: the process may already have died on its own (then kill fails with ESRCH).
+        let _ = self.signal(libc::SIGCONT);
+        let child = self.child.get_mut().unwrap_or_else(|p| p.into_inner());
+        let _ = child.kill();
+        let status = child.wait()?;
+        self.reaped = true;
+        cleanup::unregister(self.pid);
+        Ok(Some(status))
+    }
+
+    /// Starts a fresh process on the same port and directory (what clients see after a crash and
+    /// a restart: the same address, an empty script cache, no data since persistence is off) and
+    /// waits until it answers PING. A still-running process is killed and reaped first.
+    pub fn restart(&mut self) -> Result<(), ServerError> {
+        self.kill()?;
+        let child = spawn(&self.binary, self.port, self.dir.path(), &self.opts)?;
+        self.pid = child.id();
+        *self.child.get_mut().unwrap_or_else(|p| p.into_inner()) = child;
+        self.reaped = false;
+        self.wait_ready(self.opts.start_timeout)
     }
 
     fn child(&self) -> MutexGuard<'_, Child> {
@@ -190,7 +203,11 @@ impl RedisServer {
 
     /// Sends a signal (STOP, CONT, KILL) to the server process.
     pub fn signal(&self, signal: i32) -> Result<(), ServerError> {
-        // SAFETY: kill(2) on our own child's pid.
+        if self.reaped {
+            let what = format!("redis-server on port {} is not running", self.port);
+            return Err(std::io::Error::new(std::io::ErrorKind::NotFound, what).into());
+        }
+        // SAFETY: kill(2) on our own child's pid, not yet reaped, so not reused by another process.
         if unsafe { libc::kill(self.pid as i32, signal) } == 0 {
             Ok(())
         } else {
@@ -201,14 +218,37 @@ impl RedisServer {
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
-        // A SIGSTOPped server must not be left behind: continue it, then kill it.
-        let _ = self.signal(libc::SIGCONT);
-        let mut child = self.child();
-        let _ = child.kill();
-        let _ = child.wait();
-        drop(child);
-        cleanup::unregister(self.pid);
+        // A SIGSTOPped server must not be left behind: `kill` continues it, then kills it.
+        let _ = self.kill();
     }
+}
+
+/// Spawns redis-server on `port` with its files in `dir`, registered for cleanup.
+fn spawn(binary: &Path, port: u16, dir: &Path, opts: &ServerOptions) -> Result<Child, ServerError> {
+    let log = dir.join("redis.log");
+    let mut cmd = Command::new(binary);
+    cmd.arg("--port")
+        .arg(port.to_string())
+        .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .args(["--daemonize", "no", "--protected-mode", "yes"])
+        .arg("--dir")
+        .arg(dir)
+        .arg("--logfile")
+        .arg(&log);
+    for (name, value) in &opts.extra_args {
+        cmd.arg(format!("--{name}")).arg(value);
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cleanup::set_parent_death_signal(&mut cmd);
+    pin::pin_command(&mut cmd, &opts.cpus);
+    let child = cmd.spawn().map_err(|source| ServerError::Spawn {
+        binary: binary.to_path_buf(),
+        source,
+    })?;
+    cleanup::register(child.id());
+    Ok(child)
 }
 
 /// Resolves a bare name through PATH so a missing binary is reported before spawning.

@@ -7,7 +7,7 @@ mod managed;
 pub mod pin;
 mod stats;
 
-pub use cleanup::{kill_all, register, set_parent_death_signal, unregister};
+pub use cleanup::{kill_all, register, registered, set_parent_death_signal, unregister};
 pub use info::Info;
 pub use managed::{RedisServer, ServerOptions};
 pub use stats::{command_stats, main_thread_cpu_us, ServerCost, ServerSample};

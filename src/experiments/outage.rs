@@ -1,0 +1,286 @@
+//! # outage
+//! Hypothesis (seed 000): with a 250 ms budget per check, a dead Redis (SIGKILL: sockets closed,
+//! connections refused) fails every check at once, faster than a healthy one; a hung Redis
+//! (SIGSTOP: the kernel keeps its connections open) makes every check wait the full budget (slowest
+//! of 300: 253 ms), more than 10,000x a dead check; after SIGCONT the next check succeeds, and after
+//! a restart the client reconnects and reloads the script by itself. Ours: a circuit breaker (open
+//! after K consecutive failures, one cheap probe per cooldown) leaves only K checks paying the
+//! budget while Redis stays hung, at the price of answering by policy for up to a cooldown after
+//! Redis is back; the sweep over K and cooldown shows that trade-off.
+//!
+//! Method: one store (crate::store) on a current-thread runtime in the harness, one check at a
+//! time, each starting `interval_ms` after the previous one started (right after it ended if it
+//! ran over), on a managed server it breaks. Per policy (fail-open,
+//! fail-closed) and breaker (off, on): `warmup` unrecorded checks, then `checks_per_phase` checks in
+//! each phase: healthy; dead (after SIGKILL, reaped); restarted (a new process on the same port,
+//! from the moment it answers PING); hung (after SIGSTOP); resumed (after SIGCONT). Latency is the
+//! monotonic clock around each check; each check also notes whether CLOCK_BOOTTIME - CLOCK_MONOTONIC
+//! grew during it (the machine slept: seed 000's 30-minute check). Then the breaker sweep
+//! (outage/sweep.rs).
+//!
+//! Writes `outage/outage.csv` (one row per check), `outage/phases.csv` (per run and phase: counts,
+//! median / p99 / max, checks and time to the first normal answer), `outage/breaker_sweep.csv` (one
+//! row per sweep point and trial), `outage/meta.json`.
+
+mod phases;
+mod rows;
+mod sweep;
+
+pub use rows::{CheckRow, Phase, PhaseRow, RunLabel};
+pub use sweep::SweepRow;
+
+use super::common::{progress_bar, ExperimentError, Phase as _, PhaseError, RunRecord};
+use super::params;
+use crate::context::Ctx;
+use crate::fault;
+use crate::limiter::{unix_ms, LimitSpec, Limiter, Strategy};
+use crate::server::{RedisServer, ServerError};
+use crate::store::{BreakerSettings, Policy, Store, StoreSettings};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const ID: &str = "outage";
+const WHY: &str = "it SIGKILLs, restarts, SIGSTOPs and SIGCONTs the server";
+
+/// Parameters; defaults in `experiments/outage.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    pub checks_per_phase: u64,
+    pub interval_ms: u64,
+    pub warmup: u64,
+    pub budget_ms: u64,
+    pub policies: Vec<Policy>,
+    pub breaker_failures: u32,
+    pub breaker_cooldown_ms: u64,
+    pub probe_budget_ms: u64,
+    pub strategy: Strategy,
+    pub capacity: u64,
+    pub refill_per_sec: f64,
+    pub sweep_failures: Vec<u32>,
+    pub sweep_cooldowns_ms: Vec<u64>,
+    pub sweep_trials: u32,
+    pub sweep_hung_ms: u64,
+    pub sweep_after_checks: u64,
+}
+
+impl Params {
+    fn limiter(&self) -> Limiter {
+        let spec = LimitSpec {
+            capacity: self.capacity,
+            refill_per_sec: self.refill_per_sec,
+            ..LimitSpec::default()
+        };
+        Limiter::new(self.strategy, spec)
+    }
+
+    fn settings(&self, policy: Policy, breaker: Option<(u32, u64)>) -> StoreSettings {
+        StoreSettings {
+            budget: Duration::from_millis(self.budget_ms),
+            policy,
+            breaker: breaker.map(|(failures, cooldown_ms)| BreakerSettings {
+                failures,
+                cooldown: Duration::from_millis(cooldown_ms),
+                probe_budget: Duration::from_millis(self.probe_budget_ms),
+            }),
+        }
+    }
+}
+
+fn validate(p: &Params) -> Result<(), ExperimentError> {
+    let bad = [
+        (p.checks_per_phase == 0, "checks_per_phase must be >= 1"),
+        (p.interval_ms == 0, "interval_ms must be >= 1"),
+        (p.budget_ms == 0, "budget_ms must be >= 1"),
+        (p.policies.is_empty(), "policies must not be empty"),
+        (p.breaker_failures == 0, "breaker_failures must be >= 1"),
+        (p.sweep_failures.contains(&0), "sweep_failures must be >= 1"),
+        (
+            p.probe_budget_ms == 0 || p.probe_budget_ms >= p.budget_ms,
+            "probe_budget_ms must be >= 1 and shorter than budget_ms",
+        ),
+    ];
+    match bad.iter().find(|(is_bad, _)| *is_bad) {
+        Some((_, reason)) => Err(params::ParamError::Invalid {
+            experiment: ID.into(),
+            reason: (*reason).into(),
+        }
+        .into()),
+        None => Ok(()),
+    }
+}
+
+/// Runs the experiment into `ctx.out_dir/outage/`.
+pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
+    let (p, table): (Params, _) = params::resolve(
+        ID,
+        super::Experiment::Outage.params_toml(),
+        ctx.profile,
+        &ctx.sets,
+    )?;
+    validate(&p)?;
+    let mut target = ctx.target().phase(|| "starting redis-server".into())?;
+    target.managed(WHY).phase(|| "checking the target".into())?;
+    let mut run = RunRecord::begin(ctx, ID, &table, &target)?;
+    let server = target.managed(WHY).phase(|| "checking the target".into())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(ServerError::from)
+        .phase(|| "building the async runtime".into())?;
+    note_settings(&mut run, &p);
+    let suspended =
+        main_runs(ctx, &p, &rt, server, &mut run)? + sweep::run(ctx, &p, &rt, server, &mut run)?;
+    if suspended > 0 {
+        let warning = format!("WARNING: the machine was suspended during {suspended} check(s) (CLOCK_BOOTTIME - CLOCK_MONOTONIC grew); their latencies are sleep, not Redis (column `suspended`)");
+        eprintln!("ratelab: outage: {warning}");
+        run.note(warning);
+    }
+    run.finish(ctx)
+}
+
+fn note_settings(run: &mut RunRecord, p: &Params) {
+    run.note(format!(
+        "Store client: whole-call budget {} ms (one tokio timeout around connect + check); redis-rs connection_timeout and response_timeout both set to {} ms; no offline queue: a check never waits for a reconnect beyond its budget. Breaker runs: K = {}, cooldown {} ms, probe budget {} ms.",
+        p.budget_ms, p.budget_ms, p.breaker_failures, p.breaker_cooldown_ms, p.probe_budget_ms
+    ));
+    run.note("Connections: a connection error drops the connection and the next check reconnects inside its budget; a timeout keeps it (a hung server still holds it, as in the seed); the breaker opening drops it so the probe tests a fresh one.");
+    run.note(format!("One check at a time, each starting {} ms after the previous one started (right after it ended if it ran over; no catching up). Latency excludes nothing: connecting and script reloading happen inside the check.", p.interval_ms));
+}
+
+/// The four runs (policy x breaker off/on) through all five phases; returns suspended checks.
+fn main_runs(
+    ctx: &Ctx,
+    p: &Params,
+    rt: &tokio::runtime::Runtime,
+    server: &mut RedisServer,
+    run: &mut RunRecord,
+) -> Result<u64, ExperimentError> {
+    let mut checks = run
+        .staging
+        .csv::<CheckRow>("outage.csv")
+        .phase(|| "opening outage.csv".into())?;
+    let mut phase_rows = run
+        .staging
+        .csv::<PhaseRow>("phases.csv")
+        .phase(|| "opening phases.csv".into())?;
+    let runs: Vec<(Policy, Option<(u32, u64)>)> = (p.policies.iter())
+        .flat_map(|&policy| {
+            [None, Some((p.breaker_failures, p.breaker_cooldown_ms))].map(|b| (policy, b))
+        })
+        .collect();
+    let bar = progress_bar(ctx, ID, (runs.len() * 5) as u64);
+    let mut suspended = 0;
+    for (policy, breaker) in runs {
+        let label = RunLabel::new(policy, breaker);
+        let what = || format!("{label}");
+        let key = format!("ratelab:outage:{:x}:{label}", unix_ms());
+        let store = Store::new(&server.url(), p.limiter(), p.settings(policy, breaker))
+            .map_err(|e| PhaseError::Invalid(format!("store: {e}")))
+            .phase(what)?;
+        let mut driver = phases::Driver {
+            rt,
+            store: &store,
+            key: &key,
+            label,
+            interval: Duration::from_millis(p.interval_ms),
+            checks: &mut checks,
+        };
+        driver.warm_up(p.warmup).phase(what)?;
+        let mut measure = |phase: Phase, fault_at: Instant| -> Result<(), ExperimentError> {
+            let row = driver.phase(phase, fault_at, p.checks_per_phase);
+            let row = row.phase(|| format!("{label}, {phase} phase"))?;
+            suspended += row.suspended_checks;
+            phase_rows
+                .write(&row)
+                .phase(|| "writing phases.csv".into())?;
+            bar.inc(1);
+            Ok(())
+        };
+        measure(Phase::Healthy, Instant::now())?;
+        measure(Phase::Dead, fault::kill(server).phase(what)?)?;
+        measure(Phase::Restarted, fault::restart(server).phase(what)?)?;
+        let hung = fault::suspend(server).phase(what)?;
+        measure(Phase::Hung, hung.at)?;
+        // An error above drops `hung`, which continues the server.
+        measure(Phase::Resumed, hung.resume().phase(what)?)?;
+        let counters = serde_json::to_string(&store.counters()).unwrap_or_default();
+        run.note(format!("{label}: store counters {counters}"));
+    }
+    bar.finish_and_clear();
+    Ok(suspended)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_profiles_parse_and_validate() {
+        for profile in [params::Profile::Quick, params::Profile::Full] {
+            let toml = super::super::Experiment::Outage.params_toml();
+            let (p, _): (Params, _) = params::resolve(ID, toml, profile, &[]).unwrap();
+            validate(&p).unwrap();
+            assert_eq!(p.budget_ms, 250);
+            assert_eq!(p.policies, [Policy::FailOpen, Policy::FailClosed]);
+        }
+        let toml = super::super::Experiment::Outage.params_toml();
+        let (full, _): (Params, _) = params::resolve(ID, toml, params::Profile::Full, &[]).unwrap();
+        assert_eq!(full.checks_per_phase, 300, "the seed's 300 per phase");
+    }
+
+    /// phases.csv as the experiment writes it, with the seed's figures, must satisfy every outage
+    /// claim: the claims file and the CSV columns agree.
+    #[test]
+    fn the_seeds_figures_hold_against_the_claims() {
+        let dir = tempfile::tempdir().unwrap();
+        let staging = crate::record::Staging::new(dir.path(), ID).unwrap();
+        let mut sink = staging.csv::<PhaseRow>("phases.csv").unwrap();
+        let row = |breaker: Option<(u32, u64)>, phase, median_ms, first, reloads| {
+            let (min_ms, max_ms) = (median_ms, median_ms * 253.0 / 250.0);
+            let label = RunLabel::new(Policy::FailOpen, breaker);
+            let paid = if phase == Phase::Hung {
+                breaker.map_or(300, |b| b.0 as u64)
+            } else {
+                0
+            };
+            phases::tests_row(
+                label,
+                phase,
+                [min_ms, median_ms, max_ms],
+                paid,
+                first,
+                reloads,
+            )
+        };
+        let rows = [
+            row(None, Phase::Healthy, 0.17, Some(0), 0),
+            row(None, Phase::Dead, 0.02, None, 0),
+            row(None, Phase::Restarted, 0.3, Some(0), 1),
+            row(None, Phase::Hung, 250.0, None, 0),
+            row(None, Phase::Resumed, 0.2, Some(0), 0),
+            row(Some((3, 250)), Phase::Hung, 0.001, None, 0),
+            row(Some((3, 250)), Phase::Restarted, 0.3, Some(4), 1),
+        ];
+        for r in &rows {
+            sink.write(r).unwrap();
+        }
+        drop(sink);
+        let claims = crate::analysis::claims::all().unwrap();
+        let ours: Vec<_> = claims.iter().filter(|c| c.experiment == ID).collect();
+        assert!(ours.len() >= 7);
+        for claim in ours {
+            let v = crate::analysis::claims::judge(claim, staging.path());
+            assert_eq!(v.holds, Some(true), "{}: {}", claim.id, v.measured);
+        }
+    }
+
+    #[test]
+    fn a_probe_budget_as_long_as_the_budget_is_refused() {
+        let toml = super::super::Experiment::Outage.params_toml();
+        let sets = [("probe_budget_ms".to_string(), "250".to_string())];
+        let (p, _): (Params, _) = params::resolve(ID, toml, params::Profile::Quick, &sets).unwrap();
+        assert!(validate(&p).is_err());
+    }
+}

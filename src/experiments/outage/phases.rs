@@ -1,0 +1,199 @@
+//! One phase of an outage run: checks on a fixed schedule, a row per check as it is measured, and
+//! the phase's summary (counts, median / p99 / max, the first normal answer after the fault).
+
+use super::super::common::PhaseError;
+use super::rows::{CheckRow, Phase, PhaseRow, RunLabel};
+use crate::record::{suspend_offset_ns, CsvSink};
+use crate::store::{Failure, Outcome, Route, Store};
+use std::time::{Duration, Instant};
+
+/// A check during which CLOCK_BOOTTIME - CLOCK_MONOTONIC grew by more than this slept.
+const SUSPEND_NS: i128 = 10_000_000;
+
+/// Runs checks for one store and records them.
+pub struct Driver<'a> {
+    pub rt: &'a tokio::runtime::Runtime,
+    pub store: &'a Store,
+    pub key: &'a str,
+    pub label: RunLabel,
+    pub interval: Duration,
+    pub checks: &'a mut CsvSink<CheckRow>,
+}
+
+impl Driver<'_> {
+    /// Unrecorded checks that connect and load the script; Redis must answer the last one.
+    pub fn warm_up(&mut self, n: u64) -> Result<(), PhaseError> {
+        for i in 0..n {
+            let answer = self.rt.block_on(self.store.check(self.key));
+            let answer = answer.map_err(|e| PhaseError::Invalid(e.to_string()))?;
+            if i + 1 == n && !answer.outcome.is_normal() {
+                return Err(PhaseError::Invalid(format!(
+                    "warm-up: Redis did not answer ({answer:?})"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// `n` checks, each starting an interval after the previous one started, or as soon as it
+    /// ended if it ran over; `fault_at` is when the phase's fault took effect, the origin of
+    /// `at_ms` and of the time to the first normal answer.
+    pub fn phase(
+        &mut self,
+        phase: Phase,
+        fault_at: Instant,
+        n: u64,
+    ) -> Result<PhaseRow, PhaseError> {
+        let (policy, breaker, k, cooldown_ms) = self.label.columns();
+        let mut acc = Acc::default();
+        let (store, key, interval, checks) =
+            (self.store, self.key, self.interval, &mut *self.checks);
+        self.rt.block_on(async {
+            let mut next = tokio::time::Instant::now();
+            for seq in 0..n {
+                tokio::time::sleep_until(next).await;
+                // No catching up after a slow check: a burst of back-to-back checks would let the
+                // breaker's cooldown pass in fewer checks than the schedule says.
+                next = (next + interval).max(tokio::time::Instant::now());
+                let slept_before = suspend_offset_ns();
+                let t0 = Instant::now();
+                let answer = store.check(key).await;
+                let took = t0.elapsed();
+                let answer = answer.map_err(|e| PhaseError::Invalid(e.to_string()))?;
+                let row = CheckRow {
+                    policy,
+                    breaker: breaker.to_string(),
+                    k,
+                    cooldown_ms,
+                    phase,
+                    seq,
+                    at_ms: ms(t0.saturating_duration_since(fault_at)),
+                    latency_us: took.as_secs_f64() * 1e6,
+                    outcome: answer.outcome,
+                    route: answer.route,
+                    failure: answer.failure,
+                    breaker_state: answer.breaker,
+                    reconnected: answer.reconnected,
+                    script_reloaded: answer.script_reloaded,
+                    suspended: suspend_offset_ns() - slept_before > SUSPEND_NS,
+                };
+                checks.write(&row)?;
+                acc.add(&row);
+            }
+            Ok::<(), PhaseError>(())
+        })?;
+        Ok(acc.row(self.label, phase))
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Running totals of a phase.
+#[derive(Default)]
+struct Acc {
+    latencies_ms: Vec<f64>,
+    outcomes: [u64; 4],
+    paid_budget: u64,
+    short_circuited: u64,
+    probes: u64,
+    first_normal: Option<(u64, f64)>,
+    reconnects: u64,
+    script_reloads: u64,
+    suspended: u64,
+}
+
+impl Acc {
+    fn add(&mut self, r: &CheckRow) {
+        let latency_ms = r.latency_us / 1e3;
+        self.latencies_ms.push(latency_ms);
+        self.outcomes[r.outcome as usize] += 1;
+        self.paid_budget +=
+            u64::from(r.route == Route::Redis && r.failure == Some(Failure::Timeout));
+        self.short_circuited += u64::from(r.route == Route::Open);
+        self.probes += u64::from(r.route == Route::Probe);
+        if r.outcome.is_normal() && self.first_normal.is_none() {
+            self.first_normal = Some((r.seq, r.at_ms + latency_ms));
+        }
+        self.reconnects += u64::from(r.reconnected);
+        self.script_reloads += u64::from(r.script_reloaded);
+        self.suspended += u64::from(r.suspended);
+    }
+
+    fn row(mut self, label: RunLabel, phase: Phase) -> PhaseRow {
+        let (policy, breaker, k, cooldown_ms) = label.columns();
+        self.latencies_ms.sort_by(f64::total_cmp);
+        let l = &self.latencies_ms;
+        PhaseRow {
+            policy,
+            breaker: breaker.to_string(),
+            k,
+            cooldown_ms,
+            phase,
+            checks: l.len() as u64,
+            allowed: self.outcomes[Outcome::Allowed as usize],
+            denied: self.outcomes[Outcome::Denied as usize],
+            degraded_allowed: self.outcomes[Outcome::DegradedAllowed as usize],
+            degraded_denied: self.outcomes[Outcome::DegradedDenied as usize],
+            paid_budget: self.paid_budget,
+            short_circuited: self.short_circuited,
+            probes: self.probes,
+            min_ms: l.first().copied().unwrap_or(0.0),
+            median_ms: nearest_rank(l, 0.5),
+            p99_ms: nearest_rank(l, 0.99),
+            max_ms: l.last().copied().unwrap_or(0.0),
+            mean_ms: l.iter().sum::<f64>() / l.len().max(1) as f64,
+            first_normal_seq: self.first_normal.map(|f| f.0),
+            first_normal_ms: self.first_normal.map(|f| f.1),
+            reconnects: self.reconnects,
+            script_reloads: self.script_reloads,
+            suspended_checks: self.suspended,
+        }
+    }
+}
+
+/// A phase row with the given figures and zeros elsewhere, for tests of what reads phases.csv.
+#[cfg(test)]
+pub(super) fn tests_row(
+    label: RunLabel,
+    phase: Phase,
+    [min_ms, median_ms, max_ms]: [f64; 3],
+    paid_budget: u64,
+    first_normal_seq: Option<u64>,
+    script_reloads: u64,
+) -> PhaseRow {
+    let mut row = Acc::default().row(label, phase);
+    row.min_ms = min_ms;
+    row.median_ms = median_ms;
+    row.p99_ms = max_ms;
+    row.max_ms = max_ms;
+    row.paid_budget = paid_budget;
+    row.first_normal_seq = first_normal_seq;
+    row.first_normal_ms = first_normal_seq.map(|s| s as f64 * 2.0);
+    row.script_reloads = script_reloads;
+    row
+}
+
+/// The nearest-rank percentile of sorted values (0 for none): p99 of 300 is the 297th.
+pub fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (q * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<f64> = (1..=300).map(f64::from).collect();
+        assert_eq!(nearest_rank(&v, 0.5), 150.0);
+        assert_eq!(nearest_rank(&v, 0.99), 297.0);
+        assert_eq!(nearest_rank(&v, 1.0), 300.0);
+        assert_eq!(nearest_rank(&[], 0.5), 0.0);
+    }
+}

@@ -1,0 +1,127 @@
+//! The outage experiment's rows: what each phase did to Redis, which store a run used, one row per
+//! check (outage.csv) and one per phase (phases.csv).
+
+use crate::store::{BreakerState, Failure, Outcome, Policy, Route};
+use serde::{Deserialize, Serialize};
+
+/// What was done to Redis before the phase's checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    Healthy,
+    /// After SIGKILL (process reaped, port closed).
+    Dead,
+    /// After a new process started on the same port and answered PING.
+    Restarted,
+    /// After SIGSTOP.
+    Hung,
+    /// After SIGCONT.
+    Resumed,
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = serde_json::to_value(self).ok();
+        f.write_str(name.as_ref().and_then(|v| v.as_str()).unwrap_or("?"))
+    }
+}
+
+/// Which store a run used: its policy and breaker (K, cooldown ms), if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunLabel {
+    pub policy: Policy,
+    pub breaker: Option<(u32, u64)>,
+}
+
+impl RunLabel {
+    pub fn new(policy: Policy, breaker: Option<(u32, u64)>) -> Self {
+        RunLabel { policy, breaker }
+    }
+
+    pub(super) fn columns(self) -> (Policy, &'static str, u32, u64) {
+        match self.breaker {
+            Some((k, cooldown_ms)) => (self.policy, "on", k, cooldown_ms),
+            None => (self.policy, "off", 0, 0),
+        }
+    }
+}
+
+impl std::fmt::Display for RunLabel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (policy, breaker, ..) = self.columns();
+        let policy = serde_json::to_value(policy).ok();
+        let policy = policy.as_ref().and_then(|v| v.as_str()).unwrap_or("?");
+        write!(f, "{policy}/breaker-{breaker}")
+    }
+}
+
+/// One check.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CheckRow {
+    pub policy: Policy,
+    /// `off` or `on`.
+    pub breaker: String,
+    /// K (0 when off).
+    pub k: u32,
+    pub cooldown_ms: u64,
+    pub phase: Phase,
+    /// 0-based within the phase.
+    pub seq: u64,
+    /// When the check started, ms after the phase's fault (SIGKILL, ready after restart, ...).
+    pub at_ms: f64,
+    /// The whole check on the monotonic clock.
+    pub latency_us: f64,
+    pub outcome: Outcome,
+    pub route: Route,
+    /// Why Redis gave no decision (empty when it did).
+    pub failure: Option<Failure>,
+    /// The breaker after the check.
+    pub breaker_state: BreakerState,
+    pub reconnected: bool,
+    pub script_reloaded: bool,
+    /// The machine slept during this check: its latency is not Redis's.
+    pub suspended: bool,
+}
+
+/// One phase of one run, derived from its checks.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PhaseRow {
+    pub policy: Policy,
+    pub breaker: String,
+    pub k: u32,
+    pub cooldown_ms: u64,
+    pub phase: Phase,
+    pub checks: u64,
+    pub allowed: u64,
+    pub denied: u64,
+    pub degraded_allowed: u64,
+    pub degraded_denied: u64,
+    /// Checks that asked Redis with the full budget and timed out.
+    pub paid_budget: u64,
+    pub short_circuited: u64,
+    pub probes: u64,
+    pub min_ms: f64,
+    pub median_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub mean_ms: f64,
+    /// Checks answered by policy before the first normal answer (empty: none in the phase).
+    pub first_normal_seq: Option<u64>,
+    /// From the fault to the end of the first normal answer, ms.
+    pub first_normal_ms: Option<f64>,
+    pub reconnects: u64,
+    pub script_reloads: u64,
+    pub suspended_checks: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_and_phases_print_as_in_the_csv() {
+        let on = RunLabel::new(Policy::FailClosed, Some((3, 500)));
+        assert_eq!(on.to_string(), "fail-closed/breaker-on");
+        assert_eq!(Phase::Restarted.to_string(), "restarted");
+    }
+}

@@ -1,0 +1,288 @@
+//! The resilient limiter client of seed 000: every check has a budget that bounds the whole call,
+//! connection set-up included; when Redis is unusable the answer comes from a policy (fail-open or
+//! fail-closed) and is counted apart from normal decisions; there is no offline queue (a check
+//! never waits for a reconnect beyond its own budget); and an optional circuit breaker stops asking
+//! a Redis that keeps failing.
+//!
+//! Connections: one multiplexed connection, shared by concurrent checks. A connection error (the
+//! server closed it, refused a new one) drops it, and the next check reconnects inside its own
+//! budget; after a restart the script is reloaded by the limiter's EVALSHA-then-EVAL fallback. A
+//! timeout keeps the connection, as the seed's client did: a hung server still holds the TCP
+//! connection, so a new one would hang too. When the breaker opens, the connection is dropped, so
+//! the probe tests a fresh path (what a failover or a replaced server needs).
+
+mod breaker;
+mod connection;
+#[cfg(test)]
+mod tests;
+
+pub use breaker::{Admission, Breaker, BreakerSettings, BreakerState};
+
+use crate::limiter::{Limiter, LimiterError};
+use connection::Slot;
+use serde::{Deserialize, Serialize};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// What the store answers when Redis cannot (there is no answer right for every service).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    /// Let the request through: the service stays up, unlimited, while Redis is away.
+    FailOpen,
+    /// Reject the request: nothing unlimited gets through, and nothing else either.
+    FailClosed,
+}
+
+/// How a store behaves; recorded with the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreSettings {
+    /// Bound on one whole check: connecting (if needed), sending, waiting for the answer.
+    pub budget: Duration,
+    /// The answer when Redis is unusable.
+    pub policy: Policy,
+    /// The circuit breaker, or none (every check asks Redis and may pay the full budget).
+    pub breaker: Option<BreakerSettings>,
+}
+
+/// The answer a caller acts on; degraded answers came from the policy, not from Redis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    Allowed,
+    Denied,
+    DegradedAllowed,
+    DegradedDenied,
+}
+
+impl Outcome {
+    /// True when Redis decided.
+    pub fn is_normal(self) -> bool {
+        matches!(self, Outcome::Allowed | Outcome::Denied)
+    }
+}
+
+/// How the answer was reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Route {
+    /// Redis was asked with the full budget.
+    Redis,
+    /// Redis was asked with the probe budget (the breaker's recovery probe).
+    Probe,
+    /// The breaker was open: answered by policy without asking.
+    Open,
+}
+
+/// Why Redis gave no decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Failure {
+    /// The budget ran out (a hung server: the connection looks alive, nothing answers).
+    Timeout,
+    /// The connection failed or was refused (a dead server).
+    Connection,
+    /// Redis answered with an error (loading, busy, out of memory...).
+    Server,
+}
+
+/// One check's answer and how it came about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answer {
+    pub outcome: Outcome,
+    pub route: Route,
+    pub failure: Option<Failure>,
+    /// This check opened a new connection.
+    pub reconnected: bool,
+    /// Redis had lost the script (NOSCRIPT) and this check loaded it again.
+    pub script_reloaded: bool,
+    /// The breaker after this check (closed when there is none).
+    pub breaker: BreakerState,
+}
+
+/// Running totals; degraded answers are counted apart so an outage is not read as traffic.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counters {
+    pub allowed: u64,
+    pub denied: u64,
+    pub degraded_allowed: u64,
+    pub degraded_denied: u64,
+    pub timeouts: u64,
+    pub connection_errors: u64,
+    pub server_errors: u64,
+    pub short_circuited: u64,
+    pub probes: u64,
+    pub reconnects: u64,
+    pub script_reloads: u64,
+    pub breaker_opened: u64,
+}
+
+/// A check that could not be answered at all: a bug, never hidden behind the policy.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("bad redis url: {0}")]
+    Url(#[from] redis::RedisError),
+    #[error(transparent)]
+    Limiter(LimiterError),
+}
+
+/// The resilient client: a limiter, a connection it manages, a policy and maybe a breaker.
+pub struct Store {
+    limiter: Limiter,
+    settings: StoreSettings,
+    slot: Slot,
+    breaker: Option<Mutex<Breaker>>,
+    counters: Mutex<Counters>,
+}
+
+/// Locks a mutex whose data stays consistent even if a holder panicked (plain counters and state).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Store {
+    /// A store for `url`; it connects lazily, on the first check, inside that check's budget.
+    pub fn new(url: &str, limiter: Limiter, settings: StoreSettings) -> Result<Self, StoreError> {
+        Ok(Store {
+            limiter,
+            slot: Slot::new(url, settings.budget)?,
+            breaker: settings.breaker.map(|b| Mutex::new(Breaker::new(b))),
+            settings,
+            counters: Mutex::new(Counters::default()),
+        })
+    }
+
+    /// Its settings.
+    pub fn settings(&self) -> StoreSettings {
+        self.settings
+    }
+
+    /// The redis-rs connection and response timeouts it sets (both the budget: the whole-call
+    /// timeout around them is what bounds a check; these only keep redis-rs from its own default).
+    pub fn client_timeouts(&self) -> (Duration, Duration) {
+        self.slot.timeouts()
+    }
+
+    /// The totals so far.
+    pub fn counters(&self) -> Counters {
+        *lock(&self.counters)
+    }
+
+    /// Decides one request against `key`, within the budget, whatever Redis is doing.
+    pub async fn check(&self, key: &str) -> Result<Answer, StoreError> {
+        let admission = match &self.breaker {
+            Some(b) => lock(b).admit(Instant::now()),
+            None => Admission::Ask,
+        };
+        let budget = match (admission, self.settings.breaker) {
+            (Admission::ShortCircuit, _) => return Ok(self.degraded(Route::Open, None, false)),
+            (Admission::Probe, Some(b)) => b.probe_budget,
+            _ => self.settings.budget,
+        };
+        // A probe whose caller gives up must not leave the breaker half-open for ever.
+        let mut probe = ProbeGuard {
+            store: self,
+            armed: admission == Admission::Probe,
+        };
+        let asked = self.slot.ask(&self.limiter, key, budget).await;
+        probe.armed = false;
+        let route = match admission {
+            Admission::Probe => Route::Probe,
+            _ => Route::Redis,
+        };
+        let decision = match asked.result {
+            Ok(decision) => decision,
+            Err(connection::AskFailure::Bug(e)) => {
+                self.record(admission, true);
+                return Err(StoreError::Limiter(e));
+            }
+            Err(connection::AskFailure::Redis(failure)) => {
+                if self.record(admission, false) {
+                    self.slot.forget_any();
+                } else if failure == Failure::Connection {
+                    self.slot.forget(asked.generation);
+                }
+                return Ok(self.degraded(route, Some(failure), asked.reconnected));
+            }
+        };
+        self.record(admission, true);
+        let script_reloaded = self.limiter.script().is_some() && decision.redis_calls > 1;
+        let outcome = match decision.allowed {
+            true => Outcome::Allowed,
+            false => Outcome::Denied,
+        };
+        let mut c = lock(&self.counters);
+        c.allowed += u64::from(decision.allowed);
+        c.denied += u64::from(!decision.allowed);
+        c.reconnects += u64::from(asked.reconnected);
+        c.script_reloads += u64::from(script_reloaded);
+        c.probes += u64::from(route == Route::Probe);
+        Ok(Answer {
+            outcome,
+            route,
+            failure: None,
+            reconnected: asked.reconnected,
+            script_reloaded,
+            breaker: self.breaker_state(),
+        })
+    }
+
+    /// The breaker's state (closed when there is none).
+    pub fn breaker_state(&self) -> BreakerState {
+        self.breaker
+            .as_ref()
+            .map_or(BreakerState::Closed, |b| lock(b).state())
+    }
+
+    /// Feeds a result to the breaker; true when it opened.
+    fn record(&self, admission: Admission, ok: bool) -> bool {
+        let Some(b) = &self.breaker else {
+            return false;
+        };
+        let mut b = lock(b);
+        let opened = b.record(admission, ok, Instant::now());
+        lock(&self.counters).breaker_opened = b.times_opened();
+        opened
+    }
+
+    /// The policy's answer, counted apart from normal decisions.
+    fn degraded(&self, route: Route, failure: Option<Failure>, reconnected: bool) -> Answer {
+        let outcome = match self.settings.policy {
+            Policy::FailOpen => Outcome::DegradedAllowed,
+            Policy::FailClosed => Outcome::DegradedDenied,
+        };
+        let mut c = lock(&self.counters);
+        c.degraded_allowed += u64::from(outcome == Outcome::DegradedAllowed);
+        c.degraded_denied += u64::from(outcome == Outcome::DegradedDenied);
+        c.timeouts += u64::from(failure == Some(Failure::Timeout));
+        c.connection_errors += u64::from(failure == Some(Failure::Connection));
+        c.server_errors += u64::from(failure == Some(Failure::Server));
+        c.short_circuited += u64::from(route == Route::Open);
+        c.probes += u64::from(route == Route::Probe);
+        c.reconnects += u64::from(reconnected);
+        drop(c);
+        Answer {
+            outcome,
+            route,
+            failure,
+            reconnected,
+            script_reloaded: false,
+            breaker: self.breaker_state(),
+        }
+    }
+}
+
+/// Reports a probe as failed if its future is dropped before it returns.
+struct ProbeGuard<'a> {
+    store: &'a Store,
+    armed: bool,
+}
+
+impl Drop for ProbeGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed && self.store.record(Admission::Probe, false) {
+            self.store.slot.forget_any();
+        }
+    }
+}
