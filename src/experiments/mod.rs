@@ -89,6 +89,15 @@ impl Experiment {
             })
     }
 
+    /// Why the experiment must own the server (it signals, restarts or reconfigures it), if it
+    /// must: such experiments refuse `--redis-url` before starting anything.
+    pub fn needs_managed_server(self) -> Option<&'static str> {
+        match self {
+            Experiment::Outage => Some(outage::WHY),
+            _ => None,
+        }
+    }
+
     /// Resolves and validates the parameters without running anything, so `all` fails before
     /// the first experiment rather than an hour in.
     pub fn check_params(
@@ -102,6 +111,7 @@ impl Experiment {
             Experiment::Cost => check::<cost::Params>(self, profile, sets),
             Experiment::Latency => check::<latency::Params>(self, profile, sets),
             Experiment::Calibrate => check::<calibrate::Params>(self, profile, sets),
+            Experiment::Outage => check::<outage::Params>(self, profile, sets),
         }
     }
 

@@ -29,8 +29,9 @@ mod sweep;
 pub use rows::{CheckRow, Phase, PhaseRow, RunLabel};
 pub use sweep::SweepRow;
 
-use super::common::{progress_bar, ExperimentError, Phase as _, PhaseError, RunRecord};
-use super::params;
+use super::common::{
+    progress_bar, run_experiment, ExperimentError, Phase as _, PhaseError, RunRecord, Validate,
+};
 use crate::context::Ctx;
 use crate::fault;
 use crate::limiter::{unix_ms, LimitSpec, Limiter, Strategy};
@@ -41,7 +42,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const ID: &str = "outage";
-const WHY: &str = "it SIGKILLs, restarts, SIGSTOPs and SIGCONTs the server";
+pub(super) const WHY: &str = "it SIGKILLs, restarts, SIGSTOPs and SIGCONTs the server";
 
 /// Parameters; defaults in `experiments/outage.toml`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -88,56 +89,50 @@ impl Params {
     }
 }
 
-fn validate(p: &Params) -> Result<(), ExperimentError> {
-    let bad = [
-        (p.checks_per_phase == 0, "checks_per_phase must be >= 1"),
-        (p.interval_ms == 0, "interval_ms must be >= 1"),
-        (p.budget_ms == 0, "budget_ms must be >= 1"),
-        (p.policies.is_empty(), "policies must not be empty"),
-        (p.breaker_failures == 0, "breaker_failures must be >= 1"),
-        (p.sweep_failures.contains(&0), "sweep_failures must be >= 1"),
-        (
-            p.probe_budget_ms == 0 || p.probe_budget_ms >= p.budget_ms,
-            "probe_budget_ms must be >= 1 and shorter than budget_ms",
-        ),
-    ];
-    match bad.iter().find(|(is_bad, _)| *is_bad) {
-        Some((_, reason)) => Err(params::ParamError::Invalid {
-            experiment: ID.into(),
-            reason: (*reason).into(),
+impl Validate for Params {
+    fn validate(&self) -> Result<(), String> {
+        let p = self;
+        let bad = [
+            (p.checks_per_phase == 0, "checks_per_phase must be >= 1"),
+            (p.interval_ms == 0, "interval_ms must be >= 1"),
+            (p.budget_ms == 0, "budget_ms must be >= 1"),
+            (p.policies.is_empty(), "policies must not be empty"),
+            (p.breaker_failures == 0, "breaker_failures must be >= 1"),
+            (p.sweep_failures.contains(&0), "sweep_failures must be >= 1"),
+            (
+                p.probe_budget_ms == 0 || p.probe_budget_ms >= p.budget_ms,
+                "probe_budget_ms must be >= 1 and shorter than budget_ms",
+            ),
+        ];
+        match bad.iter().find(|(is_bad, _)| *is_bad) {
+            Some((_, reason)) => Err((*reason).to_string()),
+            None => Ok(()),
         }
-        .into()),
-        None => Ok(()),
     }
 }
 
 /// Runs the experiment into `ctx.out_dir/outage/`.
 pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    let (p, table): (Params, _) = params::resolve(
-        ID,
-        super::Experiment::Outage.params_toml(),
-        ctx.profile,
-        &ctx.sets,
-    )?;
-    validate(&p)?;
-    let mut target = ctx.target().phase(|| "starting redis-server".into())?;
-    target.managed(WHY).phase(|| "checking the target".into())?;
-    let mut run = RunRecord::begin(ctx, ID, &table, &target)?;
-    let server = target.managed(WHY).phase(|| "checking the target".into())?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(ServerError::from)
-        .phase(|| "building the async runtime".into())?;
-    note_settings(&mut run, &p);
-    let suspended =
-        main_runs(ctx, &p, &rt, server, &mut run)? + sweep::run(ctx, &p, &rt, server, &mut run)?;
-    if suspended > 0 {
-        let warning = format!("WARNING: the machine was suspended during {suspended} check(s) (CLOCK_BOOTTIME - CLOCK_MONOTONIC grew); their latencies are sleep, not Redis (column `suspended`)");
-        eprintln!("ratelab: outage: {warning}");
-        run.note(warning);
-    }
-    run.finish(ctx)
+    run_experiment(ctx, super::Experiment::Outage, |s, p: &Params| {
+        let server = s
+            .target
+            .managed(WHY)
+            .phase(|| "checking the target".into())?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(ServerError::from)
+            .phase(|| "building the async runtime".into())?;
+        note_settings(s.run, p);
+        let suspended =
+            main_runs(s.ctx, p, &rt, server, s.run)? + sweep::run(s.ctx, p, &rt, server, s.run)?;
+        if suspended > 0 {
+            let warning = format!("WARNING: the machine was suspended during {suspended} check(s) (CLOCK_BOOTTIME - CLOCK_MONOTONIC grew); their latencies are sleep, not Redis (column `suspended`)");
+            eprintln!("ratelab: outage: {warning}");
+            s.run.note(warning);
+        }
+        Ok(())
+    })
 }
 
 fn note_settings(run: &mut RunRecord, p: &Params) {
@@ -217,16 +212,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn embedded_profiles_parse_and_validate() {
-        for profile in [params::Profile::Quick, params::Profile::Full] {
-            let toml = super::super::Experiment::Outage.params_toml();
-            let (p, _): (Params, _) = params::resolve(ID, toml, profile, &[]).unwrap();
-            validate(&p).unwrap();
-            assert_eq!(p.budget_ms, 250);
-            assert_eq!(p.policies, [Policy::FailOpen, Policy::FailClosed]);
-        }
+    fn full_profile_has_the_seeds_shape() {
         let toml = super::super::Experiment::Outage.params_toml();
-        let (full, _): (Params, _) = params::resolve(ID, toml, params::Profile::Full, &[]).unwrap();
+        let profile = crate::experiments::params::Profile::Full;
+        let (full, _): (Params, _) =
+            crate::experiments::params::resolve(ID, toml, profile, &[]).unwrap();
+        full.validate().unwrap();
+        assert_eq!(full.budget_ms, 250);
+        assert_eq!(full.policies, [Policy::FailOpen, Policy::FailClosed]);
         assert_eq!(full.checks_per_phase, 300, "the seed's 300 per phase");
     }
 
@@ -278,9 +271,11 @@ mod tests {
 
     #[test]
     fn a_probe_budget_as_long_as_the_budget_is_refused() {
-        let toml = super::super::Experiment::Outage.params_toml();
         let sets = [("probe_budget_ms".to_string(), "250".to_string())];
-        let (p, _): (Params, _) = params::resolve(ID, toml, params::Profile::Quick, &sets).unwrap();
-        assert!(validate(&p).is_err());
+        let quick = crate::experiments::params::Profile::Quick;
+        let err = super::super::Experiment::Outage
+            .check_params(quick, &sets)
+            .unwrap_err();
+        assert!(err.to_string().contains("probe_budget_ms"), "{err}");
     }
 }
