@@ -7,7 +7,8 @@
 //! - [`context`]: the options every experiment runs with (profile, output, server, pinning, seed).
 //! - [`server`]: starts, pins, signals and always stops redis-server; INFO parsing; `--redis-url`.
 //! - [`limiter`]: one file per strategy; Lua in `limiter/lua/*.lua`.
-//! - [`load`]: closed-loop load from worker processes (the binary re-executed as `worker`).
+//! - [`load`]: closed-loop load and open-loop (scheduled) arrivals from worker processes (the
+//!   binary re-executed as `worker`).
 //! - [`record`]: CSV sinks flushed per row, atomic result directories, meta.json, MONITOR.
 //! - [`experiments`]: one module per experiment id, parameters from `experiments/<id>.toml`.
 //! - [`charts`]: SVG and PNG charts drawn from the CSVs alone.
