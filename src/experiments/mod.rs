@@ -9,6 +9,7 @@ pub mod latency;
 pub mod measure;
 pub mod params;
 pub mod race;
+pub mod tsmember;
 
 pub use common::{Concurrency, ExperimentError, Phase, PhaseError, RunRecord};
 
@@ -29,6 +30,8 @@ pub enum Experiment {
     Latency,
     /// The harness's load generator against redis-benchmark, side by side.
     Calibrate,
+    /// The time as sliding-log member under open-loop arrivals (seed 002).
+    Tsmember,
 }
 
 impl Experiment {
@@ -39,6 +42,7 @@ impl Experiment {
         Experiment::Cost,
         Experiment::Latency,
         Experiment::Calibrate,
+        Experiment::Tsmember,
     ];
 
     /// The id used on the command line and as the results subdirectory.
@@ -49,6 +53,7 @@ impl Experiment {
             Experiment::Cost => "cost",
             Experiment::Latency => "latency",
             Experiment::Calibrate => "calibrate",
+            Experiment::Tsmember => "tsmember",
         }
     }
 
@@ -60,6 +65,7 @@ impl Experiment {
             Experiment::Cost => include_str!("../../experiments/cost.toml"),
             Experiment::Latency => include_str!("../../experiments/latency.toml"),
             Experiment::Calibrate => include_str!("../../experiments/calibrate.toml"),
+            Experiment::Tsmember => include_str!("../../experiments/tsmember.toml"),
         }
     }
 
@@ -91,6 +97,7 @@ impl Experiment {
             Experiment::Cost => cost::run(ctx),
             Experiment::Latency => latency::run(ctx),
             Experiment::Calibrate => calibrate::run(ctx),
+            Experiment::Tsmember => tsmember::run(ctx),
         }
     }
 }
