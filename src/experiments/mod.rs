@@ -10,6 +10,7 @@ pub mod measure;
 pub mod params;
 pub mod race;
 pub mod tsmember;
+pub mod window_edge;
 
 pub use common::{Concurrency, ExperimentError, Phase, PhaseError, RunRecord};
 
@@ -32,6 +33,8 @@ pub enum Experiment {
     Calibrate,
     /// The time as sliding-log member under open-loop arrivals (seed 002).
     Tsmember,
+    /// The fixed window's edge burst: the limit twice within one second (seed 001).
+    WindowEdge,
 }
 
 impl Experiment {
@@ -43,6 +46,7 @@ impl Experiment {
         Experiment::Latency,
         Experiment::Calibrate,
         Experiment::Tsmember,
+        Experiment::WindowEdge,
     ];
 
     /// The id used on the command line and as the results subdirectory.
@@ -54,6 +58,7 @@ impl Experiment {
             Experiment::Latency => "latency",
             Experiment::Calibrate => "calibrate",
             Experiment::Tsmember => "tsmember",
+            Experiment::WindowEdge => "window-edge",
         }
     }
 
@@ -66,6 +71,7 @@ impl Experiment {
             Experiment::Latency => include_str!("../../experiments/latency.toml"),
             Experiment::Calibrate => include_str!("../../experiments/calibrate.toml"),
             Experiment::Tsmember => include_str!("../../experiments/tsmember.toml"),
+            Experiment::WindowEdge => include_str!("../../experiments/window-edge.toml"),
         }
     }
 
@@ -98,6 +104,7 @@ impl Experiment {
             Experiment::Latency => latency::run(ctx),
             Experiment::Calibrate => calibrate::run(ctx),
             Experiment::Tsmember => tsmember::run(ctx),
+            Experiment::WindowEdge => window_edge::run(ctx),
         }
     }
 }
