@@ -11,6 +11,8 @@ mod latency;
 mod place;
 mod png;
 mod race;
+mod tsmember;
+mod window_edge;
 
 pub use png::svg_to_png;
 
@@ -76,6 +78,16 @@ const EXPERIMENTS: &[Experiment] = &[
         id: "calibrate",
         csv: calibrate::CSV_NAME,
         render: calibrate::render,
+    },
+    Experiment {
+        id: "tsmember",
+        csv: tsmember::CSV_NAME,
+        render: tsmember::render,
+    },
+    Experiment {
+        id: "window-edge",
+        csv: window_edge::CSV_NAME,
+        render: window_edge::render,
     },
 ];
 
