@@ -25,6 +25,8 @@ fn all_quick_writes_every_experiment_and_a_report() {
         ("cost", "cost.csv", "cost.svg"),
         ("latency", "latency.csv", "latency_cdf.svg"),
         ("calibrate", "calibrate.csv", "calibrate.svg"),
+        ("tsmember", "tsmember.csv", "tsmember.svg"),
+        ("window-edge", "window-edge.csv", "window-edge.svg"),
     ] {
         let dir = out.path().join(id);
         let rows = std::fs::read_to_string(dir.join(csv)).unwrap_or_default();
@@ -33,13 +35,22 @@ fn all_quick_writes_every_experiment_and_a_report() {
         assert!(dir.join(chart).exists(), "{id}/{chart} missing");
     }
     let report = std::fs::read_to_string(out.path().join("REPORT.md")).unwrap();
-    for id in ["race", "atomic", "cost", "latency", "calibrate"] {
+    for id in [
+        "race",
+        "atomic",
+        "cost",
+        "latency",
+        "calibrate",
+        "tsmember",
+        "window-edge",
+    ] {
         assert!(report.contains(&format!("## {id}")), "report lacks {id}");
     }
     // Exactness is physics, not timing: these must hold on any machine.
     for claim in [
         "Lua token bucket admits exactly 100",
         "Lua token bucket is exact under contention",
+        "a unique member (a request id) admits exactly the limit",
     ] {
         let line = report
             .lines()
