@@ -69,9 +69,14 @@ pub struct TsmemberRow {
     pub p50_us: f64,
     pub p99_us: f64,
     pub max_us: f64,
-    /// The latest start against its schedule, µs, and starts later than 1 ms (open loop only).
+    /// How late starts were against the schedule, µs (99th percentile and latest), and starts
+    /// later than 1 ms (open loop only).
+    pub p99_late_us: f64,
     pub max_late_us: f64,
     pub late_starts: u64,
+    /// CPU seconds the open-loop generator used: near duration_s it was saturated, far below
+    /// with late starts it was starved by other processes (0 flat out).
+    pub generator_cpu_s: f64,
     /// Requests per second: the arrival rate achieved (open loop) or the throughput (flat out).
     pub requests_per_s: f64,
 }

@@ -75,6 +75,10 @@ pub struct OpenTally {
     pub connections: u64,
     /// The schedule's start in Unix ns on this machine's clock (the earliest worker's).
     pub origin_unix_ns: u64,
+    /// CPU seconds (user + sys) the worker processes used: near the run's length means the
+    /// generator was saturated, far below it with late starts means it was starved of CPU.
+    #[serde(default)]
+    pub cpu_s: f64,
     /// Per request, when `record_requests` (errors excluded: they fail the run anyway).
     pub requests: Vec<RequestRecord>,
 }
@@ -91,12 +95,23 @@ impl OpenTally {
         self.shared_sends += other.shared_sends;
         self.max_in_flight = self.max_in_flight.max(other.max_in_flight);
         self.connections += other.connections;
+        self.cpu_s += other.cpu_s;
         self.origin_unix_ns = match first {
             true => other.origin_unix_ns,
             false => self.origin_unix_ns.min(other.origin_unix_ns),
         };
         self.requests.extend(other.requests);
         self.requests.sort_by_key(|r| r.intended_ns);
+    }
+
+    /// How late the starts were, as one histogram (ns).
+    pub fn lateness_histogram(&self) -> Result<hdrhistogram::Histogram<u64>, LoadError> {
+        let mut h = super::latency::new_histogram()?;
+        for &(value, count) in &self.lateness_ns {
+            h.record_n(value, count)
+                .map_err(|e| LoadError::Histogram(e.to_string()))?;
+        }
+        Ok(h)
     }
 
     /// Whether every request started within `LATE_NS` of its intended time.
@@ -224,6 +239,18 @@ mod tests {
         assert_eq!((a.max_lateness_ns, a.origin_unix_ns), (2_000_000, 100));
         assert_eq!(a.requests[0].intended_ns, 100);
         assert!(!a.kept_up());
+    }
+
+    #[test]
+    fn lateness_buckets_merge_into_one_histogram() {
+        let mut a = tally(2, 0, 10, 0);
+        a.lateness_ns = vec![(1_000, 2)];
+        let mut b = tally(1, 1, 3_000_000, 0);
+        b.lateness_ns = vec![(3_000_000, 1)];
+        a.merge(b);
+        let h = a.lateness_histogram().unwrap();
+        assert_eq!(h.len(), 3);
+        assert!(h.value_at_quantile(0.5) < 2_000 && h.max() >= 3_000_000);
     }
 
     #[test]

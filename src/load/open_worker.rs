@@ -124,8 +124,19 @@ pub async fn run(
         max_in_flight: rec.max_in_flight,
         connections,
         origin_unix_ns,
+        cpu_s: own_cpu_s(),
         requests: rec.requests.unwrap_or_default(),
     })
+}
+
+/// CPU seconds (user + sys) this process has used so far; the worker does nothing else.
+fn own_cpu_s() -> f64 {
+    // SAFETY: rusage is plain data, filled by getrusage.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 /// The schedule's start as an Instant and as Unix ns on this machine's clock.

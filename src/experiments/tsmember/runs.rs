@@ -60,8 +60,11 @@ impl One {
         // The scheduled length: the last replies arriving after it are not extra time offered.
         row.duration_s = p.duration_s;
         row.requests_per_s = tally.offered as f64 / p.duration_s;
+        let late = tally.lateness_histogram().phase(what)?;
+        row.p99_late_us = late.value_at_quantile(0.99) as f64 / 1e3;
         row.max_late_us = tally.max_lateness_ns as f64 / 1e3;
         row.late_starts = tally.late_starts;
+        row.generator_cpu_s = tally.cpu_s;
         Ok(row)
     }
 
@@ -138,8 +141,10 @@ impl One {
             p50_us: us(h.value_at_quantile(0.5)),
             p99_us: us(h.value_at_quantile(0.99)),
             max_us: us(h.max()),
+            p99_late_us: 0.0,
             max_late_us: 0.0,
             late_starts: 0,
+            generator_cpu_s: 0.0,
             requests_per_s: if secs > 0.0 {
                 t.total() as f64 / secs
             } else {
