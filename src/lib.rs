@@ -11,7 +11,8 @@
 //!   degraded answers counted apart, no offline queue, circuit breaker.
 //! - [`fault`]: what breaks Redis on purpose (kill, restart, SIGSTOP) and the guard that always
 //!   continues a stopped server.
-//! - [`load`]: closed-loop load from worker processes (the binary re-executed as `worker`).
+//! - [`load`]: closed-loop load and open-loop (scheduled) arrivals from worker processes (the
+//!   binary re-executed as `worker`).
 //! - [`record`]: CSV sinks flushed per row, atomic result directories, meta.json, MONITOR.
 //! - [`experiments`]: one module per experiment id, parameters from `experiments/<id>.toml`.
 //! - [`charts`]: SVG and PNG charts drawn from the CSVs alone.

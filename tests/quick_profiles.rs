@@ -26,6 +26,8 @@ fn all_quick_writes_every_experiment_and_a_report() {
         ("latency", "latency.csv", "latency_cdf.svg"),
         ("calibrate", "calibrate.csv", "calibrate.svg"),
         ("outage", "outage.csv", "outage.svg"),
+        ("tsmember", "tsmember.csv", "tsmember.svg"),
+        ("window-edge", "window-edge.csv", "window-edge.svg"),
     ] {
         let dir = out.path().join(id);
         let rows = std::fs::read_to_string(dir.join(csv)).unwrap_or_default();
@@ -34,7 +36,16 @@ fn all_quick_writes_every_experiment_and_a_report() {
         assert!(dir.join(chart).exists(), "{id}/{chart} missing");
     }
     let report = std::fs::read_to_string(out.path().join("REPORT.md")).unwrap();
-    for id in ["race", "atomic", "cost", "latency", "calibrate", "outage"] {
+    for id in [
+        "race",
+        "atomic",
+        "cost",
+        "latency",
+        "calibrate",
+        "outage",
+        "tsmember",
+        "window-edge",
+    ] {
         assert!(report.contains(&format!("## {id}")), "report lacks {id}");
     }
     // Exactness is physics, not timing: these must hold on any machine. So are the outage
@@ -45,6 +56,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "after SIGCONT the next check succeeded normally",
         "after a restart the client reloaded the script on its own",
         "only the K checks that trip it pay the full budget",
+        "a unique member (a request id) admits exactly the limit",
     ] {
         let line = report
             .lines()

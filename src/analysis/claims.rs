@@ -47,6 +47,8 @@ pub enum Judge {
     MeanWithin,
     /// Every selected row is at least `published` (or its `published_column`).
     AllAtLeast,
+    /// Every selected row is at most `published` (or its `published_column`): a bound.
+    AllAtMost,
     /// The mean (or ratio) lies inside `range`.
     Range,
     /// Seed 000's MONITOR order.
@@ -138,6 +140,7 @@ fn judge_numbers(claim: &Claim, selected: &[&Row], all_rows: &[Row]) -> Verdict 
     let holds = match claim.judge {
         Judge::AllEqual => pairs.iter().all(|(v, w)| v == w),
         Judge::AllAtLeast => pairs.iter().all(|(v, w)| v >= w),
+        Judge::AllAtMost => pairs.iter().all(|(v, w)| v <= w),
         Judge::MeanWithin => {
             (value - claim.published).abs() <= claim.tolerance * claim.published.abs()
         }
@@ -231,6 +234,24 @@ mod tests {
         assert!(v.measured.contains("min 166"), "{}", v.measured);
         let lua = claims.iter().find(|c| c.id == "race.lua-exact").unwrap();
         assert_eq!(judge(lua, dir.path()).holds, None);
+    }
+
+    #[test]
+    fn all_at_most_bounds_each_row_by_its_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv =
+            "strategy,max_admitted_in_1s,smooth_bound\nlua-bucket,109,109.4\nincr-window,200,110\n";
+        std::fs::write(dir.path().join("window-edge.csv"), csv).unwrap();
+        let claims = all().unwrap();
+        let bounded = claims
+            .iter()
+            .find(|c| c.id == "window-edge.bucket-bounded")
+            .unwrap();
+        assert_eq!(bounded.judge, Judge::AllAtMost);
+        assert_eq!(judge(bounded, dir.path()).holds, Some(true));
+        let mut fixed = bounded.clone();
+        fixed.select = [("strategy".to_string(), "incr-window".to_string())].into();
+        assert_eq!(judge(&fixed, dir.path()).holds, Some(false));
     }
 
     #[test]

@@ -81,6 +81,7 @@ fn published(claim: &claims::Claim) -> String {
             Some([lo, hi]) => format!("{lo} to {hi}"),
             None => "?".into(),
         },
+        (Some(col), claims::Judge::AllAtMost) => format!("<= {col}"),
         (Some(col), _) => format!("{} (= {col})", claim.published),
         (None, claims::Judge::MeanWithin) => {
             format!("~{} (±{:.0}%)", claim.published, claim.tolerance * 100.0)
@@ -117,6 +118,19 @@ fn setup_line(exp_dir: &Path) -> String {
     );
     if s("/suspend/suspended") == "true" {
         line.push_str("**WARNING: the machine was suspended during this run; its timings are not valid.**\n\n");
+    }
+    if s("/open_loop/kept_up") == "false" {
+        // Late starts arrive bunched, which changes what timing-sensitive limiters admit.
+        let ms = |p: &str| meta.pointer(p).and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
+        let _ = write!(
+            line,
+            "**WARNING: the open-loop generator fell behind its schedule: {} of {} starts more than {} ms late (latest {} ms, {}).**\n\n",
+            s("/open_loop/late_starts"),
+            s("/open_loop/requests"),
+            ms("/open_loop/late_threshold_ms"),
+            (ms("/open_loop/max_lateness_ms") * 10.0).round() / 10.0,
+            s("/open_loop/worst_run"),
+        );
     }
     line
 }

@@ -61,6 +61,28 @@ pub fn summary(id: &str, dir: &Path) -> Result<String, AnalysisError> {
                 ("Redis busy %", "redis_busy_pct"),
             ],
         ),
+        "tsmember" => (
+            "tsmember.csv",
+            &["member", "clock", "rate", "limit"],
+            &[
+                ("offered", "offered"),
+                ("admitted", "admitted"),
+                ("admitted / limit", "admitted_per_limit"),
+                ("log entries", "log_entries"),
+                ("latest start µs", "max_late_us"),
+            ],
+        ),
+        "window-edge" => (
+            "window-edge.csv",
+            &["strategy", "limit"],
+            &[
+                ("before edge", "admitted_before_edge"),
+                ("after edge", "admitted_after_edge"),
+                ("most in 1 s", "max_admitted_in_1s"),
+                ("/ limit", "max_per_limit"),
+                ("smooth bound", "smooth_bound"),
+            ],
+        ),
         _ => return Ok(String::new()),
     };
     let rows = read_rows(&dir.join(file))?;

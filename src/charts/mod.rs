@@ -13,6 +13,8 @@ mod outage_sweep;
 mod place;
 mod png;
 mod race;
+mod tsmember;
+mod window_edge;
 
 pub use png::svg_to_png;
 
@@ -83,6 +85,16 @@ const EXPERIMENTS: &[Experiment] = &[
         id: "outage",
         csv: outage::CSV_NAME,
         render: outage::render,
+    },
+    Experiment {
+        id: "tsmember",
+        csv: tsmember::CSV_NAME,
+        render: tsmember::render,
+    },
+    Experiment {
+        id: "window-edge",
+        csv: window_edge::CSV_NAME,
+        render: window_edge::render,
     },
 ];
 

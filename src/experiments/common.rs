@@ -3,7 +3,7 @@
 
 use super::params::ParamError;
 use crate::context::Ctx;
-use crate::load::{CheckTally, LoadError};
+use crate::load::{CheckTally, LoadError, OpenLoopHealth, OpenTally};
 use crate::record::{self, Meta, RecordError, RedisMeta, Staging, SuspendCheck};
 use crate::server::{config_snapshot, ServerError, Target};
 use serde::{Deserialize, Serialize};
@@ -99,6 +99,7 @@ pub struct RunRecord {
     params: serde_json::Value,
     redis: RedisMeta,
     notes: Vec<String>,
+    open_loop: Option<OpenLoopHealth>,
 }
 
 impl RunRecord {
@@ -124,12 +125,20 @@ impl RunRecord {
             params,
             redis,
             notes: Vec::new(),
+            open_loop: None,
         })
     }
 
     /// Adds a sentence the reader needs to interpret the numbers.
     pub fn note(&mut self, text: impl Into<String>) {
         self.notes.push(text.into());
+    }
+
+    /// Counts an open-loop run towards meta.json's verdict on whether the generator kept up.
+    pub fn open_loop_run(&mut self, label: &str, tally: &OpenTally) {
+        self.open_loop
+            .get_or_insert_with(OpenLoopHealth::default)
+            .add(label, tally);
     }
 
     /// Writes meta.json and moves the results into place.
@@ -140,6 +149,9 @@ impl RunRecord {
             notes.push(
                 "WARNING: the machine was suspended during this run; timings are not valid".into(),
             );
+        }
+        if let Some(health) = &self.open_loop {
+            notes.push(health.note());
         }
         let meta = Meta {
             experiment: self.experiment.to_string(),
@@ -157,6 +169,7 @@ impl RunRecord {
             client_timeouts: ctx.timeouts,
             suspend,
             notes,
+            open_loop: self.open_loop,
         };
         self.staging
             .write_json("meta.json", &meta)

@@ -10,6 +10,8 @@ pub mod measure;
 pub mod outage;
 pub mod params;
 pub mod race;
+pub mod tsmember;
+pub mod window_edge;
 
 pub use common::{Concurrency, ExperimentError, Phase, PhaseError, RunRecord, Validate};
 
@@ -32,6 +34,10 @@ pub enum Experiment {
     Calibrate,
     /// Checks through SIGKILL, restart, SIGSTOP and SIGCONT; the circuit breaker (seed 000).
     Outage,
+    /// The time as sliding-log member under open-loop arrivals (seed 002).
+    Tsmember,
+    /// The fixed window's edge burst: the limit twice within one second (seed 001).
+    WindowEdge,
 }
 
 impl Experiment {
@@ -43,6 +49,8 @@ impl Experiment {
         Experiment::Latency,
         Experiment::Calibrate,
         Experiment::Outage,
+        Experiment::Tsmember,
+        Experiment::WindowEdge,
     ];
 
     /// The id used on the command line and as the results subdirectory.
@@ -54,6 +62,8 @@ impl Experiment {
             Experiment::Latency => "latency",
             Experiment::Calibrate => "calibrate",
             Experiment::Outage => "outage",
+            Experiment::Tsmember => "tsmember",
+            Experiment::WindowEdge => "window-edge",
         }
     }
 
@@ -66,6 +76,8 @@ impl Experiment {
             Experiment::Latency => include_str!("../../experiments/latency.toml"),
             Experiment::Calibrate => include_str!("../../experiments/calibrate.toml"),
             Experiment::Outage => include_str!("../../experiments/outage.toml"),
+            Experiment::Tsmember => include_str!("../../experiments/tsmember.toml"),
+            Experiment::WindowEdge => include_str!("../../experiments/window-edge.toml"),
         }
     }
 
@@ -112,6 +124,8 @@ impl Experiment {
             Experiment::Latency => check::<latency::Params>(self, profile, sets),
             Experiment::Calibrate => check::<calibrate::Params>(self, profile, sets),
             Experiment::Outage => check::<outage::Params>(self, profile, sets),
+            Experiment::Tsmember => check::<tsmember::Params>(self, profile, sets),
+            Experiment::WindowEdge => check::<window_edge::Params>(self, profile, sets),
         }
     }
 
@@ -124,6 +138,8 @@ impl Experiment {
             Experiment::Latency => latency::run(ctx),
             Experiment::Calibrate => calibrate::run(ctx),
             Experiment::Outage => outage::run(ctx),
+            Experiment::Tsmember => tsmember::run(ctx),
+            Experiment::WindowEdge => window_edge::run(ctx),
         }
     }
 }

@@ -1,12 +1,22 @@
 //! Load generators. Closed loop: P worker processes, each one single-threaded event loop with ONE
 //! connection shared by F in-flight requests (what produces seed 000's read, read, write, write).
+//! Open loop: requests start on a seeded schedule whatever the replies do, latency counted from
+//! the intended start (`open`, `schedule`).
 
 mod closed;
 pub mod latency;
+mod open;
+mod open_worker;
 pub mod rng;
+mod schedule;
+mod timer;
 mod workers;
 
 pub use closed::run_checks;
+pub use open::{
+    run_open_loop, OpenLoop, OpenLoopHealth, OpenSpec, OpenTally, RequestRecord, LATE_NS,
+};
+pub use schedule::{aligned_start, share, Arrivals, Burst, Start};
 pub use workers::{run_closed_loop, split_checks, worker_main, ClosedLoop, Fleet};
 
 use crate::limiter::{LimitSpec, Strategy};

@@ -1,13 +1,17 @@
 //! Multi-process closed loop. Each worker is this binary re-executed as the hidden `worker`
 //! subcommand: a real OS process, as the seeds' Node processes and pods were.
 //!
-//! Protocol on the worker's stdin/stdout, one line each: parent sends the spec (JSON); worker
-//! connects and answers `ready`; parent sends `go` to all workers at once, so they overlap; worker
-//! answers its tally (JSON) and exits. A worker that fails says why on stderr and exits non-zero.
+//! Protocol on the worker's stdin/stdout, one line each: parent sends the job (JSON: a closed- or
+//! open-loop spec); worker connects and answers `ready`; parent sends `go` to all workers at once,
+//! so they overlap; worker answers its tally (JSON) and exits. A worker that fails says why on
+//! stderr and exits non-zero.
 
 use super::closed::{connect, run_checks};
-use super::{CheckTally, LoadError, Stop, WorkerSpec};
+use super::open::{OpenLoop, OpenSpec, OpenTally};
+use super::{open_worker, CheckTally, LoadError, Stop, WorkerSpec};
 use crate::server::{pin, set_parent_death_signal};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
@@ -23,6 +27,14 @@ pub struct ClosedLoop<'a> {
     pub processes: usize,
     /// Spec of every worker; `Stop::AfterChecks` is the total across all of them.
     pub template: WorkerSpec,
+}
+
+/// What a worker process is asked to do: the first line its parent sends.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Job {
+    Closed(WorkerSpec),
+    Open(OpenSpec),
 }
 
 /// Splits `total` as evenly as possible over `parts` (the first ones take the remainder).
@@ -67,11 +79,26 @@ pub struct Fleet {
 impl Fleet {
     /// Spawns every worker and waits until all have connected.
     pub fn spawn(plan: &ClosedLoop) -> Result<Self, LoadError> {
+        let jobs = worker_specs(plan).into_iter().map(Job::Closed);
+        Self::spawn_jobs(plan.exe, plan.cpus, jobs)
+    }
+
+    /// Spawns every open-loop worker and waits until all have connected.
+    pub fn spawn_open(plan: &OpenLoop) -> Result<Self, LoadError> {
+        let jobs = plan.specs().into_iter().map(Job::Open);
+        Self::spawn_jobs(plan.exe, plan.cpus, jobs)
+    }
+
+    fn spawn_jobs(
+        exe: &Path,
+        cpus: &[usize],
+        jobs: impl Iterator<Item = Job>,
+    ) -> Result<Self, LoadError> {
         let mut fleet = Fleet {
-            workers: Vec::with_capacity(plan.processes),
+            workers: Vec::new(),
         };
-        for spec in worker_specs(plan) {
-            fleet.workers.push(spawn_worker(plan, &spec)?);
+        for job in jobs {
+            fleet.workers.push(spawn_worker(exe, cpus, &job)?);
         }
         // Every worker connected before any starts, so the processes overlap from the first check.
         for (index, worker) in fleet.workers.iter_mut().enumerate() {
@@ -97,11 +124,29 @@ impl Fleet {
     }
 
     /// Waits for every worker's tally and merges them.
-    pub fn collect(mut self) -> Result<CheckTally, LoadError> {
+    pub fn collect(self) -> Result<CheckTally, LoadError> {
         let mut merged = CheckTally::default();
+        for tally in self.results::<CheckTally>()? {
+            merged.merge(tally);
+        }
+        Ok(merged)
+    }
+
+    /// Waits for every open-loop worker's tally and merges them.
+    pub fn collect_open(self) -> Result<OpenTally, LoadError> {
+        let mut merged = OpenTally::default();
+        for tally in self.results::<OpenTally>()? {
+            merged.merge(tally);
+        }
+        Ok(merged)
+    }
+
+    /// Every worker's result line, parsed; then each is reaped.
+    fn results<T: DeserializeOwned>(mut self) -> Result<Vec<T>, LoadError> {
+        let mut out = Vec::with_capacity(self.workers.len());
         for (index, worker) in self.workers.iter_mut().enumerate() {
             let line = read_line(worker, index)?;
-            merged.merge(serde_json::from_str(&line)?);
+            out.push(serde_json::from_str(&line)?);
             let status = worker.child.wait()?;
             worker.reaped = true;
             crate::server::unregister(worker.child.id());
@@ -112,7 +157,7 @@ impl Fleet {
                 });
             }
         }
-        Ok(merged)
+        Ok(out)
     }
 }
 
@@ -133,16 +178,16 @@ pub fn run_closed_loop(plan: &ClosedLoop) -> Result<CheckTally, LoadError> {
     fleet.collect()
 }
 
-fn spawn_worker(plan: &ClosedLoop, spec: &WorkerSpec) -> Result<Running, LoadError> {
-    let mut cmd = Command::new(plan.exe);
+fn spawn_worker(exe: &Path, cpus: &[usize], job: &Job) -> Result<Running, LoadError> {
+    let mut cmd = Command::new(exe);
     cmd.arg("worker")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     set_parent_death_signal(&mut cmd);
-    pin::pin_command(&mut cmd, plan.cpus);
+    pin::pin_command(&mut cmd, cpus);
     let mut child = cmd.spawn().map_err(|source| LoadError::Spawn {
-        exe: plan.exe.display().to_string(),
+        exe: exe.display().to_string(),
         source,
     })?;
     crate::server::register(child.id());
@@ -151,7 +196,7 @@ fn spawn_worker(plan: &ClosedLoop, spec: &WorkerSpec) -> Result<Running, LoadErr
         .take()
         .ok_or_else(|| LoadError::Protocol("no stdout".into()))?;
     if let Some(stdin) = child.stdin.as_mut() {
-        writeln!(stdin, "{}", serde_json::to_string(spec)?)?;
+        writeln!(stdin, "{}", serde_json::to_string(job)?)?;
         stdin.flush()?;
     }
     Ok(Running {
@@ -190,21 +235,34 @@ pub fn worker_main() -> Result<(), LoadError> {
             .transpose()?
             .ok_or_else(|| LoadError::Protocol("stdin closed early".into()))
     };
-    let spec: WorkerSpec = serde_json::from_str(&next_line()?)?;
+    let job: Job = serde_json::from_str(&next_line()?)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let local = tokio::task::LocalSet::new();
-    let cons = runtime.block_on(connect(&spec))?;
     let mut stdout = std::io::stdout();
-    writeln!(stdout, "ready")?;
-    stdout.flush()?;
-    let go = next_line()?;
-    if go != "go" {
-        return Err(LoadError::Protocol(format!("expected go, got `{go}`")));
-    }
-    let tally = local.block_on(&runtime, run_checks(&spec, cons))?;
-    writeln!(stdout, "{}", serde_json::to_string(&tally)?)?;
+    // Connect, say ready, wait for go: connecting is never part of what is measured.
+    let mut handshake = |stdout: &mut std::io::Stdout| -> Result<(), LoadError> {
+        writeln!(stdout, "ready")?;
+        stdout.flush()?;
+        match next_line()? {
+            go if go == "go" => Ok(()),
+            other => Err(LoadError::Protocol(format!("expected go, got `{other}`"))),
+        }
+    };
+    let result = match job {
+        Job::Closed(spec) => {
+            let cons = runtime.block_on(connect(&spec))?;
+            handshake(&mut stdout)?;
+            serde_json::to_string(&local.block_on(&runtime, run_checks(&spec, cons))?)?
+        }
+        Job::Open(spec) => {
+            let cons = runtime.block_on(open_worker::connect(&spec))?;
+            handshake(&mut stdout)?;
+            serde_json::to_string(&local.block_on(&runtime, open_worker::run(&spec, cons))?)?
+        }
+    };
+    writeln!(stdout, "{result}")?;
     stdout.flush()?;
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! meta.json: everything needed to judge or repeat a run — the server, its config, the machine,
 //! the pinning, the harness build, the parameters, the seed, the clocks.
 
-use crate::load::ClientTimeouts;
+use crate::load::{ClientTimeouts, OpenLoopHealth};
 use crate::server::pin::PinPlan;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -25,6 +25,9 @@ pub struct Meta {
     pub suspend: SuspendCheck,
     /// What the reader must know to interpret the numbers (warm-up, exclusions, caveats).
     pub notes: Vec<String>,
+    /// Whether the open-loop generator kept to its schedule (experiments that use it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoopHealth>,
 }
 
 /// The server measured.

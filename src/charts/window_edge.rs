@@ -1,0 +1,159 @@
+//! The window-edge chart: per strategy, the most requests admitted in any 1-second span (one dot
+//! per trial) beside what a continuous refill of L/s could admit over the same span, against the
+//! limit: the fixed window's edge burst stands at 2x, the smoothing strategies near 1x.
+
+use std::path::{Path, PathBuf};
+
+use plotters::style::{RGBColor, BLACK, RED};
+use serde::Deserialize;
+
+use super::bars::{self, si, Bar, BarChart, Slot};
+use super::draw::{color, Marker};
+use super::{index_of, mean, read_csv, write_chart, ChartError};
+
+/// The CSV the window-edge experiment writes into its dir.
+pub(crate) const CSV_NAME: &str = "window-edge.csv";
+const GREY: RGBColor = RGBColor(150, 150, 150);
+
+/// The columns the chart needs; columns are matched by header name, extra ones are ignored.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Row {
+    strategy: String,
+    limit: f64,
+    max_admitted_in_1s: f64,
+    smooth_bound: f64,
+}
+
+/// One strategy's trials.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Strategy {
+    name: String,
+    limit: f64,
+    max: Vec<f64>,
+    bound: Vec<f64>,
+}
+
+/// Groups rows by strategy in first-appearance order; pure so it is unit-testable.
+pub(crate) fn group(rows: &[Row]) -> Vec<Strategy> {
+    let mut names = Vec::new();
+    let mut out: Vec<Strategy> = Vec::new();
+    for r in rows {
+        let i = index_of(&mut names, r.strategy.clone());
+        if i == out.len() {
+            out.push(Strategy {
+                name: r.strategy.clone(),
+                limit: r.limit,
+                max: Vec::new(),
+                bound: Vec::new(),
+            });
+        }
+        out[i].max.push(r.max_admitted_in_1s);
+        out[i].bound.push(r.smooth_bound);
+    }
+    out
+}
+
+/// Renders `dir/window-edge.csv` into `dir/window-edge.svg` and `dir/window-edge.png`.
+pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
+    let strategies = group(&read_csv::<Row>(&dir.join(CSV_NAME))?);
+    let mut svg = String::new();
+    bars::draw(&mut svg, &chart(&strategies))?;
+    write_chart(dir, "window-edge", &svg)
+}
+
+fn chart(strategies: &[Strategy]) -> BarChart<'static> {
+    // One limit across the run is the norm; the reference line shows the first.
+    let limit = strategies.first().map_or(0.0, |s| s.limit);
+    let slots = strategies.iter().enumerate().map(|(i, s)| {
+        let height = mean(&s.max).unwrap_or(0.0);
+        let note = match s.limit > 0.0 {
+            true => format!("{:.2}x", height / s.limit),
+            false => String::new(),
+        };
+        let most = Bar {
+            color: color(i),
+            height,
+            dots: s.max.clone(),
+            note,
+        };
+        let bound = Bar {
+            color: GREY,
+            height: mean(&s.bound).unwrap_or(0.0),
+            dots: Vec::new(),
+            note: String::new(),
+        };
+        Slot {
+            label: s.name.clone(),
+            bars: vec![most, bound],
+            note: String::new(),
+        }
+    });
+    BarChart {
+        title: "window-edge: most admitted in any 1 s, limit sent at both sides of a window edge",
+        subtitle: format!("L = {} sent just before a window boundary and L just after; bar and number = mean of trials, dot = one trial", si(limit)),
+        x_desc: "strategy",
+        y_desc: "requests admitted",
+        y_format: si,
+        legend: vec![
+            (Marker::Dot(BLACK), "one trial"),
+            (Marker::Dot(GREY), "L + L/s x span of the admitted requests (continuous refill)"),
+            (Marker::Dashed(RED), "limit L"),
+        ],
+        reference: Some((limit, "limit")),
+        slots: slots.collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::charts::{csv_dir, render_experiment};
+    use std::fs;
+
+    const HEADER: &str =
+        "strategy,trial,limit,offered,admitted,max_admitted_in_1s,smooth_bound,extra";
+    const ROWS: &str = "\
+incr-window,0,100,200,200,200,110,x
+lua-bucket,0,100,200,109,109,109.4,x
+incr-window,1,100,200,194,194,109,x
+";
+
+    #[test]
+    fn renders_bars_per_strategy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = csv_dir(
+            tmp.path(),
+            "window-edge",
+            CSV_NAME,
+            &format!("{HEADER}\n{ROWS}"),
+        );
+        let paths = render_experiment("window-edge", &dir).unwrap();
+        assert_eq!(
+            paths,
+            ["window-edge.svg", "window-edge.png"].map(|n| dir.join(n))
+        );
+        let svg = fs::read_to_string(&paths[0]).unwrap();
+        for s in ["incr-window", "lua-bucket", "1.97x", "1.09x", "limit"] {
+            assert!(svg.contains(s), "svg lacks {s}");
+        }
+    }
+
+    #[test]
+    fn header_only_is_empty() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = csv_dir(tmp.path(), "window-edge", CSV_NAME, &format!("{HEADER}\n"));
+        let err = render_experiment("window-edge", &dir).unwrap_err();
+        assert!(matches!(err, ChartError::Empty(_)), "{err}");
+    }
+
+    #[test]
+    fn groups_trials_by_strategy() {
+        let csv = format!("{HEADER}\n{ROWS}");
+        let mut reader = csv::Reader::from_reader(csv.as_bytes());
+        let rows: Vec<Row> = reader.deserialize().collect::<Result<_, _>>().unwrap();
+        let g = group(&rows);
+        assert_eq!(g[0].max, [200.0, 194.0]);
+        assert_eq!(g[1].bound, [109.4]);
+        assert_eq!(chart(&g).reference.map(|r| r.0), Some(100.0));
+    }
+}

@@ -1,0 +1,155 @@
+//! One tsmember run: open loop at a rate, or closed loop flat out, on a fresh sliding log; and
+//! the row it leaves.
+
+use super::{label, Params, TsmemberRow};
+use crate::context::Ctx;
+use crate::experiments::common::{fail_on_errors, ExperimentError, Phase, PhaseError, RunRecord};
+use crate::limiter::{LimitSpec, LogVariant, Strategy};
+use crate::load::{run_closed_loop, run_open_loop, Arrivals, CheckTally, ClosedLoop, KeyChoice};
+use crate::load::{OpenLoop, OpenSpec, Start, Stop, WorkerSpec};
+use crate::server::Target;
+
+/// One run: a variant, at an arrival rate (open loop) or flat out (`rate: None`).
+pub(super) struct One {
+    pub v: LogVariant,
+    pub rate: Option<f64>,
+    pub trial: u32,
+    pub limit: u64,
+    pub key: String,
+    /// Seed of the arrival schedule.
+    pub seed: u64,
+}
+
+impl One {
+    fn name(&self) -> String {
+        match self.rate {
+            Some(rate) => format!("trial {} of {} at {rate}/s", self.trial, label(self.v)),
+            None => format!("flat-out trial {} of {}", self.trial, label(self.v)),
+        }
+    }
+
+    fn limit_spec(&self, p: &Params) -> LimitSpec {
+        LimitSpec {
+            capacity: self.limit,
+            window_ms: p.window_ms,
+            log: self.v,
+            ..LimitSpec::default()
+        }
+    }
+
+    /// Runs it; open-loop runs also count towards meta.json's verdict on the generator.
+    pub fn measure(
+        &self,
+        ctx: &Ctx,
+        p: &Params,
+        target: &Target,
+        run: &mut RunRecord,
+    ) -> Result<TsmemberRow, ExperimentError> {
+        let what = || self.name();
+        let Some(rate) = self.rate else {
+            let tally = run_closed_loop(&self.flat_out_plan(ctx, p, target)).phase(what)?;
+            fail_on_errors(target, &tally).phase(what)?;
+            return self.row(target, "flat-out".into(), &tally).phase(what);
+        };
+        let tally = run_open_loop(&self.open_plan(ctx, p, target, rate)).phase(what)?;
+        fail_on_errors(target, &tally.checks).phase(what)?;
+        run.open_loop_run(&what(), &tally);
+        let mut row = self
+            .row(target, format!("{rate}"), &tally.checks)
+            .phase(what)?;
+        // The scheduled length: the last replies arriving after it are not extra time offered.
+        row.duration_s = p.duration_s;
+        row.requests_per_s = tally.offered as f64 / p.duration_s;
+        let late = tally.lateness_histogram().phase(what)?;
+        row.p99_late_us = late.value_at_quantile(0.99) as f64 / 1e3;
+        row.max_late_us = tally.max_lateness_ns as f64 / 1e3;
+        row.late_starts = tally.late_starts;
+        row.generator_cpu_s = tally.cpu_s;
+        Ok(row)
+    }
+
+    fn open_plan<'a>(&self, ctx: &'a Ctx, p: &Params, target: &Target, rate: f64) -> OpenLoop<'a> {
+        OpenLoop {
+            exe: &ctx.worker_exe,
+            cpus: &ctx.pin.harness,
+            processes: p.processes,
+            template: OpenSpec {
+                url: target.url(),
+                strategy: Strategy::LuaLog,
+                limit: self.limit_spec(p),
+                keys: KeyChoice::One(self.key.clone()),
+                arrivals: Arrivals::Poisson {
+                    rate_per_s: rate,
+                    duration_ms: (p.duration_s * 1000.0) as u64,
+                },
+                start: Start::AtGo,
+                connections: p.connections,
+                record_requests: false,
+                seed: self.seed,
+                worker_index: 0,
+                workers: 1,
+                timeouts: ctx.timeouts,
+            },
+        }
+    }
+
+    fn flat_out_plan<'a>(&self, ctx: &'a Ctx, p: &Params, target: &Target) -> ClosedLoop<'a> {
+        ClosedLoop {
+            exe: &ctx.worker_exe,
+            cpus: &ctx.pin.harness,
+            processes: 1,
+            template: WorkerSpec {
+                url: target.url(),
+                strategy: Strategy::LuaLog,
+                limit: self.limit_spec(p),
+                keys: KeyChoice::One(self.key.clone()),
+                stop: Stop::AfterMs((p.flat_out_s * 1000.0) as u64),
+                connections: p.flat_out_clients,
+                in_flight: 1,
+                record_latency: true,
+                seed: self.seed,
+                worker_index: 0,
+                timeouts: ctx.timeouts,
+            },
+        }
+    }
+
+    /// The row from a tally and what the log holds afterwards.
+    fn row(
+        &self,
+        target: &Target,
+        rate: String,
+        t: &CheckTally,
+    ) -> Result<TsmemberRow, PhaseError> {
+        let mut con = target.connection()?;
+        let log_entries: u64 = redis::cmd("ZCARD").arg(&self.key).query(&mut con)?;
+        let h = t.latency_histogram()?;
+        let us = |ns: u64| ns as f64 / 1e3;
+        let secs = t.elapsed_ns as f64 / 1e9;
+        Ok(TsmemberRow {
+            member: self.v.member,
+            clock: self.v.clock,
+            rate,
+            trial: self.trial,
+            duration_s: secs,
+            offered: t.total(),
+            admitted: t.admitted,
+            denied: t.denied,
+            limit: self.limit,
+            admitted_per_limit: t.admitted as f64 / self.limit as f64,
+            log_entries,
+            p50_us: us(h.value_at_quantile(0.5)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            max_us: us(h.max()),
+            p99_late_us: 0.0,
+            max_late_us: 0.0,
+            late_starts: 0,
+            generator_cpu_s: 0.0,
+            requests_per_s: if secs > 0.0 {
+                t.total() as f64 / secs
+            } else {
+                0.0
+            },
+        })
+    }
+}

@@ -1,0 +1,248 @@
+//! The body of one open-loop worker: a scheduler that starts each request as its own task when
+//! it is due, a pool of connections, and histograms of latency (from the intended start) and of
+//! how late each start was.
+
+use super::open::{OpenSpec, OpenTally, RequestRecord, LATE_NS};
+use super::rng::SplitMix64;
+use super::schedule::{aligned_start, share, Start};
+use super::timer::PreciseTimer;
+use super::{latency, CheckTally, KeyChoice, LoadError};
+use crate::limiter::{Decision, Limiter, LimiterError};
+use hdrhistogram::Histogram;
+use redis::aio::MultiplexedConnection;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Opens the pool (before the start signal, so connecting is not measured).
+pub async fn connect(spec: &OpenSpec) -> Result<Vec<MultiplexedConnection>, LoadError> {
+    let client = redis::Client::open(spec.url.as_str())?;
+    let mut cons = Vec::with_capacity(spec.connections.max(1));
+    for _ in 0..spec.connections.max(1) {
+        let config = spec.timeouts.config();
+        cons.push(
+            client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?,
+        );
+    }
+    Ok(cons)
+}
+
+/// Connections a request can take; single-threaded, so plain cells.
+struct Pool {
+    cons: Vec<MultiplexedConnection>,
+    idle: RefCell<Vec<usize>>,
+    next_shared: Cell<usize>,
+}
+
+impl Pool {
+    /// An idle connection (exclusive: true), or the next busy one in turn when none is idle.
+    fn checkout(&self) -> (usize, bool) {
+        if let Some(i) = self.idle.borrow_mut().pop() {
+            return (i, true);
+        }
+        let i = self.next_shared.get() % self.cons.len();
+        self.next_shared.set(i + 1);
+        (i, false)
+    }
+}
+
+/// What the worker's tasks record; borrowed only between awaits.
+struct Recorder {
+    tally: CheckTally,
+    latency: Histogram<u64>,
+    lateness: Histogram<u64>,
+    late_starts: u64,
+    max_lateness_ns: u64,
+    shared_sends: u64,
+    in_flight: u64,
+    max_in_flight: u64,
+    requests: Option<Vec<RequestRecord>>,
+}
+
+struct State {
+    limiter: Limiter,
+    pool: Pool,
+    keys: KeyChoice,
+    rng: RefCell<SplitMix64>,
+    origin: Instant,
+    rec: RefCell<Recorder>,
+}
+
+/// Runs this worker's share of the schedule on `cons`; needs a `LocalSet`.
+pub async fn run(
+    spec: &OpenSpec,
+    cons: Vec<MultiplexedConnection>,
+) -> Result<OpenTally, LoadError> {
+    let schedule = spec.arrivals.schedule(spec.seed);
+    let starts = share(&schedule, spec.worker_index as usize, spec.workers as usize);
+    let connections = cons.len() as u64;
+    let (origin, origin_unix_ns) = origin(spec.start);
+    let state = Rc::new(State {
+        limiter: Limiter::new(spec.strategy, spec.limit),
+        pool: Pool {
+            idle: RefCell::new((0..cons.len()).collect()),
+            cons,
+            next_shared: Cell::new(0),
+        },
+        keys: spec.keys.clone(),
+        rng: RefCell::new(SplitMix64::new(spec.seed, 1 + spec.worker_index)),
+        origin,
+        rec: RefCell::new(Recorder::new(spec.record_requests)?),
+    });
+    let timer = PreciseTimer::new()?;
+    let mut tasks = Vec::with_capacity(starts.len());
+    for at_ns in &starts {
+        let intended = origin + Duration::from_nanos(*at_ns);
+        timer.sleep_until(intended).await?;
+        tasks.push(tokio::task::spawn_local(request(state.clone(), intended)));
+    }
+    for task in tasks {
+        if let Err(e) = task.await {
+            let t = &mut state.rec.borrow_mut().tally;
+            t.errors += 1;
+            t.first_error
+                .get_or_insert_with(|| format!("task failed: {e}"));
+        }
+    }
+    // Every task has finished and dropped its handle on the state.
+    let rec = Rc::try_unwrap(state)
+        .map_err(|_| LoadError::Protocol("open-loop requests outlived the run".into()))?
+        .rec
+        .into_inner();
+    let mut tally = rec.tally;
+    tally.elapsed_ns = origin.elapsed().as_nanos() as u64;
+    tally.latency_ns = latency::buckets(&rec.latency);
+    Ok(OpenTally {
+        checks: tally,
+        offered: starts.len() as u64,
+        lateness_ns: latency::buckets(&rec.lateness),
+        late_starts: rec.late_starts,
+        max_lateness_ns: rec.max_lateness_ns,
+        shared_sends: rec.shared_sends,
+        max_in_flight: rec.max_in_flight,
+        connections,
+        origin_unix_ns,
+        cpu_s: own_cpu_s(),
+        requests: rec.requests.unwrap_or_default(),
+    })
+}
+
+/// CPU seconds (user + sys) this process has used so far; the worker does nothing else.
+fn own_cpu_s() -> f64 {
+    // SAFETY: rusage is plain data, filled by getrusage.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// The schedule's start as an Instant and as Unix ns on this machine's clock.
+fn origin(start: Start) -> (Instant, u64) {
+    let (now, now_unix) = (Instant::now(), unix_ns());
+    match start {
+        Start::AtGo => (now, now_unix),
+        Start::Aligned {
+            period_ms,
+            phase_ms,
+            offset_ns,
+            lead_ms,
+        } => {
+            let at = aligned_start(now_unix, period_ms, phase_ms, offset_ns, lead_ms);
+            (now + Duration::from_nanos(at.saturating_sub(now_unix)), at)
+        }
+    }
+}
+
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+async fn request(state: Rc<State>, intended: Instant) {
+    let key = match &state.keys {
+        KeyChoice::One(key) => key.clone(),
+        KeyChoice::Uniform { prefix, count } => {
+            let index = state.rng.borrow_mut().below(*count);
+            format!("{prefix}{index:012}")
+        }
+    };
+    let (index, exclusive) = state.pool.checkout();
+    let mut con = state.pool.cons[index].clone();
+    let sent = Instant::now();
+    state.rec.borrow_mut().started(intended, sent, exclusive);
+    let outcome = state.limiter.check(&mut con, &key).await;
+    let done = Instant::now();
+    if exclusive {
+        state.pool.idle.borrow_mut().push(index);
+    }
+    let since = |t: Instant| t.saturating_duration_since(state.origin).as_nanos() as u64;
+    let times = [since(intended), since(sent), since(done)];
+    let took = done.saturating_duration_since(intended).as_nanos() as u64;
+    state.rec.borrow_mut().finished(times, took, outcome);
+}
+
+impl Recorder {
+    fn new(keep_requests: bool) -> Result<Self, LoadError> {
+        Ok(Recorder {
+            tally: CheckTally::default(),
+            latency: latency::new_histogram()?,
+            lateness: latency::new_histogram()?,
+            late_starts: 0,
+            max_lateness_ns: 0,
+            shared_sends: 0,
+            in_flight: 0,
+            max_in_flight: 0,
+            requests: keep_requests.then(Vec::new),
+        })
+    }
+
+    fn started(&mut self, intended: Instant, sent: Instant, exclusive: bool) {
+        let late = sent.saturating_duration_since(intended).as_nanos() as u64;
+        // Out-of-range values (beyond 60 s) are clamped rather than lost.
+        self.lateness.saturating_record(late.max(1));
+        self.max_lateness_ns = self.max_lateness_ns.max(late);
+        self.late_starts += u64::from(late > LATE_NS);
+        self.shared_sends += u64::from(!exclusive);
+        self.in_flight += 1;
+        self.max_in_flight = self.max_in_flight.max(self.in_flight);
+    }
+
+    fn finished(
+        &mut self,
+        [intended_ns, sent_ns, done_ns]: [u64; 3],
+        took: u64,
+        outcome: Result<Decision, LimiterError>,
+    ) {
+        self.in_flight -= 1;
+        self.latency.saturating_record(took.max(1));
+        let t = &mut self.tally;
+        match outcome {
+            Ok(d) => {
+                t.redis_calls += u64::from(d.redis_calls);
+                t.retries += u64::from(d.retries);
+                t.aborted += u64::from(d.aborted);
+                match d.allowed {
+                    true => t.admitted += 1,
+                    false => t.denied += 1,
+                }
+                if let Some(list) = self.requests.as_mut() {
+                    list.push(RequestRecord {
+                        intended_ns,
+                        sent_ns,
+                        done_ns,
+                        allowed: d.allowed,
+                    });
+                }
+            }
+            Err(e) => {
+                t.errors += 1;
+                t.first_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+}
