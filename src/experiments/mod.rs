@@ -7,6 +7,7 @@ mod common;
 pub mod cost;
 pub mod latency;
 pub mod measure;
+pub mod memory;
 pub mod params;
 pub mod race;
 
@@ -29,6 +30,8 @@ pub enum Experiment {
     Latency,
     /// The harness's load generator against redis-benchmark, side by side.
     Calibrate,
+    /// Memory per busy client per strategy; the sliding log's listpack cliff (seed 002).
+    Memory,
 }
 
 impl Experiment {
@@ -39,6 +42,7 @@ impl Experiment {
         Experiment::Cost,
         Experiment::Latency,
         Experiment::Calibrate,
+        Experiment::Memory,
     ];
 
     /// The id used on the command line and as the results subdirectory.
@@ -49,6 +53,7 @@ impl Experiment {
             Experiment::Cost => "cost",
             Experiment::Latency => "latency",
             Experiment::Calibrate => "calibrate",
+            Experiment::Memory => "memory",
         }
     }
 
@@ -60,6 +65,7 @@ impl Experiment {
             Experiment::Cost => include_str!("../../experiments/cost.toml"),
             Experiment::Latency => include_str!("../../experiments/latency.toml"),
             Experiment::Calibrate => include_str!("../../experiments/calibrate.toml"),
+            Experiment::Memory => include_str!("../../experiments/memory.toml"),
         }
     }
 
@@ -91,6 +97,7 @@ impl Experiment {
             Experiment::Cost => cost::run(ctx),
             Experiment::Latency => latency::run(ctx),
             Experiment::Calibrate => calibrate::run(ctx),
+            Experiment::Memory => memory::run(ctx),
         }
     }
 }
