@@ -2,6 +2,7 @@
 //! `experiments/<id>.toml`, and a `run(&Ctx)` that writes raw rows and meta.json.
 
 pub mod atomic;
+pub mod bigkey;
 pub mod calibrate;
 mod common;
 pub mod cost;
@@ -32,6 +33,8 @@ pub enum Experiment {
     Calibrate,
     /// Memory per busy client per strategy; the sliding log's listpack cliff (seed 002).
     Memory,
+    /// One big sorted set trimmed or expired (lazyfree on/off) while a probe PINGs (seed 002).
+    Bigkey,
 }
 
 impl Experiment {
@@ -43,6 +46,7 @@ impl Experiment {
         Experiment::Latency,
         Experiment::Calibrate,
         Experiment::Memory,
+        Experiment::Bigkey,
     ];
 
     /// The id used on the command line and as the results subdirectory.
@@ -54,6 +58,7 @@ impl Experiment {
             Experiment::Latency => "latency",
             Experiment::Calibrate => "calibrate",
             Experiment::Memory => "memory",
+            Experiment::Bigkey => "bigkey",
         }
     }
 
@@ -66,6 +71,7 @@ impl Experiment {
             Experiment::Latency => include_str!("../../experiments/latency.toml"),
             Experiment::Calibrate => include_str!("../../experiments/calibrate.toml"),
             Experiment::Memory => include_str!("../../experiments/memory.toml"),
+            Experiment::Bigkey => include_str!("../../experiments/bigkey.toml"),
         }
     }
 
@@ -98,6 +104,7 @@ impl Experiment {
             Experiment::Latency => latency::run(ctx),
             Experiment::Calibrate => calibrate::run(ctx),
             Experiment::Memory => memory::run(ctx),
+            Experiment::Bigkey => bigkey::run(ctx),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 mod closed;
 pub mod latency;
+pub mod probe;
 pub mod rng;
 mod workers;
 
