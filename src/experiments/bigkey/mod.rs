@@ -72,6 +72,8 @@ pub struct BigkeyRow {
     pub probe_max_stall_ms: f64,
     /// The probe's median round trip before the operation, for scale.
     pub probe_p50_ms: f64,
+    /// The probe's worst round trip before the operation: what this machine's noise alone does.
+    pub probe_baseline_max_ms: f64,
     /// PINGs overlapping the operation.
     pub probe_pings: u64,
     /// The operation's own event in LATENCY LATEST (`command` for trim, `expire-*` for expire),
@@ -252,6 +254,7 @@ fn one(
         slowlog_ms: outcome.slowlog_ms,
         probe_max_stall_ms: seen.max_overlapping_ns(outcome.from, outcome.to) as f64 / 1e6,
         probe_p50_ms: baseline.value_at_quantile(0.5) as f64 / 1e6,
+        probe_baseline_max_ms: baseline.max() as f64 / 1e6,
         probe_pings: seen.overlapping(outcome.from, outcome.to).count() as u64,
         server_blocked_ms,
         latency_events: latency_events.join(" "),

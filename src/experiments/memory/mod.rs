@@ -45,6 +45,7 @@ pub struct Params {
     pub log_limits: Vec<u64>,
     pub fine_below: u64,
     pub fine_above: u64,
+    pub shared_limits: Vec<u64>,
     pub other_limits: Vec<u64>,
     pub checks_budget: u64,
     pub fine_checks_budget: u64,
@@ -101,8 +102,8 @@ fn clients_for(budget: u64, limit: u64, p: &Params) -> u64 {
     (budget / limit.max(1)).clamp(p.min_clients, p.max_clients)
 }
 
-/// The fills at one setting whose threshold is `threshold`: the fine sweep around it at every
-/// setting; coarse log limits and the other strategies at the first setting only.
+/// The fills at one setting whose threshold is `threshold`: the fine sweep around it and the
+/// shared limits at every setting; coarse log limits and the other strategies at the first only.
 fn plan(p: &Params, threshold: u64, first: bool) -> Vec<Fill> {
     let mut out = Vec::new();
     for &strategy in &p.strategies {
@@ -110,6 +111,7 @@ fn plan(p: &Params, threshold: u64, first: bool) -> Vec<Fill> {
         if strategy == Strategy::LuaLog {
             let lo = threshold.saturating_sub(p.fine_below).max(1);
             limits.extend((lo..=threshold + p.fine_above).map(|l| (l, p.fine_checks_budget)));
+            limits.extend(p.shared_limits.iter().map(|&l| (l, p.fine_checks_budget)));
             if first {
                 limits.extend(p.log_limits.iter().map(|&l| (l, p.checks_budget)));
             }
@@ -145,7 +147,9 @@ fn validate(p: &Params) -> Result<(), params::ParamError> {
             "window_ms must be >= 60000 (nothing may expire mid-fill); connections, in_flight >= 1",
         );
     }
-    let limits = p.log_limits.iter().chain(&p.other_limits);
+    let limits = (p.log_limits.iter())
+        .chain(&p.other_limits)
+        .chain(&p.shared_limits);
     if limits.copied().any(|l| l == 0) {
         return bad("limits must be >= 1");
     }
@@ -287,7 +291,11 @@ mod tests {
         // Later settings: only the log's fine sweep around their own threshold.
         let later = plan(&p, 64, false);
         assert!(later.iter().all(|f| f.strategy == Strategy::LuaLog));
-        assert_eq!(later.first().map(|f| f.limit), Some(56));
-        assert_eq!(later.last().map(|f| f.limit), Some(76));
+        let limits: Vec<u64> = later.iter().map(|f| f.limit).collect();
+        assert!((56..=76).all(|l| limits.contains(&l)), "{limits:?}");
+        assert!(
+            p.shared_limits.iter().all(|l| limits.contains(l)),
+            "{limits:?}"
+        );
     }
 }
