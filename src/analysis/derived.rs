@@ -12,7 +12,7 @@ use super::table::{number, short, Row};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// How far from the threshold the marginal bytes-per-entry slopes may reach.
+/// How far past the cliff the marginal bytes-per-entry slope may reach.
 const SLOPE_REACH: i64 = 16;
 
 /// Mean of `column` over the sliding-log rows of setting `t` at `limit`.
@@ -62,11 +62,6 @@ pub fn memory(rows: &[Row]) -> String {
             .filter(|r| number(r, "listpack_entries") == Some(t as f64))
             .filter_map(|r| number(r, "limit").map(|l| l as i64))
             .collect();
-        let below = limits
-            .iter()
-            .copied()
-            .filter(|&l| l < ti && l >= ti - SLOPE_REACH)
-            .min();
         let above = (limits.iter().copied())
             .filter(|&l| l > ti + 1 && l <= ti + 1 + SLOPE_REACH)
             .max();
