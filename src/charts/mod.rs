@@ -4,10 +4,13 @@
 mod atomic;
 mod axes;
 mod bars;
+mod bigkey;
 mod calibrate;
 mod cost;
 mod draw;
 mod latency;
+mod lines;
+mod memory;
 mod place;
 mod png;
 mod race;
@@ -76,6 +79,16 @@ const EXPERIMENTS: &[Experiment] = &[
         id: "calibrate",
         csv: calibrate::CSV_NAME,
         render: calibrate::render,
+    },
+    Experiment {
+        id: "memory",
+        csv: memory::CSV_NAME,
+        render: memory::render,
+    },
+    Experiment {
+        id: "bigkey",
+        csv: bigkey::CSV_NAME,
+        render: bigkey::render,
     },
 ];
 
