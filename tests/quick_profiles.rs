@@ -25,6 +25,8 @@ fn all_quick_writes_every_experiment_and_a_report() {
         ("cost", "cost.csv", "cost.svg"),
         ("latency", "latency.csv", "latency_cdf.svg"),
         ("calibrate", "calibrate.csv", "calibrate.svg"),
+        ("memory", "memory.csv", "memory_cliff.svg"),
+        ("bigkey", "bigkey.csv", "bigkey.svg"),
     ] {
         let dir = out.path().join(id);
         let rows = std::fs::read_to_string(dir.join(csv)).unwrap_or_default();
@@ -33,13 +35,23 @@ fn all_quick_writes_every_experiment_and_a_report() {
         assert!(dir.join(chart).exists(), "{id}/{chart} missing");
     }
     let report = std::fs::read_to_string(out.path().join("REPORT.md")).unwrap();
-    for id in ["race", "atomic", "cost", "latency", "calibrate"] {
+    for id in [
+        "race",
+        "atomic",
+        "cost",
+        "latency",
+        "calibrate",
+        "memory",
+        "bigkey",
+    ] {
         assert!(report.contains(&format!("## {id}")), "report lacks {id}");
     }
     // Exactness is physics, not timing: these must hold on any machine.
     for claim in [
         "Lua token bucket admits exactly 100",
         "Lua token bucket is exact under contention",
+        "the log is still a listpack at exactly the threshold",
+        "one entry past the threshold is a skiplist",
     ] {
         let line = report
             .lines()

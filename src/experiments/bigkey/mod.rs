@@ -128,6 +128,7 @@ pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
     run.note(format!("Server configured for this run: {configured}."));
     run.note(format!("Build: ZADD commands of {} members, {} per round trip (pipelined), members `<12 hex>-<n hex>` as the limiter's, scores spread over the window before last ({} ms), so one ZREMRANGEBYSCORE -inf (now - window) removes every entry. The probe is not running during the build.", p.zadd_batch, p.pipeline, p.window_ms));
     run.note(format!("Probe: one PING at a time on its own connection and thread, one every {} µs, each timed on the monotonic clock from its send. probe_max_stall_ms is the slowest PING whose round trip overlapped the operation (trim: the command's round trip; expire: deadline until the key had gone and lazyfree_pending_objects was 0). The first {} ms of each probe are its baseline (probe_p50_ms), not part of the operation.", p.probe_period_us, p.baseline_ms));
+    run.note("The probe's resolution is its period: an operation shorter than that may overlap no PING (probe_pings 0, probe_max_stall_ms 0); command_ms and slowlog_ms still time a trim.");
     run.note("Redis and its background threads are pinned to one core: with lazyfree-lazy-expire yes the thread freeing the log competes with the main thread for that core, which the probe sees and LATENCY (main-thread events only) does not.");
     let prefix = format!("ratelab:bigkey:{:x}:", unix_ms());
     let outcome = body(ctx, &p, &target, &mut run, &prefix);
