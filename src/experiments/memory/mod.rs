@@ -173,8 +173,8 @@ pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
     run.note("bytes_per_client = (used_memory after - before) / clients: each fill starts from FLUSHALL SYNC with the script loaded and only the harness connected, and is read after the filling worker has disconnected, so it counts keys, values, expiries and Redis's bookkeeping (keyspace and expiry dicts) and no client buffers.");
     run.note("Fills: one worker process, exactly `limit` EVALSHA (or INCR) checks per client over `clients` keys in turn, through the limiter itself; every check must be admitted (else the run fails), so every key ends at its limit as the strategy leaves it. Warm-up excluded: on each fresh server the first fill of each strategy runs once unrecorded (the first fill of a strategy also pays one-off allocations of tens of KB that FLUSHALL does not give back). cpu_us_per_decision is Redis main-thread CPU over the fill, whose logs grow from 0 to `limit` entries.");
     run.note(format!("Window {} ms for every strategy (buckets refill limit per window), windows starting at the fill: nothing slides out or expires while a fill runs.", p.window_ms));
-    let outcome = body(ctx, &p, &mut run, &mut Some(first));
-    outcome?;
+    // Each setting's keys are deleted as it ends; an error leaves them on a server about to die.
+    body(ctx, &p, &mut run, &mut Some(first))?;
     run.finish(ctx)
 }
 
