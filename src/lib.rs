@@ -5,14 +5,15 @@
 //! - [`cli`]: clap types, validated once into a [`context::Ctx`]; nothing else sees clap.
 //! - [`app`]: the command-line edge: runs commands, prints where results are.
 //! - [`context`]: the options every experiment runs with (profile, output, server, pinning, seed).
-//! - [`server`]: starts, pins, signals and always stops redis-server; INFO parsing; `--redis-url`.
+//! - [`server`]: starts, pins, signals and always stops redis-server; INFO parsing; admin commands
+//!   (CONFIG, MEMORY USAGE, OBJECT ENCODING); `--redis-url`.
 //! - [`limiter`]: one file per strategy; Lua in `limiter/lua/*.lua`.
 //! - [`store`]: the resilient client of seed 000: per-check budget, fail-open | fail-closed,
 //!   degraded answers counted apart, no offline queue, circuit breaker.
 //! - [`fault`]: what breaks Redis on purpose (kill, restart, SIGSTOP) and the guard that always
 //!   continues a stopped server.
 //! - [`load`]: closed-loop load and open-loop (scheduled) arrivals from worker processes (the
-//!   binary re-executed as `worker`).
+//!   binary re-executed as `worker`); a PING probe that sees how long the server stalls.
 //! - [`record`]: CSV sinks flushed per row, atomic result directories, meta.json, MONITOR.
 //! - [`experiments`]: one module per experiment id, parameters from `experiments/<id>.toml`.
 //! - [`charts`]: SVG and PNG charts drawn from the CSVs alone.

@@ -28,6 +28,8 @@ fn all_quick_writes_every_experiment_and_a_report() {
         ("outage", "outage.csv", "outage.svg"),
         ("tsmember", "tsmember.csv", "tsmember.svg"),
         ("window-edge", "window-edge.csv", "window-edge.svg"),
+        ("memory", "memory.csv", "memory_cliff.svg"),
+        ("bigkey", "bigkey.csv", "bigkey.svg"),
     ] {
         let dir = out.path().join(id);
         let rows = std::fs::read_to_string(dir.join(csv)).unwrap_or_default();
@@ -45,6 +47,8 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "outage",
         "tsmember",
         "window-edge",
+        "memory",
+        "bigkey",
     ] {
         assert!(report.contains(&format!("## {id}")), "report lacks {id}");
     }
@@ -57,6 +61,8 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "after a restart the client reloaded the script on its own",
         "only the K checks that trip it pay the full budget",
         "a unique member (a request id) admits exactly the limit",
+        "the log is still a listpack at exactly the threshold",
+        "one entry past the threshold is a skiplist",
     ] {
         let line = report
             .lines()

@@ -47,7 +47,8 @@ pub enum Judge {
     MeanWithin,
     /// Every selected row is at least `published` (or its `published_column`).
     AllAtLeast,
-    /// Every selected row is at most `published` (or its `published_column`): a bound.
+    /// Every selected row is at most `published` (or its `published_column`): "no run ever
+    /// exceeded", which a mean cannot judge.
     AllAtMost,
     /// The mean (or ratio) lies inside `range`.
     Range,
@@ -252,6 +253,40 @@ mod tests {
         let mut fixed = bounded.clone();
         fixed.select = [("strategy".to_string(), "incr-window".to_string())].into();
         assert_eq!(judge(&fixed, dir.path()).holds, Some(false));
+    }
+
+    #[test]
+    fn all_at_most_fails_on_one_row_above_even_when_the_mean_is_below() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = "operation,lazyfree,probe_max_stall_ms\nexpire,yes,0.2\nexpire,yes,0.3\nexpire,no,226\n";
+        std::fs::write(dir.path().join("bigkey.csv"), csv).unwrap();
+        let mut claim = Claim {
+            id: "t".into(),
+            experiment: "bigkey".into(),
+            seed: "002".into(),
+            text: "t".into(),
+            file: "bigkey.csv".into(),
+            statistic: "probe_max_stall_ms".into(),
+            select: [("lazyfree".to_string(), "yes".to_string())].into(),
+            published: 1.0,
+            published_column: None,
+            tolerance: 0.0,
+            percent_of: None,
+            denominator: None,
+            range: None,
+            judge: Judge::AllAtMost,
+        };
+        assert_eq!(judge(&claim, dir.path()).holds, Some(true));
+        std::fs::write(
+            dir.path().join("bigkey.csv"),
+            format!("{csv}expire,yes,1.5\n"),
+        )
+        .unwrap();
+        let v = judge(&claim, dir.path());
+        assert_eq!(v.holds, Some(false), "{}", v.measured);
+        assert!(v.measured.contains("max 1.50"), "{}", v.measured);
+        claim.select.clear();
+        assert_eq!(judge(&claim, dir.path()).holds, Some(false));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! published claim beside what this run measured.
 
 pub mod claims;
+mod derived;
 pub mod stats;
 mod summary;
 pub mod table;
@@ -83,6 +84,7 @@ fn published(claim: &claims::Claim) -> String {
         },
         (Some(col), claims::Judge::AllAtMost) => format!("<= {col}"),
         (Some(col), _) => format!("{} (= {col})", claim.published),
+        (None, claims::Judge::AllAtMost) => format!("<= {} in every row", claim.published),
         (None, claims::Judge::MeanWithin) => {
             format!("~{} (±{:.0}%)", claim.published, claim.tolerance * 100.0)
         }

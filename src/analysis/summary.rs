@@ -83,10 +83,41 @@ pub fn summary(id: &str, dir: &Path) -> Result<String, AnalysisError> {
                 ("smooth bound", "smooth_bound"),
             ],
         ),
+        "memory" => (
+            "memory.csv",
+            &["strategy", "listpack_entries", "limit"],
+            &[
+                ("clients", "clients"),
+                ("bytes/client", "bytes_per_client"),
+                ("bytes/entry", "bytes_per_entry"),
+                ("sample key bytes", "sample_key_bytes"),
+                ("listpack", "listpack"),
+                ("member bytes", "member_len"),
+                ("Redis CPU µs/decision", "cpu_us_per_decision"),
+            ],
+        ),
+        "bigkey" => (
+            "bigkey.csv",
+            &["operation", "entries", "lazyfree"],
+            &[
+                ("command ms", "command_ms"),
+                ("SLOWLOG ms", "slowlog_ms"),
+                ("probe worst stall ms", "probe_max_stall_ms"),
+                ("LATENCY ms (own event)", "server_blocked_ms"),
+                ("background free ms", "background_free_ms"),
+                ("probe p50 ms", "probe_p50_ms"),
+                ("probe worst before ms", "probe_baseline_max_ms"),
+                ("key bytes", "key_bytes"),
+            ],
+        ),
         _ => return Ok(String::new()),
     };
     let rows = read_rows(&dir.join(file))?;
-    Ok(summary_table(&rows, keys, columns))
+    let mut out = summary_table(&rows, keys, columns);
+    if id == "memory" {
+        out.push_str(&super::derived::memory(&rows));
+    }
+    Ok(out)
 }
 
 /// Outage: per run and phase (phases.csv), then the breaker sweep when it was run.

@@ -4,10 +4,13 @@
 mod atomic;
 mod axes;
 mod bars;
+mod bigkey;
 mod calibrate;
 mod cost;
 mod draw;
 mod latency;
+mod lines;
+mod memory;
 mod outage;
 mod outage_sweep;
 mod place;
@@ -95,6 +98,16 @@ const EXPERIMENTS: &[Experiment] = &[
         id: "window-edge",
         csv: window_edge::CSV_NAME,
         render: window_edge::render,
+    },
+    Experiment {
+        id: "memory",
+        csv: memory::CSV_NAME,
+        render: memory::render,
+    },
+    Experiment {
+        id: "bigkey",
+        csv: bigkey::CSV_NAME,
+        render: bigkey::render,
     },
 ];
 

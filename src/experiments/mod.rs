@@ -2,11 +2,13 @@
 //! `experiments/<id>.toml`, and a `run(&Ctx)` that writes raw rows and meta.json.
 
 pub mod atomic;
+pub mod bigkey;
 pub mod calibrate;
 mod common;
 pub mod cost;
 pub mod latency;
 pub mod measure;
+pub mod memory;
 pub mod outage;
 pub mod params;
 pub mod race;
@@ -38,6 +40,10 @@ pub enum Experiment {
     Tsmember,
     /// The fixed window's edge burst: the limit twice within one second (seed 001).
     WindowEdge,
+    /// Memory per busy client per strategy; the sliding log's listpack cliff (seed 002).
+    Memory,
+    /// One big sorted set trimmed or expired (lazyfree on/off) while a probe PINGs (seed 002).
+    Bigkey,
 }
 
 impl Experiment {
@@ -51,6 +57,8 @@ impl Experiment {
         Experiment::Outage,
         Experiment::Tsmember,
         Experiment::WindowEdge,
+        Experiment::Memory,
+        Experiment::Bigkey,
     ];
 
     /// The id used on the command line and as the results subdirectory.
@@ -64,6 +72,8 @@ impl Experiment {
             Experiment::Outage => "outage",
             Experiment::Tsmember => "tsmember",
             Experiment::WindowEdge => "window-edge",
+            Experiment::Memory => "memory",
+            Experiment::Bigkey => "bigkey",
         }
     }
 
@@ -78,6 +88,8 @@ impl Experiment {
             Experiment::Outage => include_str!("../../experiments/outage.toml"),
             Experiment::Tsmember => include_str!("../../experiments/tsmember.toml"),
             Experiment::WindowEdge => include_str!("../../experiments/window-edge.toml"),
+            Experiment::Memory => include_str!("../../experiments/memory.toml"),
+            Experiment::Bigkey => include_str!("../../experiments/bigkey.toml"),
         }
     }
 
@@ -126,6 +138,8 @@ impl Experiment {
             Experiment::Outage => check::<outage::Params>(self, profile, sets),
             Experiment::Tsmember => check::<tsmember::Params>(self, profile, sets),
             Experiment::WindowEdge => check::<window_edge::Params>(self, profile, sets),
+            Experiment::Memory => check::<memory::Params>(self, profile, sets),
+            Experiment::Bigkey => check::<bigkey::Params>(self, profile, sets),
         }
     }
 
@@ -140,6 +154,8 @@ impl Experiment {
             Experiment::Outage => outage::run(ctx),
             Experiment::Tsmember => tsmember::run(ctx),
             Experiment::WindowEdge => window_edge::run(ctx),
+            Experiment::Memory => memory::run(ctx),
+            Experiment::Bigkey => bigkey::run(ctx),
         }
     }
 }

@@ -73,6 +73,19 @@ impl Strategy {
         matches!(self, Strategy::WatchBucket)
     }
 
+    /// The Redis key that holds the state of client `key`: the key itself, except for fixed
+    /// windows, whose counter is named after the window (the one starting at `window_origin_ms`),
+    /// so experiments can inspect it (MEMORY USAGE, OBJECT ENCODING) without knowing the layout.
+    pub fn state_key(self, key: &str, spec: &LimitSpec) -> String {
+        match self {
+            Strategy::NaiveWindow
+            | Strategy::IncrWindow
+            | Strategy::LuaWindow
+            | Strategy::MultiWindow => spec.window_key(key, spec.window_origin_ms),
+            _ => key.to_string(),
+        }
+    }
+
     /// A command reading what `key` holds after a run (a bucket's tokens, a window's count), so
     /// experiments can record the final state without knowing each strategy's layout.
     pub fn state_command(self, key: &str, spec: &LimitSpec) -> redis::Cmd {
@@ -83,9 +96,7 @@ impl Strategy {
             Strategy::NaiveWindow
             | Strategy::IncrWindow
             | Strategy::LuaWindow
-            | Strategy::MultiWindow => redis::cmd("GET")
-                .arg(spec.window_key(key, spec.window_origin_ms))
-                .take(),
+            | Strategy::MultiWindow => redis::cmd("GET").arg(self.state_key(key, spec)).take(),
             Strategy::LuaLog => redis::cmd("ZCARD").arg(key).take(),
             Strategy::LuaSwc => redis::cmd("HGET").arg(key).arg("cur").take(),
             Strategy::LuaGcra => redis::cmd("GET").arg(key).take(),

@@ -42,6 +42,8 @@ struct Shared {
     stop: StopState,
     keys: KeyChoice,
     rng: RefCell<SplitMix64>,
+    /// Checks handed out so far, for round-robin keys.
+    handed_out: Cell<u64>,
     tally: RefCell<CheckTally>,
     histogram: Option<RefCell<Histogram<u64>>>,
 }
@@ -66,8 +68,12 @@ impl Shared {
             KeyChoice::One(key) => key.clone(),
             KeyChoice::Uniform { prefix, count } => {
                 let index = self.rng.borrow_mut().below(*count);
-                // Zero-padded to 12 digits like redis-benchmark's __rand_int__, so both hit the same keys.
-                format!("{prefix}{index:012}")
+                KeyChoice::indexed(prefix, index)
+            }
+            KeyChoice::RoundRobin { prefix, count } => {
+                let n = self.handed_out.get();
+                self.handed_out.set(n + 1);
+                KeyChoice::indexed(prefix, n % (*count).max(1))
             }
         }
     }
@@ -91,6 +97,7 @@ pub async fn run_checks(
         stop,
         keys: spec.keys.clone(),
         rng: RefCell::new(SplitMix64::new(spec.seed, spec.worker_index)),
+        handed_out: Cell::new(0),
         tally: RefCell::new(CheckTally::default()),
         histogram,
     });
@@ -167,6 +174,27 @@ fn take_one(remaining: &Cell<u64>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limiter::{LimitSpec, Strategy};
+
+    #[test]
+    fn round_robin_gives_every_key_the_same_share_in_turn() {
+        let shared = Shared {
+            limiter: Limiter::new(Strategy::Get, LimitSpec::default()),
+            stop: StopState::Remaining(Cell::new(0)),
+            keys: KeyChoice::RoundRobin {
+                prefix: "k:".into(),
+                count: 3,
+            },
+            rng: RefCell::new(SplitMix64::new(1, 0)),
+            handed_out: Cell::new(0),
+            tally: RefCell::new(CheckTally::default()),
+            histogram: None,
+        };
+        let keys: Vec<String> = (0..7).map(|_| shared.next_key()).collect();
+        let k = |i: u64| KeyChoice::indexed("k:", i);
+        assert_eq!(keys, [k(0), k(1), k(2), k(0), k(1), k(2), k(0)]);
+        assert_eq!(k(7), "k:000000000007");
+    }
 
     #[test]
     fn quota_is_taken_exactly() {

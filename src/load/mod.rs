@@ -7,6 +7,7 @@ mod closed;
 pub mod latency;
 mod open;
 mod open_worker;
+pub mod probe;
 pub mod rng;
 mod schedule;
 mod timer;
@@ -85,6 +86,17 @@ pub enum KeyChoice {
     One(String),
     /// Uniformly among `prefix` + 12-digit index in `0..count` (normal traffic over many clients).
     Uniform { prefix: String, count: u64 },
+    /// The same keys in turn (0, 1, .., count - 1, 0, ..): with `count x L` checks on one worker
+    /// every key gets exactly L, so a fill leaves every client at its limit.
+    RoundRobin { prefix: String, count: u64 },
+}
+
+impl KeyChoice {
+    /// The name of key `index` of a key set: zero-padded to 12 digits like redis-benchmark's
+    /// __rand_int__, so both hit the same keys.
+    pub fn indexed(prefix: &str, index: u64) -> String {
+        format!("{prefix}{index:012}")
+    }
 }
 
 /// When a worker stops.

@@ -66,6 +66,8 @@ struct State {
     pool: Pool,
     keys: KeyChoice,
     rng: RefCell<SplitMix64>,
+    /// Requests that have taken a key, for round-robin key sets.
+    handed_out: std::cell::Cell<u64>,
     origin: Instant,
     rec: RefCell<Recorder>,
 }
@@ -88,6 +90,7 @@ pub async fn run(
         },
         keys: spec.keys.clone(),
         rng: RefCell::new(SplitMix64::new(spec.seed, 1 + spec.worker_index)),
+        handed_out: std::cell::Cell::new(0),
         origin,
         rec: RefCell::new(Recorder::new(spec.record_requests)?),
     });
@@ -168,7 +171,12 @@ async fn request(state: Rc<State>, intended: Instant) {
         KeyChoice::One(key) => key.clone(),
         KeyChoice::Uniform { prefix, count } => {
             let index = state.rng.borrow_mut().below(*count);
-            format!("{prefix}{index:012}")
+            KeyChoice::indexed(prefix, index)
+        }
+        KeyChoice::RoundRobin { prefix, count } => {
+            let n = state.handed_out.get();
+            state.handed_out.set(n + 1);
+            KeyChoice::indexed(prefix, n % (*count).max(1))
         }
     };
     let (index, exclusive) = state.pool.checkout();

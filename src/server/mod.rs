@@ -1,6 +1,7 @@
 //! The Redis servers an experiment runs against: ones the harness starts and owns, or one the user
 //! names with `--redis-url`, which the harness may use but never stops, flushes or reconfigures.
 
+pub mod admin;
 mod cleanup;
 mod info;
 mod managed;

@@ -1,0 +1,213 @@
+//! Figures derived from the memory experiment's rows for the report, from the CSV alone: per
+//! zset-max-listpack-entries setting T, the cliff (bytes per client at T and at T + 1, their
+//! ratio), bytes per entry (per client / limit, the seed's sense) on either side and far past it,
+//! the marginal cost of one more skiplist entry, Redis CPU per decision on either side, and what
+//! 10,000 busy clients at limit 1,000 cost per strategy.
+//!
+//! No marginal slope is given below the cliff: a listpack is one allocation rounded up to an
+//! allocator size class, so over a few entries its size moves in steps, not per entry.
+
+use super::stats::Summary;
+use super::table::{number, short, Row};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// How far past the cliff the marginal bytes-per-entry slope may reach.
+const SLOPE_REACH: i64 = 16;
+
+/// Mean of `column` over the sliding-log rows of setting `t` at `limit`.
+fn log_mean(rows: &[&Row], t: u64, limit: i64, column: &str) -> Option<f64> {
+    let values: Vec<f64> = rows
+        .iter()
+        .filter(|r| number(r, "listpack_entries") == Some(t as f64))
+        .filter(|r| number(r, "limit") == Some(limit as f64))
+        .filter_map(|r| number(r, column))
+        .collect();
+    Summary::of(&values).map(|s| s.mean)
+}
+
+/// Extra bytes per client for each extra entry between two limits.
+fn slope(rows: &[&Row], t: u64, from: i64, to: i64) -> Option<f64> {
+    let a = log_mean(rows, t, from, "bytes_per_client")?;
+    let b = log_mean(rows, t, to, "bytes_per_client")?;
+    (to != from).then(|| (b - a) / (to - from) as f64)
+}
+
+fn cell(v: Option<f64>) -> String {
+    v.map(short).unwrap_or_else(|| "-".into())
+}
+
+/// The derived-figures section of the memory summary (empty without sliding-log rows).
+pub fn memory(rows: &[Row]) -> String {
+    let log: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.get("strategy").map(String::as_str) == Some("lua-log"))
+        .collect();
+    let mut settings: BTreeMap<u64, ()> = BTreeMap::new();
+    for r in &log {
+        if let Some(t) = number(r, "listpack_entries") {
+            settings.insert(t as u64, ());
+        }
+    }
+    let mut out = String::new();
+    if !settings.is_empty() {
+        out.push_str("\nThe cliff, per zset-max-listpack-entries T (sliding log; bytes per client; marginal = extra bytes per extra entry; CPU = Redis µs per decision while filling):\n\n");
+        out.push_str("| T | at T | at T+1 | jump | B/entry at T | at T+1 | at 1,000 | at 10,000 | marginal past T+1 | CPU at T | CPU at T+1 |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    }
+    for &t in settings.keys() {
+        let ti = t as i64;
+        let at = log_mean(&log, t, ti, "bytes_per_client");
+        let past = log_mean(&log, t, ti + 1, "bytes_per_client");
+        let limits: Vec<i64> = (log.iter())
+            .filter(|r| number(r, "listpack_entries") == Some(t as f64))
+            .filter_map(|r| number(r, "limit").map(|l| l as i64))
+            .collect();
+        let above = (limits.iter().copied())
+            .filter(|&l| l > ti + 1 && l <= ti + 1 + SLOPE_REACH)
+            .max();
+        let jump = at.zip(past).filter(|(a, _)| *a > 0.0).map(|(a, p)| p / a);
+        let per_entry = |limit: i64| cell(log_mean(&log, t, limit, "bytes_per_entry"));
+        let cpu = |limit: i64| cell(log_mean(&log, t, limit, "cpu_us_per_decision"));
+        let _ = writeln!(
+            out,
+            "| {t} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(at),
+            cell(past),
+            jump.map(|j| format!("{j:.2}x"))
+                .unwrap_or_else(|| "-".into()),
+            per_entry(ti),
+            per_entry(ti + 1),
+            per_entry(1000),
+            per_entry(10_000),
+            cell(above.and_then(|l| slope(&log, t, ti + 1, l))),
+            cpu(ti),
+            cpu(ti + 1),
+        );
+    }
+    out.push_str(&across_settings(
+        &log,
+        &settings.keys().copied().collect::<Vec<_>>(),
+    ));
+    out.push_str(&ten_thousand_clients(rows));
+    out
+}
+
+/// One limit under every setting: a listpack under one, a skiplist under another, so what a
+/// higher threshold saves in memory and costs in CPU per decision reads off one line.
+fn across_settings(log: &[&Row], settings: &[u64]) -> String {
+    let mut limits: Vec<i64> = Vec::new();
+    for r in log {
+        if let Some(l) = number(r, "limit").map(|l| l as i64) {
+            let shared = settings
+                .iter()
+                .all(|&t| log_mean(log, t, l, "bytes_per_client").is_some());
+            if shared && !limits.contains(&l) {
+                limits.push(l);
+            }
+        }
+    }
+    if settings.len() < 2 || limits.is_empty() {
+        return String::new();
+    }
+    limits.sort_unstable();
+    let heads: Vec<String> = settings.iter().map(|t| format!("T={t}")).collect();
+    let mut out = format!(
+        "
+One limit under each setting (bytes per client / Redis CPU µs per decision while filling; * = listpack):
+
+| limit | {} |\n|---|{}\n",
+        heads.join(" | "),
+        "---|".repeat(settings.len())
+    );
+    for l in limits {
+        let cells: Vec<String> = (settings.iter())
+            .map(|&t| {
+                let listpack = log_mean(log, t, l, "listpack").is_some_and(|v| v >= 0.5);
+                format!(
+                    "{} / {}{}",
+                    cell(log_mean(log, t, l, "bytes_per_client")),
+                    cell(log_mean(log, t, l, "cpu_us_per_decision")),
+                    if listpack { " *" } else { "" }
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "| {l} | {} |", cells.join(" | "));
+    }
+    out
+}
+
+/// One line: 10,000 busy clients at limit 1,000, per strategy (first setting's rows).
+fn ten_thousand_clients(rows: &[Row]) -> String {
+    let mut per: Vec<(String, Vec<f64>)> = Vec::new();
+    for r in rows.iter().filter(|r| number(r, "limit") == Some(1000.0)) {
+        let (Some(s), Some(mb)) = (r.get("strategy"), number(r, "mb_per_10k_clients")) else {
+            continue;
+        };
+        match per.iter_mut().find(|p| &p.0 == s) {
+            Some(p) => p.1.push(mb),
+            None => per.push((s.clone(), vec![mb])),
+        }
+    }
+    if per.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = per
+        .iter()
+        .filter_map(|(s, v)| Some(format!("{s} {} MB", short(Summary::of(v)?.mean))))
+        .collect();
+    format!(
+        "\n10,000 busy clients at limit 1,000 (bytes per client x 10,000): {}.\n",
+        parts.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(strategy: &str, t: u64, limit: u64, bpc: f64, cpu: f64) -> Row {
+        let mut r = Row::new();
+        let mut put = |k: &str, v: String| r.insert(k.to_string(), v);
+        put("strategy", strategy.into());
+        put("listpack_entries", t.to_string());
+        put("limit", limit.to_string());
+        put("bytes_per_client", bpc.to_string());
+        put("bytes_per_entry", (bpc / limit as f64).to_string());
+        put("mb_per_10k_clients", (bpc * 1e4 / 1e6).to_string());
+        put("cpu_us_per_decision", cpu.to_string());
+        put("listpack", u8::from(limit <= t).to_string());
+        r
+    }
+
+    #[test]
+    fn cliff_jump_and_slopes_from_rows() {
+        let rows = vec![
+            row("lua-log", 128, 120, 3600.0, 10.0),
+            row("lua-log", 128, 128, 4000.0, 12.0),
+            row("lua-log", 128, 129, 19000.0, 11.0),
+            row("lua-log", 128, 140, 20650.0, 11.0),
+            row("lua-log", 128, 1000, 126000.0, 11.0),
+            row("lua-swc", 128, 1000, 200.0, 9.0),
+        ];
+        let text = memory(&rows);
+        let line = text.lines().find(|l| l.starts_with("| 128 |")).unwrap();
+        // jump 19000 / 4000; past the cliff (20650 - 19000) / 11 = 150 per entry.
+        assert_eq!(
+            line,
+            "| 128 | 4000 | 19000 | 4.75x | 31.25 | 147.3 | 126 | - | 150 | 12 | 11 |"
+        );
+        assert!(text.contains("lua-log 1260 MB, lua-swc 2 MB"), "{text}");
+        assert!(
+            !text.contains("One limit under each setting"),
+            "one setting only"
+        );
+        let mut two = rows.clone();
+        two.push(row("lua-log", 512, 128, 3900.0, 20.0));
+        let text = memory(&two);
+        assert!(
+            text.contains("| 128 | 4000 / 12 * | 3900 / 20 * |"),
+            "{text}"
+        );
+        assert!(memory(&[]).is_empty());
+    }
+}

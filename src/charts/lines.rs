@@ -1,0 +1,237 @@
+//! Dots and lines on log or linear axes, for charts of a measure against a size (bytes per client
+//! against the limit, stall against entries): every measured row is a dot, a line joins the
+//! means, and marked x positions (a threshold) get a dashed red line with a label. Log axes are
+//! plotted as log10 of the data with hand-drawn 1-2-5 ticks, like the latency chart.
+
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, VPos};
+
+use super::axes::{custom_ticks, log_points};
+use super::draw::{font, legend, legend_rows, title, Area, Marker, FONT, LEGEND_ROW_PX};
+use super::{mean, plot_err, ChartError};
+
+pub(crate) const SIZE: (u32, u32) = (1200, 700);
+const Y_LABEL_PX: u32 = 90;
+const LEGEND_LEFT: i32 = 10 + Y_LABEL_PX as i32;
+const LEGEND_RIGHT: i32 = SIZE.0 as i32 - 10;
+
+/// How an axis maps data.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Scale {
+    Linear,
+    Log,
+}
+
+impl Scale {
+    fn to_plot(self, v: f64) -> f64 {
+        match self {
+            Scale::Linear => v,
+            Scale::Log => v.log10(),
+        }
+    }
+
+    /// Whether a value can be drawn (log axes cannot show 0 or less).
+    fn drawable(self, v: f64) -> bool {
+        v.is_finite() && (self == Scale::Linear || v > 0.0)
+    }
+
+    /// Tick positions (plot coordinates) and labels over the data range `lo..hi`.
+    fn ticks(self, lo: f64, hi: f64, label: &dyn Fn(f64) -> String) -> Vec<(f64, String)> {
+        match self {
+            Scale::Log => {
+                let (mut values, light) = log_points(lo, hi);
+                // Less than a decade shows too few 1-2-5 ticks to read values off.
+                if values.len() < 3 {
+                    values.extend(light);
+                }
+                values.iter().map(|&v| (v.log10(), label(v))).collect()
+            }
+            Scale::Linear => {
+                let raw = (hi - lo).max(1e-9) / 8.0;
+                let mag = 10f64.powf(raw.log10().floor());
+                let step = [1.0, 2.0, 5.0, 10.0].map(|m| m * mag);
+                let step = step.into_iter().find(|s| *s >= raw).unwrap_or(10.0 * mag);
+                let first = (lo / step).ceil() as i64;
+                let last = (hi / step).floor() as i64;
+                (first..=last)
+                    .map(|i| i as f64 * step)
+                    .map(|v| (v, label(v)))
+                    .collect()
+            }
+        }
+    }
+}
+
+/// One named series: a dot per measured (x, y), a line through the mean y of each x.
+pub(crate) struct Series {
+    pub name: String,
+    pub color: RGBColor,
+    pub dashed: bool,
+    pub points: Vec<(f64, f64)>,
+}
+
+impl Series {
+    /// (x, mean y) per distinct x, ascending.
+    fn means(&self) -> Vec<(f64, f64)> {
+        let mut xs: Vec<f64> = self.points.iter().map(|p| p.0).collect();
+        xs.sort_by(f64::total_cmp);
+        xs.dedup();
+        xs.into_iter()
+            .filter_map(|x| {
+                let ys: Vec<f64> = (self.points.iter())
+                    .filter(|p| p.0 == x)
+                    .map(|p| p.1)
+                    .collect();
+                Some((x, mean(&ys)?))
+            })
+            .collect()
+    }
+}
+
+/// A chart of series against one x, with marked x positions.
+pub(crate) struct LineChart<'a> {
+    pub title: &'a str,
+    pub note: &'a str,
+    pub x_desc: &'a str,
+    pub y_desc: &'a str,
+    pub x_scale: Scale,
+    pub y_scale: Scale,
+    /// Linear y axes start at 0 when true (sizes), else at the data.
+    pub y_from_zero: bool,
+    pub series: Vec<Series>,
+    /// (x, label): a dashed red vertical line at x with the label at its top.
+    pub marks: Vec<(f64, String)>,
+    pub label: &'a dyn Fn(f64) -> String,
+}
+
+/// Data bounds of every drawable point, or None when nothing can be drawn.
+fn bounds(c: &LineChart) -> Option<((f64, f64), (f64, f64))> {
+    let pts: Vec<(f64, f64)> = (c.series.iter().flat_map(|s| s.points.iter().copied()))
+        .filter(|p| c.x_scale.drawable(p.0) && c.y_scale.drawable(p.1))
+        .collect();
+    let fold = |f: fn(&(f64, f64)) -> f64| {
+        (pts.iter().map(f)).fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        })
+    };
+    (!pts.is_empty()).then(|| (fold(|p| p.0), fold(|p| p.1)))
+}
+
+/// Plot-coordinate range with room around the data (a factor on log axes, a share on linear).
+fn padded(scale: Scale, (lo, hi): (f64, f64), from_zero: bool) -> (f64, f64) {
+    match scale {
+        Scale::Log => ((lo / 1.5).log10(), (hi * 1.5).log10()),
+        Scale::Linear => {
+            let lo = if from_zero { lo.min(0.0) } else { lo };
+            let pad = ((hi - lo) * 0.06).max(0.5);
+            (if from_zero { lo } else { lo - pad }, hi + pad)
+        }
+    }
+}
+
+/// Draws the chart into `svg`; `ChartError::Plot` when no point is drawable.
+pub(crate) fn draw(svg: &mut String, c: &LineChart) -> Result<(), ChartError> {
+    let ((x_lo, x_hi), (y_lo, y_hi)) =
+        bounds(c).ok_or_else(|| ChartError::Plot("no drawable point".into()))?;
+    let (px0, px1) = padded(c.x_scale, (x_lo, x_hi), false);
+    let (py0, py1) = padded(c.y_scale, (y_lo, y_hi), c.y_from_zero);
+    let unplot = |s: Scale, v: f64| if s == Scale::Log { 10f64.powf(v) } else { v };
+    let x_ticks = c
+        .x_scale
+        .ticks(unplot(c.x_scale, px0), unplot(c.x_scale, px1), c.label);
+    let y_ticks = c
+        .y_scale
+        .ticks(unplot(c.y_scale, py0), unplot(c.y_scale, py1), c.label);
+
+    let items: Vec<(Marker, &str)> = (c.series.iter())
+        .map(|s| match s.dashed {
+            true => (Marker::Dashed(s.color), s.name.as_str()),
+            false => (Marker::Line(s.color), s.name.as_str()),
+        })
+        .collect();
+    let rows = legend_rows(&items, LEGEND_LEFT, LEGEND_RIGHT) as i32;
+    let root: Area = SVGBackend::with_string(svg, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let (header, body) = root.split_vertically(76 + LEGEND_ROW_PX * rows);
+    title(&header, c.title, c.note)?;
+    legend(&header, (LEGEND_LEFT, 80), LEGEND_RIGHT, &items)?;
+
+    let mut chart = ChartBuilder::on(&body)
+        .margin_left(10)
+        .margin_right(40)
+        .margin_top(10)
+        .margin_bottom(10)
+        .x_label_area_size(60)
+        .y_label_area_size(Y_LABEL_PX)
+        .build_cartesian_2d(px0..px1, py0..py1)
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_labels(0)
+        .y_labels(0)
+        .x_desc(c.x_desc)
+        .y_desc(c.y_desc)
+        .axis_desc_style((FONT, 16))
+        .draw()
+        .map_err(plot_err)?;
+    custom_ticks(&chart, &root, &x_ticks, &y_ticks)?;
+
+    let red = RED.stroke_width(2);
+    let mark_font = font(14.0, &RED, HPos::Left, VPos::Top);
+    for (x, text) in &c.marks {
+        let x = c.x_scale.to_plot(*x);
+        let line = DashedLineSeries::new([(x, py0), (x, py1)], 8, 4, red);
+        chart.draw_series(line).map_err(plot_err)?;
+        let (bx, by) = chart.backend_coord(&(x, py1));
+        root.draw(&Text::new(
+            text.as_str(),
+            (bx + 4, by + 4),
+            mark_font.clone(),
+        ))
+        .map_err(plot_err)?;
+    }
+    for s in &c.series {
+        let to_plot = |&(x, y): &(f64, f64)| (c.x_scale.to_plot(x), c.y_scale.to_plot(y));
+        let ok = |p: &&(f64, f64)| c.x_scale.drawable(p.0) && c.y_scale.drawable(p.1);
+        let line: Vec<(f64, f64)> = s.means().iter().filter(ok).map(to_plot).collect();
+        let style = s.color.stroke_width(2);
+        match s.dashed {
+            true => chart.draw_series(DashedLineSeries::new(line, 6, 4, style)),
+            false => chart.draw_series(LineSeries::new(line, style)),
+        }
+        .map_err(plot_err)?;
+        let dots = (s.points.iter().filter(ok).map(to_plot))
+            .map(|p| Circle::new(p, 3, s.color.mix(0.7).filled()));
+        chart.draw_series(dots).map_err(plot_err)?;
+    }
+    root.present().map_err(plot_err)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linear_ticks_are_round_and_log_ticks_fill_short_ranges() {
+        let label = |v: f64| format!("{v}");
+        let lin = Scale::Linear.ticks(118.0, 142.0, &label);
+        let at: Vec<f64> = lin.iter().map(|t| t.0).collect();
+        assert_eq!(at, [120.0, 125.0, 130.0, 135.0, 140.0]);
+        let log = Scale::Log.ticks(150.0, 450.0, &label);
+        assert!(log.len() >= 3, "{log:?}");
+        assert!(!Scale::Log.drawable(0.0) && Scale::Linear.drawable(0.0));
+    }
+
+    #[test]
+    fn means_join_repeats_per_x() {
+        let s = Series {
+            name: "s".into(),
+            color: BLACK,
+            dashed: false,
+            points: vec![(10.0, 1.0), (1.0, 5.0), (10.0, 3.0)],
+        };
+        assert_eq!(s.means(), [(1.0, 5.0), (10.0, 2.0)]);
+    }
+}

@@ -1,0 +1,206 @@
+//! One fill of the memory experiment: every client of a fresh key set checked up to its limit
+//! through the limiter itself, with `used_memory` read around it on a quiet server, and one
+//! client's key inspected.
+
+use super::MemoryRow;
+use crate::context::Ctx;
+use crate::experiments::measure::{measure, Measured};
+use crate::experiments::{ExperimentError, Phase, PhaseError};
+use crate::limiter::{unix_ms, LimitSpec, Limiter, Strategy};
+use crate::load::{ClosedLoop, KeyChoice, Stop, WorkerSpec};
+use crate::server::{admin, Target};
+use std::time::Duration;
+
+/// How long disconnected workers may take to be freed before memory is read anyway (an error).
+const QUIET_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `clients` clients of `strategy`, each to be filled to `limit`.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Fill {
+    pub strategy: Strategy,
+    pub limit: u64,
+    pub clients: u64,
+}
+
+/// What every fill at one setting shares.
+pub(super) struct FillSetup<'a> {
+    pub ctx: &'a Ctx,
+    pub target: &'a Target,
+    pub window_ms: u64,
+    pub connections: usize,
+    pub in_flight: usize,
+    /// This setting's key prefix (`ratelab:memory:<run>:`).
+    pub prefix: &'a str,
+    /// zset-max-listpack-entries in effect, for error messages.
+    pub threshold: u64,
+}
+
+/// What one fill measured.
+pub(super) struct Filled {
+    before: u64,
+    after: u64,
+    keys: u64,
+    sample_key_bytes: u64,
+    encoding: String,
+    member_len: f64,
+    sample_state: String,
+    measured: Measured,
+}
+
+/// The limit of a fill: `limit` per window for every strategy, windows starting now, so the
+/// whole fill sits in one window and nothing slides out or expires while it runs.
+fn limit_spec(limit: u64, window_ms: u64) -> LimitSpec {
+    LimitSpec {
+        capacity: limit,
+        refill_per_sec: limit as f64 * 1000.0 / window_ms as f64,
+        window_ms,
+        window_origin_ms: unix_ms(),
+        idle_ttl_ms: window_ms,
+        ..LimitSpec::default()
+    }
+}
+
+/// Fills `f.clients` keys to `f.limit` and measures what they cost.
+pub(super) fn fill(s: &FillSetup, f: &Fill) -> Result<Filled, ExperimentError> {
+    let what = || {
+        format!(
+            "{} L={} x {} clients at zset-max-listpack-entries {}",
+            f.strategy, f.limit, f.clients, s.threshold
+        )
+    };
+    let spec = limit_spec(f.limit, s.window_ms);
+    empty_server(s.target, &Limiter::new(f.strategy, spec)).phase(what)?;
+    let before = quiet_used_memory(s.target).phase(what)?;
+    let key_prefix = format!("{}{}:{}:", s.prefix, f.strategy, f.limit);
+    let plan = ClosedLoop {
+        exe: &s.ctx.worker_exe,
+        cpus: &s.ctx.pin.harness,
+        processes: 1,
+        template: WorkerSpec {
+            url: s.target.url(),
+            strategy: f.strategy,
+            limit: spec,
+            keys: KeyChoice::RoundRobin {
+                prefix: key_prefix.clone(),
+                count: f.clients,
+            },
+            stop: Stop::AfterChecks(f.clients * f.limit),
+            connections: s.connections,
+            in_flight: s.in_flight,
+            record_latency: false,
+            seed: s.ctx.seed,
+            worker_index: 0,
+            timeouts: s.ctx.timeouts,
+        },
+    };
+    let measured = measure(s.target, &plan, &what)?;
+    at_limit(&measured, f).phase(what)?;
+    let after = quiet_used_memory(s.target).phase(what)?;
+    let mut con = s.target.connection().phase(what)?;
+    let keys: u64 = redis::cmd("DBSIZE").query(&mut con).phase(what)?;
+    let client0 = KeyChoice::indexed(&key_prefix, 0);
+    let key = f.strategy.state_key(&client0, &spec);
+    let sample_key_bytes = admin::memory_usage(&mut con, &key).phase(what)?;
+    let encoding = admin::object_encoding(&mut con, &key).phase(what)?;
+    let member_len = match f.strategy {
+        Strategy::LuaLog => mean_member_len(&mut con, &key).phase(what)?,
+        _ => 0.0,
+    };
+    let sample_state: Option<String> = f
+        .strategy
+        .state_command(&client0, &spec)
+        .query(&mut con)
+        .phase(what)?;
+    Ok(Filled {
+        before,
+        after,
+        keys,
+        sample_key_bytes: sample_key_bytes.unwrap_or(0),
+        encoding: encoding.unwrap_or_else(|| "missing".into()),
+        member_len,
+        sample_state: sample_state.unwrap_or_default(),
+        measured,
+    })
+}
+
+/// Empties the server and loads the strategy's script, so the script cache is not counted.
+fn empty_server(target: &Target, limiter: &Limiter) -> Result<(), PhaseError> {
+    let mut con = target.connection()?;
+    admin::flush_all_sync(&mut con)?;
+    if let Some((source, _)) = limiter.script() {
+        redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(source)
+            .query::<String>(&mut con)?;
+    }
+    Ok(())
+}
+
+/// `used_memory` read on a fresh connection once it is the only client. A connection kept open
+/// across a fill would not do: Redis resizes an idle client's buffers in its cron (by kilobytes),
+/// and a worker's connections are only freed some time after it exits.
+fn quiet_used_memory(target: &Target) -> Result<u64, PhaseError> {
+    let mut con = target.connection()?;
+    let left = admin::wait_for_clients(&mut con, 1, QUIET_TIMEOUT)?;
+    if left > 1 {
+        return Err(PhaseError::Invalid(format!(
+            "{left} clients still connected after {QUIET_TIMEOUT:?}: memory would count their buffers"
+        )));
+    }
+    Ok(admin::used_memory(&mut con)?)
+}
+
+/// Every check admitted and none refused: each key holds exactly `limit` checks.
+fn at_limit(m: &Measured, f: &Fill) -> Result<(), PhaseError> {
+    let want = f.clients * f.limit;
+    if m.tally.admitted == want && m.tally.denied == 0 {
+        return Ok(());
+    }
+    Err(PhaseError::Invalid(format!(
+        "expected {want} admitted checks, got {} admitted and {} denied: not every client is at its limit",
+        m.tally.admitted, m.tally.denied
+    )))
+}
+
+/// Mean byte length of a log's members.
+fn mean_member_len(con: &mut redis::Connection, key: &str) -> Result<f64, PhaseError> {
+    let members: Vec<Vec<u8>> = redis::cmd("ZRANGE").arg(key).arg(0).arg(-1).query(con)?;
+    if members.is_empty() {
+        return Ok(0.0);
+    }
+    let total: usize = members.iter().map(Vec::len).sum();
+    Ok(total as f64 / members.len() as f64)
+}
+
+impl Filled {
+    /// The CSV row of this fill.
+    pub(super) fn row(&self, f: &Fill, threshold: u64, setting: &str, repeat: u32) -> MemoryRow {
+        let m = &self.measured;
+        let bytes_per_client = (self.after as f64 - self.before as f64) / f.clients as f64;
+        MemoryRow {
+            strategy: f.strategy,
+            limit: f.limit,
+            clients: f.clients,
+            listpack_entries: threshold,
+            listpack_setting: setting.to_string(),
+            over_threshold: f.limit as i64 - threshold as i64,
+            repeat,
+            bytes_per_client,
+            bytes_per_entry: bytes_per_client / f.limit as f64,
+            mb_per_10k_clients: bytes_per_client * 10_000.0 / 1e6,
+            used_memory_before: self.before,
+            used_memory_after: self.after,
+            keys: self.keys,
+            sample_key_bytes: self.sample_key_bytes,
+            encoding: self.encoding.clone(),
+            listpack: u8::from(self.encoding == "listpack"),
+            member_len: self.member_len,
+            sample_state: self.sample_state.clone(),
+            decisions: m.tally.admitted + m.tally.denied,
+            denied: m.tally.denied,
+            cpu_us_per_decision: m.cpu_us_per_decision(),
+            decisions_per_s: m.decisions_per_s(),
+            fill_s: m.tally.elapsed_ns as f64 / 1e9,
+        }
+    }
+}
