@@ -8,7 +8,7 @@ use plotters::prelude::*;
 use serde::Deserialize;
 
 use super::axes::{custom_ticks, log_points};
-use super::draw::{color, legend, legend_rows, title, Area, Marker, FONT, LEGEND_ROW_PX};
+use super::draw::{color, framed_canvas, Frame, Marker, FONT};
 use super::{index_of, plot_err, read_csv, write_chart, ChartError};
 
 /// The CSV of recorded histogram buckets the latency experiment writes into its dir.
@@ -126,17 +126,13 @@ fn draw(
     let items: Vec<(Marker, &str)> = (strategies.iter().enumerate())
         .map(|(s, name)| (Marker::Line(color(s)), name.as_str()))
         .collect();
-    let rows = legend_rows(&items, LEGEND_LEFT, LEGEND_RIGHT) as i32;
-    let root: Area = SVGBackend::with_string(svg, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
-    let (header, body) = root.split_vertically(76 + LEGEND_ROW_PX * rows);
-    let note = "one line per run, ending at its max; x = percentile on a log(1/(1-p)) scale, so 90, 99, 99.9 % are evenly spaced";
-    title(
-        &header,
-        "latency: percentile distribution per strategy",
-        note,
-    )?;
-    legend(&header, (LEGEND_LEFT, 80), LEGEND_RIGHT, &items)?;
+    let frame = Frame {
+        size: SIZE,
+        legend_span: (LEGEND_LEFT, LEGEND_RIGHT),
+        heading: "latency: percentile distribution per strategy",
+        note: "one line per run, ending at its max; x = percentile on a log(1/(1-p)) scale, so 90, 99, 99.9 % are evenly spaced",
+    };
+    let (root, body) = framed_canvas(svg, &frame, &items)?;
 
     let mut chart = ChartBuilder::on(&body)
         .margin_left(10)

@@ -7,7 +7,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use super::axes::{custom_ticks, log_points};
-use super::draw::{font, legend, legend_rows, title, Area, Marker, FONT, LEGEND_ROW_PX};
+use super::draw::{font, framed_canvas, Frame, Marker, FONT};
 use super::{mean, plot_err, ChartError};
 
 pub(crate) const SIZE: (u32, u32) = (1200, 700);
@@ -149,12 +149,13 @@ pub(crate) fn draw(svg: &mut String, c: &LineChart) -> Result<(), ChartError> {
             false => (Marker::Line(s.color), s.name.as_str()),
         })
         .collect();
-    let rows = legend_rows(&items, LEGEND_LEFT, LEGEND_RIGHT) as i32;
-    let root: Area = SVGBackend::with_string(svg, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
-    let (header, body) = root.split_vertically(76 + LEGEND_ROW_PX * rows);
-    title(&header, c.title, c.note)?;
-    legend(&header, (LEGEND_LEFT, 80), LEGEND_RIGHT, &items)?;
+    let frame = Frame {
+        size: SIZE,
+        legend_span: (LEGEND_LEFT, LEGEND_RIGHT),
+        heading: c.title,
+        note: c.note,
+    };
+    let (root, body) = framed_canvas(svg, &frame, &items)?;
 
     let mut chart = ChartBuilder::on(&body)
         .margin_left(10)

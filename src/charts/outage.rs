@@ -10,7 +10,7 @@ use plotters::style::text_anchor::{HPos, VPos};
 use serde::Deserialize;
 
 use super::axes::{custom_ticks, log_points};
-use super::draw::{color, font, legend, legend_rows, title, Area, Marker, FONT, LEGEND_ROW_PX};
+use super::draw::{color, font, framed_canvas, Area, Frame, Marker, FONT};
 use super::{index_of, plot_err, read_csv, write_chart, ChartError};
 
 /// The per-check CSV the outage experiment writes into its dir.
@@ -124,13 +124,13 @@ fn draw(svg: &mut String, panels: &[Panel]) -> Result<(), ChartError> {
     let items: Vec<(Marker, &str)> = (KINDS.iter().enumerate())
         .map(|(i, name)| (Marker::Dot(color(i)), *name))
         .collect();
-    let rows = legend_rows(&items, LEGEND_LEFT, LEGEND_RIGHT) as i32;
-    let root: Area = SVGBackend::with_string(svg, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
-    let (header, body) = root.split_vertically(76 + LEGEND_ROW_PX * rows);
-    let note = "every check of every run, in order; both policies drawn over each other (the policy changes the answer, not the time)";
-    title(&header, "outage: latency of each check (log ms)", note)?;
-    legend(&header, (LEGEND_LEFT, 80), LEGEND_RIGHT, &items)?;
+    let frame = Frame {
+        size: SIZE,
+        legend_span: (LEGEND_LEFT, LEGEND_RIGHT),
+        heading: "outage: latency of each check (log ms)",
+        note: "every check of every run, in order; both policies drawn over each other (the policy changes the answer, not the time)",
+    };
+    let (root, body) = framed_canvas(svg, &frame, &items)?;
     let areas = body.split_evenly((panels.len().max(1), 1));
     for (panel, area) in panels.iter().zip(&areas) {
         draw_panel(area, &root, panel, (y_lo, y_hi), &y_ticks)?;

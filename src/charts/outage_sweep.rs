@@ -9,7 +9,7 @@ use plotters::prelude::*;
 use serde::Deserialize;
 
 use super::axes::{custom_ticks, log_points};
-use super::draw::{color, legend, legend_rows, title, Area, Marker, FONT, LEGEND_ROW_PX};
+use super::draw::{color, framed_canvas, Frame, Marker, FONT};
 use super::place::draw_point_labels;
 use super::{index_of, mean, plot_err, read_csv, write_chart, ChartError};
 
@@ -104,17 +104,13 @@ fn draw(svg: &mut String, series: &[String], points: &[Point]) -> Result<(), Cha
     let items: Vec<(Marker, &str)> = (series.iter().enumerate())
         .map(|(i, name)| (Marker::Dot(color(i)), name.as_str()))
         .collect();
-    let rows = legend_rows(&items, LEGEND_LEFT, LEGEND_RIGHT) as i32;
-    let root: Area = SVGBackend::with_string(svg, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
-    let (header, body) = root.split_vertically(76 + LEGEND_ROW_PX * rows);
-    let note = "one point per (K, cooldown), mean over trials; lower = users waited less while Redis hung, left = enforcement back sooner after SIGCONT";
-    title(
-        &header,
-        "outage: circuit breaker sweep, time users waited vs time blind",
-        note,
-    )?;
-    legend(&header, (LEGEND_LEFT, 80), LEGEND_RIGHT, &items)?;
+    let frame = Frame {
+        size: SIZE,
+        legend_span: (LEGEND_LEFT, LEGEND_RIGHT),
+        heading: "outage: circuit breaker sweep, time users waited vs time blind",
+        note: "one point per (K, cooldown), mean over trials; lower = users waited less while Redis hung, left = enforcement back sooner after SIGCONT",
+    };
+    let (root, body) = framed_canvas(svg, &frame, &items)?;
     let mut chart = ChartBuilder::on(&body)
         .margin_left(10)
         .margin_right(40)
