@@ -1,19 +1,20 @@
 //! The command-line edge: turns a parsed command into library calls and prints where results are.
 
-use crate::analysis;
-use crate::charts;
+use crate::analysis::{self, Section};
 use crate::cli::{Cli, Command};
-use crate::experiments::Experiment;
+use crate::context::Ctx;
+use crate::experiments::{self, Experiment, ExperimentError};
 use anyhow::Context;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Executes one command.
 pub fn execute(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::List => list(),
         Command::Run { id, run, sets } => {
-            let experiment = Experiment::from_id(&id)?;
+            let experiment = experiments::find(&id)?;
             let ctx = run.into_ctx(&sets)?;
+            experiment.prepare(&ctx)?;
             pin_harness(&ctx);
             let dir = experiment
                 .run(&ctx)
@@ -21,30 +22,10 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
             finish_experiment(experiment, &dir);
             Ok(())
         }
-        Command::All { run } => {
-            let ctx = run.into_ctx(&[])?;
-            for &experiment in Experiment::ALL {
-                experiment.check_params(ctx.profile, &ctx.sets)?;
-            }
-            pin_harness(&ctx);
-            for &experiment in Experiment::ALL {
-                eprintln!(
-                    "ratelab: running {} ({} profile)",
-                    experiment.id(),
-                    ctx.profile.name()
-                );
-                let dir = experiment
-                    .run(&ctx)
-                    .with_context(|| format!("experiment `{}` failed", experiment.id()))?;
-                finish_experiment(experiment, &dir);
-            }
-            let report = analysis::write_report(&ctx.out_dir)?;
-            println!("report: {}", report.display());
-            Ok(())
-        }
+        Command::All { run } => all(&run.into_ctx(&[])?),
         Command::Chart { dir } => chart(&dir),
         Command::Report { dir } => {
-            let report = analysis::write_report(&dir)?;
+            let report = write_report(&dir, &[])?;
             println!("report: {}", report.display());
             Ok(())
         }
@@ -53,7 +34,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
 }
 
 fn list() -> anyhow::Result<()> {
-    for &experiment in Experiment::ALL {
+    for experiment in experiments::ALL {
         let info = experiment.info()?;
         println!(
             "{:<12} seed {:<10} {}",
@@ -65,7 +46,74 @@ fn list() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn pin_harness(ctx: &crate::context::Ctx) {
+/// Every experiment that can run here: parameters and preconditions checked up front (an
+/// experiment that may not run is skipped with its reason), a failure does not stop the rest,
+/// and charts and REPORT.md are written for what finished. Fails naming every failure.
+fn all(ctx: &Ctx) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&ctx.out_dir)
+        .with_context(|| format!("creating {}", ctx.out_dir.display()))?;
+    let mut not_run: Vec<(&'static str, String)> = Vec::new();
+    let mut runnable = Vec::new();
+    for &experiment in experiments::ALL {
+        match experiment.prepare(ctx) {
+            Ok(()) => runnable.push(experiment),
+            // A bad --set or a broken parameter file is the user's to fix before an hour's run.
+            Err(e @ ExperimentError::Params(_)) => return Err(e.into()),
+            Err(e) => {
+                eprintln!("ratelab: skipping {}: {e}", experiment.id());
+                not_run.push((experiment.id(), format!("skipped: {e}")));
+            }
+        }
+    }
+    pin_harness(ctx);
+    let mut failures = Vec::new();
+    for experiment in runnable {
+        eprintln!(
+            "ratelab: running {} ({} profile)",
+            experiment.id(),
+            ctx.profile.name()
+        );
+        match experiment.run(ctx) {
+            Ok(dir) => finish_experiment(experiment, &dir),
+            Err(e) => {
+                let reason = format!("{:#}", anyhow::Error::from(e));
+                eprintln!("ratelab: experiment `{}` failed: {reason}", experiment.id());
+                not_run.push((experiment.id(), format!("failed: {reason}")));
+                failures.push(experiment.id());
+            }
+        }
+    }
+    let report = write_report(&ctx.out_dir, &not_run)?;
+    println!("report: {}", report.display());
+    anyhow::ensure!(
+        failures.is_empty(),
+        "{} of {} experiments failed: {} (see {})",
+        failures.len(),
+        experiments::ALL.len(),
+        failures.join(", "),
+        report.display()
+    );
+    Ok(())
+}
+
+/// REPORT.md over every registered experiment; `not_run` says which did not run this time and why.
+fn write_report(dir: &Path, not_run: &[(&str, String)]) -> anyhow::Result<PathBuf> {
+    anyhow::ensure!(dir.is_dir(), "{} is not a results directory", dir.display());
+    let summaries: Vec<_> = experiments::ALL
+        .iter()
+        .map(|&e| move |d: &Path| e.summary(d))
+        .collect();
+    let sections: Vec<Section> = (experiments::ALL.iter().zip(&summaries))
+        .map(|(e, summary)| Section {
+            id: e.id(),
+            summary,
+            not_run: not_run.iter().find(|n| n.0 == e.id()).map(|n| n.1.clone()),
+        })
+        .collect();
+    Ok(analysis::write_report(dir, &sections)?)
+}
+
+fn pin_harness(ctx: &Ctx) {
     if let Err(e) = ctx.pin_harness() {
         eprintln!(
             "ratelab: warning: could not pin the harness to CPUs {:?}: {e}",
@@ -75,9 +123,9 @@ fn pin_harness(ctx: &crate::context::Ctx) {
 }
 
 /// Charts and a summary for one finished experiment; a chart problem is reported, never fatal.
-fn finish_experiment(experiment: Experiment, dir: &Path) {
+fn finish_experiment(experiment: &dyn Experiment, dir: &Path) {
     println!("{}: results in {}", experiment.id(), dir.display());
-    match charts::render_experiment(experiment.id(), dir) {
+    match experiment.charts(dir) {
         Ok(paths) => paths
             .iter()
             .for_each(|p| println!("  chart: {}", p.display())),
@@ -86,7 +134,7 @@ fn finish_experiment(experiment: Experiment, dir: &Path) {
             experiment.id()
         ),
     }
-    match analysis::summarize_experiment(experiment.id(), dir) {
+    match experiment.summary(dir) {
         Ok(text) => print!("{text}"),
         Err(e) => eprintln!(
             "ratelab: warning: summary for {} failed: {e}",
@@ -95,17 +143,33 @@ fn finish_experiment(experiment: Experiment, dir: &Path) {
     }
 }
 
+/// Redraws the charts of every experiment that has results under `dir`.
 fn chart(dir: &Path) -> anyhow::Result<()> {
     anyhow::ensure!(dir.is_dir(), "{} is not a results directory", dir.display());
-    let (written, problems) = charts::render_all(dir);
+    let mut written = Vec::new();
+    let mut problems = 0;
+    for experiment in experiments::ALL {
+        let exp_dir = dir.join(experiment.id());
+        // Experiments that were never run simply have no CSV; that is not a problem.
+        let Some(first) = experiment.tables().first().copied() else {
+            continue;
+        };
+        if !exp_dir.join(first.file).is_file() {
+            continue;
+        }
+        match experiment.charts(&exp_dir) {
+            Ok(paths) => written.extend(paths),
+            Err(e) => {
+                eprintln!("ratelab: chart {} failed: {e}", experiment.id());
+                problems += 1;
+            }
+        }
+    }
     for path in &written {
         println!("chart: {}", path.display());
     }
-    for (what, err) in &problems {
-        eprintln!("ratelab: chart {what} failed: {err}");
-    }
     anyhow::ensure!(
-        problems.is_empty() || !written.is_empty(),
+        problems == 0 || !written.is_empty(),
         "no chart could be drawn"
     );
     anyhow::ensure!(

@@ -1,7 +1,7 @@
 //! The command line. Parsing only: `Cli::into_ctx` validates once and the library takes over.
 
-use crate::context::Ctx;
-use crate::experiments::params::{parse_set, Profile};
+use crate::context::{Ctx, Profile};
+use crate::experiments::params::parse_set;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 

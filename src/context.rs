@@ -1,10 +1,29 @@
 //! The validated options every experiment runs with; experiments never see clap.
 
-use crate::experiments::params::Profile;
 use crate::load::ClientTimeouts;
 use crate::server::pin::PinPlan;
 use crate::server::{RedisServer, ServerError, ServerOptions, Target};
 use std::path::PathBuf;
+
+/// Which parameter set to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// Fewer trials and shorter runs, same semantics: what CI runs.
+    Quick,
+    /// The seeds' sizes.
+    Full,
+}
+
+impl Profile {
+    /// The profile's table name in the TOML.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Quick => "quick",
+            Profile::Full => "full",
+        }
+    }
+}
 
 /// Everything an experiment needs besides its own parameters.
 #[derive(Debug, Clone)]

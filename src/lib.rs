@@ -6,7 +6,8 @@
 //! - [`app`]: the command-line edge: runs commands, prints where results are.
 //! - [`context`]: the options every experiment runs with (profile, output, server, pinning, seed).
 //! - [`server`]: starts, pins, signals and always stops redis-server; INFO parsing; admin commands
-//!   (CONFIG, MEMORY USAGE, OBJECT ENCODING); `--redis-url`.
+//!   (CONFIG, MEMORY USAGE, OBJECT ENCODING); `--redis-url`; what meta.json says of a server;
+//!   deleting this run's keys by prefix.
 //! - [`limiter`]: one file per strategy; Lua in `limiter/lua/*.lua`.
 //! - [`store`]: the resilient client of seed 000: per-check budget, fail-open | fail-closed,
 //!   degraded answers counted apart, no offline queue, circuit breaker.
@@ -14,10 +15,14 @@
 //!   continues a stopped server.
 //! - [`load`]: closed-loop load and open-loop (scheduled) arrivals from worker processes (the
 //!   binary re-executed as `worker`); a PING probe that sees how long the server stalls.
-//! - [`record`]: CSV sinks flushed per row, atomic result directories, meta.json, MONITOR.
-//! - [`experiments`]: one module per experiment id, parameters from `experiments/<id>.toml`.
-//! - [`charts`]: SVG and PNG charts drawn from the CSVs alone.
-//! - [`analysis`]: summaries and REPORT.md from the CSVs alone.
+//! - [`record`]: CSV sinks flushed per row, atomic result directories, a run's meta.json, the
+//!   CSV schema read from the row types, MONITOR.
+//! - [`experiments`]: one module per experiment, each a `Definition` (id, TOML, Params,
+//!   precondition, row types, body, charts, summary) listed once in `experiments::registry`;
+//!   the frame every body runs in (`Session`).
+//! - [`charts`]: SVG and PNG charts drawn from the CSVs alone; knows chart kinds, not experiments.
+//! - [`analysis`]: summary tables, claims judged and REPORT.md from the CSVs alone; knows
+//!   judgements, not experiments (the caller hands it one `Section` per experiment).
 
 pub mod analysis;
 pub mod app;

@@ -5,7 +5,6 @@
 mod common;
 
 use ratelab::analysis::table::{number, read_rows};
-use ratelab::experiments::Experiment;
 
 #[test]
 fn trims_remove_every_entry_and_rows_carry_the_columns() {
@@ -19,7 +18,10 @@ fn trims_remove_every_entry_and_rows_carry_the_columns() {
     ]
     .map(|(a, b)| (a.to_string(), b.to_string()))
     .to_vec();
-    let dir = Experiment::Bigkey.run(&ctx).expect("bigkey runs");
+    let dir = ratelab::experiments::find("bigkey")
+        .expect("registered")
+        .run(&ctx)
+        .expect("bigkey runs");
     let rows = read_rows(&dir.join("bigkey.csv")).unwrap();
     // 2 sizes x 2 lazyfree settings x (trim, expire).
     assert_eq!(rows.len(), 8);

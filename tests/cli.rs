@@ -190,3 +190,101 @@ fn a_server_crash_mid_run_is_reported_with_its_log() {
     assert!(err.contains("died mid-run"), "{err}");
     assert!(!out.path().join("race").exists());
 }
+
+/// `all` runs on past a failed experiment, keeps the previous results of the ones that failed,
+/// and still writes REPORT.md saying which failed and why; it exits non-zero naming them.
+#[test]
+fn all_survives_failures_and_reports_them() {
+    let out = tempfile::tempdir().unwrap();
+    let earlier = out.path().join("race");
+    std::fs::create_dir(&earlier).unwrap();
+    let reference = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results/reference/race");
+    for name in ["race.csv", "trace.csv", "meta.json"] {
+        std::fs::copy(reference.join(name), earlier.join(name)).unwrap();
+    }
+    let assert = ratelab()
+        .args([
+            "all",
+            "--profile",
+            "quick",
+            "--quiet",
+            "--redis-server",
+            "/nonexistent/redis-server",
+            "--out",
+        ])
+        .arg(out.path())
+        .assert()
+        .failure();
+    let err = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        err.contains("experiment `race` failed") && err.contains("experiment `bigkey` failed"),
+        "{err}"
+    );
+    assert!(err.contains("experiments failed: race, atomic"), "{err}");
+    let report = std::fs::read_to_string(out.path().join("REPORT.md")).expect("REPORT.md written");
+    assert!(
+        report.contains("- `memory`: failed: starting redis-server"),
+        "{report}"
+    );
+    assert!(
+        report.contains("The results below are from an earlier run"),
+        "{report}"
+    );
+    let kept = std::fs::read(earlier.join("race.csv")).unwrap();
+    assert_eq!(kept, std::fs::read(reference.join("race.csv")).unwrap());
+    assert!(report
+        .contains("| naive bucket, 1 process x 2 in flight, admits exactly 200 in every trial"));
+}
+
+/// Against a server the user names, experiments that must own the server are skipped up front
+/// with their reason; the rest run (here they fail at once: nothing listens on port 1).
+#[test]
+fn all_against_a_users_server_skips_what_must_own_it() {
+    let out = tempfile::tempdir().unwrap();
+    let assert = ratelab()
+        .args([
+            "all",
+            "--profile",
+            "quick",
+            "--quiet",
+            "--redis-url",
+            "redis://127.0.0.1:1/",
+            "--out",
+        ])
+        .arg(out.path())
+        .assert()
+        .failure();
+    let err = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    for id in ["outage", "memory", "bigkey"] {
+        assert!(
+            err.contains(&format!(
+                "skipping {id}: experiment `{id}` must own the server"
+            )),
+            "{err}"
+        );
+    }
+    assert!(err.contains("experiment `race` failed"), "{err}");
+    assert!(!err.contains("experiment `outage` failed"), "{err}");
+    let report = std::fs::read_to_string(out.path().join("REPORT.md")).expect("REPORT.md written");
+    assert!(
+        report
+            .contains("- `outage`: skipped: experiment `outage` must own the server (it SIGKILLs"),
+        "{report}"
+    );
+    let run = ratelab()
+        .args([
+            "run",
+            "memory",
+            "--redis-url",
+            "redis://127.0.0.1:1/",
+            "--out",
+        ])
+        .arg(out.path())
+        .assert()
+        .failure();
+    let err = String::from_utf8_lossy(&run.get_output().stderr).into_owned();
+    assert!(
+        err.contains("`memory` must own the server (it sets zset-max-listpack-entries"),
+        "{err}"
+    );
+}

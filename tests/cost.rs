@@ -17,8 +17,8 @@ fn cpu_per_decision(target: &Target, strategy: Strategy) -> f64 {
         },
         stop: Stop::AfterChecks(20_000),
         connections: 16,
+        url: target.url(),
         ..WorkerSpec::one_key(
-            &target.url(),
             strategy,
             LimitSpec {
                 capacity: 1_000_000,

@@ -6,7 +6,6 @@ mod common;
 
 use assert_cmd::Command;
 use ratelab::analysis::table::{number, read_rows, Row};
-use ratelab::experiments::Experiment;
 use ratelab::limiter::{unix_ms, LimitSpec, Limiter, Strategy};
 use ratelab::server::admin;
 
@@ -86,7 +85,10 @@ fn memory_per_client_grows_with_the_limit_and_jumps_at_each_threshold() {
     ]
     .map(|(a, b)| (a.to_string(), b.to_string()))
     .to_vec();
-    let dir = Experiment::Memory.run(&ctx).expect("memory runs");
+    let dir = ratelab::experiments::find("memory")
+        .expect("registered")
+        .run(&ctx)
+        .expect("memory runs");
     let rows = read_rows(&dir.join("memory.csv")).unwrap();
     for r in &rows {
         assert!(number(r, "clients").unwrap() >= 10.0);

@@ -3,7 +3,6 @@
 
 mod common;
 
-use ratelab::experiments::Experiment;
 use ratelab::limiter::{LimitSpec, Strategy};
 use ratelab::load::{run_open_loop, Arrivals, KeyChoice, OpenLoop, OpenSpec, Start};
 use std::collections::BTreeMap;
@@ -84,7 +83,10 @@ fn unique_members_are_exact_at_every_rate_and_time_ms_members_over_admit_at_1000
         ("members", r#"["unique-id", "time-ms"]"#),
         ("flat_out_members", r#"["unique-id"]"#),
     ]);
-    let dir = Experiment::Tsmember.run(&ctx).expect("tsmember runs");
+    let dir = ratelab::experiments::find("tsmember")
+        .expect("registered")
+        .run(&ctx)
+        .expect("tsmember runs");
     let all = rows(&dir.join("tsmember.csv"));
     for rate in ["100", "1000", "10000", "flat-out"] {
         for clock in ["redis", "caller"] {
@@ -119,7 +121,10 @@ fn fixed_window_passes_twice_its_limit_at_the_edge_and_the_bucket_only_its_burst
     let out = tempfile::tempdir().unwrap();
     let mut ctx = common::ctx(out.path());
     ctx.sets = sets(&[("strategies", r#"["incr-window", "lua-bucket"]"#)]);
-    let dir = Experiment::WindowEdge.run(&ctx).expect("window-edge runs");
+    let dir = ratelab::experiments::find("window-edge")
+        .expect("registered")
+        .run(&ctx)
+        .expect("window-edge runs");
     let all = rows(&dir.join("window-edge.csv"));
     let of = |s: &str| -> Vec<&Row> { all.iter().filter(|r| r["strategy"] == s).collect() };
     let (fixed, bucket) = (of("incr-window"), of("lua-bucket"));

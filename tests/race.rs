@@ -2,7 +2,6 @@
 
 mod common;
 
-use ratelab::experiments::Experiment;
 use ratelab::limiter::{unix_ms, LimitSpec, LogVariant, Strategy};
 use ratelab::load::{run_closed_loop, ClosedLoop, WorkerSpec};
 use std::time::Duration;
@@ -21,22 +20,24 @@ fn admitted(
         exe: &exe,
         cpus: &[],
         processes,
-        template: WorkerSpec::one_key(
-            url,
-            strategy,
-            LimitSpec {
-                capacity,
-                refill_per_sec: 0.0,
-                window_ms: 600_000,
-                window_origin_ms: unix_ms(),
-                idle_ttl_ms: 600_000,
-                log: LogVariant::default(),
-                watch_retries: 10,
-            },
-            key,
-            checks,
-            in_flight,
-        ),
+        template: WorkerSpec {
+            url: url.to_string(),
+            ..WorkerSpec::one_key(
+                strategy,
+                LimitSpec {
+                    capacity,
+                    refill_per_sec: 0.0,
+                    window_ms: 600_000,
+                    window_origin_ms: unix_ms(),
+                    idle_ttl_ms: 600_000,
+                    log: LogVariant::default(),
+                    watch_retries: 10,
+                },
+                key,
+                checks,
+                in_flight,
+            )
+        },
     };
     let tally = run_closed_loop(&plan).expect("workers run");
     assert_eq!(tally.errors, 0, "{:?}", tally.first_error);
@@ -144,7 +145,10 @@ fn experiment_writes_csvs_meta_trace_and_chart_then_stops_its_server() {
     .iter()
     .map(|(a, b)| (a.to_string(), b.to_string()))
     .collect();
-    let dir = Experiment::Race.run(&ctx).expect("race runs");
+    let dir = ratelab::experiments::find("race")
+        .expect("registered")
+        .run(&ctx)
+        .expect("race runs");
     assert_eq!(dir, out.path().join("race"));
 
     let race = std::fs::read_to_string(dir.join("race.csv")).unwrap();

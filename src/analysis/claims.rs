@@ -222,7 +222,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("race.csv"),
-            "scenario,strategy,processes,in_flight,admitted,limit\nmatrix,naive-bucket,1,2,200,100\nmatrix,naive-bucket,1,2,166,100\n",
+            "scenario,strategy,processes,in_flight,admitted,limit\n\
+             matrix,naive-bucket,1,2,200,100\nmatrix,naive-bucket,1,2,166,100\n",
         )
         .unwrap();
         let claims = all().unwrap();

@@ -2,11 +2,10 @@
 //! published claim beside what this run measured.
 
 pub mod claims;
-mod derived;
 pub mod stats;
-mod summary;
 pub mod table;
 
+use crate::record::Meta;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -15,6 +14,8 @@ use std::path::{Path, PathBuf};
 pub enum AnalysisError {
     #[error("csv {path}: {source}")]
     Csv { path: PathBuf, source: csv::Error },
+    #[error("{}: no column `{column}`", path.display())]
+    Column { path: PathBuf, column: String },
     #[error("claims file: {0}")]
     Claims(String),
     #[error("{path}: {source}")]
@@ -24,23 +25,67 @@ pub enum AnalysisError {
     },
 }
 
-/// A markdown summary of one experiment's results (empty for experiments without one).
-pub fn summarize_experiment(id: &str, dir: &Path) -> Result<String, AnalysisError> {
-    summary::summary(id, dir)
+/// One experiment's part of REPORT.md, as the caller (who knows the experiments) describes it.
+pub struct Section<'a> {
+    /// The experiment id: its results subdirectory and its claims' `experiment`.
+    pub id: &'a str,
+    /// Its summary table(s) from the CSVs in its directory.
+    pub summary: &'a dyn Fn(&Path) -> Result<String, AnalysisError>,
+    /// Why this run has no fresh results for it (failed, or skipped up front), if so.
+    pub not_run: Option<String>,
 }
 
 /// Writes `dir/REPORT.md`: per experiment, its setup, summary, charts and claims.
-pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
+pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, AnalysisError> {
+    if !dir.is_dir() {
+        return Err(AnalysisError::Io {
+            path: dir.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such results directory"),
+        });
+    }
     let claims = claims::all()?;
-    let mut out = String::from("# ratelab report\n\nEvery figure below was measured in this run; published figures come from the seeds (analysis/claims.toml).\n");
-    for id in crate::experiments::Experiment::ALL.iter().map(|e| e.id()) {
+    let mut out = String::from(
+        "# ratelab report\n\nEvery figure below was measured in this run; published \
+        figures come from the seeds (analysis/claims.toml).\n",
+    );
+    let missed: Vec<&Section> = sections.iter().filter(|s| s.not_run.is_some()).collect();
+    if !missed.is_empty() {
+        out.push_str("\n**Not every experiment ran:**\n\n");
+        for s in &missed {
+            let _ = writeln!(
+                out,
+                "- `{}`: {}",
+                s.id,
+                s.not_run.as_deref().unwrap_or_default()
+            );
+        }
+    }
+    for section in sections {
+        let id = section.id;
         let exp_dir = dir.join(id);
+        if let Some(why) = &section.not_run {
+            let earlier = match exp_dir.is_dir() {
+                true => " The results below are from an earlier run (see its setup line).",
+                false => "",
+            };
+            let _ = write!(
+                out,
+                "\n## {id}\n\n**This run did not produce results: {why}.**{earlier}\n"
+            );
+        }
         if !exp_dir.is_dir() {
-            let _ = write!(out, "\n## {id}\n\nNot run.\n");
+            if section.not_run.is_none() {
+                let _ = write!(out, "\n## {id}\n\nNot run.\n");
+            }
             continue;
         }
-        let _ = write!(out, "\n## {id}\n\n{}", setup_line(&exp_dir));
-        out.push_str(&summarize_experiment(id, &exp_dir)?);
+        if section.not_run.is_none() {
+            let _ = write!(out, "\n## {id}\n\n");
+        } else {
+            out.push('\n');
+        }
+        out.push_str(&setup_line(&exp_dir));
+        out.push_str(&(section.summary)(&exp_dir)?);
         let _ = write!(
             out,
             "\n| claim | seed | published | measured here | verdict |\n|---|---|---|---|---|\n"
@@ -97,41 +142,37 @@ fn setup_line(exp_dir: &Path) -> String {
     let Ok(text) = std::fs::read_to_string(exp_dir.join("meta.json")) else {
         return "No meta.json.\n\n".into();
     };
-    let Ok(meta) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return "Unreadable meta.json.\n\n".into();
-    };
-    let s = |p: &str| {
-        meta.pointer(p)
-            .map(|v| v.to_string().trim_matches('"').to_string())
-            .unwrap_or_default()
+    let meta: Meta = match serde_json::from_str(&text) {
+        Ok(meta) => meta,
+        Err(e) => return format!("Unreadable meta.json ({e}).\n\n"),
     };
     let mut line = format!(
-        "Redis {} ({}), profile {}, {} on {} CPUs, kernel {}, pinning redis {} / harness {}, commit {}, {}.\n\n",
-        s("/redis/version"),
-        if s("/redis/managed") == "true" { "started by ratelab" } else { "external" },
-        s("/profile"),
-        s("/host/cpu_model"),
-        s("/host/cpus_online"),
-        s("/host/kernel"),
-        s("/pinning/redis"),
-        s("/pinning/harness"),
-        s("/git_commit"),
-        s("/started_at"),
+        "Redis {} ({}), profile {}, {} on {} CPUs, kernel {}, pinning redis {:?} / harness {:?}, commit {}, {}.\n\n",
+        meta.redis.version,
+        if meta.redis.managed { "started by ratelab" } else { "external" },
+        meta.profile,
+        meta.host.cpu_model,
+        meta.host.cpus_online,
+        meta.host.kernel,
+        meta.pinning.redis,
+        meta.pinning.harness,
+        meta.git_commit,
+        meta.started_at,
     );
-    if s("/suspend/suspended") == "true" {
+    if meta.suspend.suspended {
         line.push_str("**WARNING: the machine was suspended during this run; its timings are not valid.**\n\n");
     }
-    if s("/open_loop/kept_up") == "false" {
+    if let Some(ol) = meta.open_loop.as_ref().filter(|ol| !ol.kept_up) {
         // Late starts arrive bunched, which changes what timing-sensitive limiters admit.
-        let ms = |p: &str| meta.pointer(p).and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
         let _ = write!(
             line,
-            "**WARNING: the open-loop generator fell behind its schedule: {} of {} starts more than {} ms late (latest {} ms, {}).**\n\n",
-            s("/open_loop/late_starts"),
-            s("/open_loop/requests"),
-            ms("/open_loop/late_threshold_ms"),
-            (ms("/open_loop/max_lateness_ms") * 10.0).round() / 10.0,
-            s("/open_loop/worst_run"),
+            "**WARNING: the open-loop generator fell behind its schedule: {} of {} starts more than {} ms late \
+                (latest {} ms, {}).**\n\n",
+            ol.late_starts,
+            ol.requests,
+            ol.late_threshold_ms,
+            (ol.max_lateness_ms * 10.0).round() / 10.0,
+            ol.worst_run,
         );
     }
     line

@@ -29,6 +29,48 @@ pub fn read_rows(path: &Path) -> Result<Vec<Row>, AnalysisError> {
     Ok(rows)
 }
 
+/// The summary table of the CSV at `path` (see [`summary_table`]); a column it names that the
+/// file lacks is an error, never an empty cell, so a renamed column cannot go unnoticed.
+pub fn summarize(
+    path: &Path,
+    keys: &[&str],
+    columns: &[(&str, &str)],
+) -> Result<String, AnalysisError> {
+    let rows = read_rows(path)?;
+    let header = header(path)?;
+    let names = keys.iter().chain(columns.iter().map(|c| &c.1));
+    for name in names {
+        let present = match *name {
+            "config" => {
+                header.iter().any(|h| h == "processes") && header.iter().any(|h| h == "in_flight")
+            }
+            n => header.iter().any(|h| h == n),
+        };
+        if !present {
+            return Err(AnalysisError::Column {
+                path: path.to_path_buf(),
+                column: name.to_string(),
+            });
+        }
+    }
+    Ok(summary_table(&rows, keys, columns))
+}
+
+/// The header of a CSV.
+pub fn header(path: &Path) -> Result<Vec<String>, AnalysisError> {
+    let csv_err = |source| AnalysisError::Csv {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut reader = csv::Reader::from_path(path).map_err(csv_err)?;
+    Ok(reader
+        .headers()
+        .map_err(csv_err)?
+        .iter()
+        .map(str::to_string)
+        .collect())
+}
+
 /// A row's `processes x in_flight` label.
 pub fn config_label(row: &Row) -> String {
     match (row.get("processes"), row.get("in_flight")) {

@@ -1,7 +1,8 @@
 //! One measured load run: workers connected first, the server's counters sampled right before
 //! `go` and right after the last tally, and the workers' own CPU from their rusage.
 
-use super::common::{fail_on_errors, ExperimentError, Phase};
+use super::frame::fail_on_errors;
+use super::{ExperimentError, Phase};
 use crate::load::{CheckTally, ClosedLoop, Fleet};
 use crate::server::{ServerCost, ServerSample, Target};
 

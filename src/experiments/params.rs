@@ -5,25 +5,7 @@
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-/// Which parameter set to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Profile {
-    /// Fewer trials and shorter runs, same semantics: what CI runs.
-    Quick,
-    /// The seeds' sizes.
-    Full,
-}
-
-impl Profile {
-    /// The profile's table name in the TOML.
-    pub fn name(self) -> &'static str {
-        match self {
-            Profile::Quick => "quick",
-            Profile::Full => "full",
-        }
-    }
-}
+use crate::context::Profile;
 
 /// A parameter problem, phrased for the person who typed the command.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -58,6 +40,9 @@ pub struct ExperimentInfo {
     pub id: String,
     pub seeds: Vec<String>,
     pub summary: String,
+    /// Sentences meta.json carries for the reader; `{name}` is the parameter's value in the run.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// Reads the header (id, seeds, summary) of an embedded parameter file.
@@ -66,6 +51,19 @@ pub fn info(toml_text: &str) -> Result<ExperimentInfo, ParamError> {
         experiment: "?".into(),
         reason: e.to_string(),
     })
+}
+
+/// A note with every `{name}` replaced by that parameter's value (strings without quotes).
+pub fn fill_in(note: &str, table: &toml::Table) -> String {
+    let mut out = note.to_string();
+    for (name, value) in table {
+        let text = match value {
+            toml::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        out = out.replace(&format!("{{{name}}}"), &text);
+    }
+    out
 }
 
 /// Splits `name=value`.
@@ -209,6 +207,15 @@ name = "a"
         assert_eq!(parse_set("a = x=y").unwrap(), ("a".into(), "x=y".into()));
         assert!(parse_set("novalue").is_err());
         assert!(parse_set("=3").is_err());
+    }
+
+    #[test]
+    fn notes_take_the_parameters_of_the_run() {
+        let table: toml::Table = toml::from_str("trials = 4\nname = \"a b\"").unwrap();
+        assert_eq!(
+            fill_in("{trials} trials of {name}, {other}", &table),
+            "4 trials of a b, {other}"
+        );
     }
 
     #[test]

@@ -54,9 +54,27 @@ pub struct WorkerSpec {
 }
 
 impl WorkerSpec {
-    /// The race's shape: `checks` checks of one key, `in_flight` at a time on one connection.
+    /// One connection, one request in flight, checking `keys` until `stop`; the URL, seed and
+    /// timeouts are the run's (`Session::closed_loop` sets them).
+    pub fn new(strategy: Strategy, limit: LimitSpec, keys: KeyChoice, stop: Stop) -> Self {
+        WorkerSpec {
+            url: String::new(),
+            strategy,
+            limit,
+            keys,
+            stop,
+            connections: 1,
+            in_flight: 1,
+            record_latency: false,
+            seed: 0,
+            worker_index: 0,
+            timeouts: ClientTimeouts::default(),
+        }
+    }
+
+    /// The race's shape: `checks` checks of one key, `in_flight` at a time on one connection;
+    /// the URL, seed and timeouts are the run's (`Session::closed_loop` sets them).
     pub fn one_key(
-        url: &str,
         strategy: Strategy,
         limit: LimitSpec,
         key: &str,
@@ -64,17 +82,13 @@ impl WorkerSpec {
         in_flight: usize,
     ) -> Self {
         WorkerSpec {
-            url: url.to_string(),
-            strategy,
-            limit,
-            keys: KeyChoice::One(key.to_string()),
-            stop: Stop::AfterChecks(checks),
-            connections: 1,
             in_flight,
-            record_latency: false,
-            seed: 0,
-            worker_index: 0,
-            timeouts: ClientTimeouts::default(),
+            ..Self::new(
+                strategy,
+                limit,
+                KeyChoice::One(key.to_string()),
+                Stop::AfterChecks(checks),
+            )
         }
     }
 }

@@ -155,7 +155,7 @@ pub fn run_open_loop(plan: &OpenLoop) -> Result<OpenTally, LoadError> {
 }
 
 /// Whether the open-loop generator kept to its schedule over a whole experiment; meta.json.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct OpenLoopHealth {
     /// Open-loop runs made.
     pub runs: u64,
@@ -204,7 +204,10 @@ impl OpenLoopHealth {
         );
         match self.kept_up {
             true => format!("Open-loop generator kept to its schedule: {what}."),
-            false => format!("WARNING: the open-loop generator fell behind its schedule: {what}; late requests arrived bunched, not as scheduled."),
+            false => format!(
+                "WARNING: the open-loop generator fell behind its schedule: {what}; late requests \
+                arrived bunched, not as scheduled."
+            ),
         }
     }
 }

@@ -3,11 +3,12 @@
 
 use crate::load::{ClientTimeouts, OpenLoopHealth};
 use crate::server::pin::PinPlan;
-use serde::Serialize;
-use std::collections::BTreeMap;
+use serde::{Deserialize, Serialize};
+
+pub use crate::server::RedisMeta;
 
 /// The setup of one experiment run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Meta {
     pub experiment: String,
     pub profile: String,
@@ -26,27 +27,12 @@ pub struct Meta {
     /// What the reader must know to interpret the numbers (warm-up, exclusions, caveats).
     pub notes: Vec<String>,
     /// Whether the open-loop generator kept to its schedule (experiments that use it).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<OpenLoopHealth>,
 }
 
-/// The server measured.
-#[derive(Debug, Clone, Serialize, Default)]
-pub struct RedisMeta {
-    /// True when the harness started the server (false for --redis-url).
-    pub managed: bool,
-    pub url: String,
-    pub binary: Option<String>,
-    pub version: String,
-    pub mode: String,
-    /// `INFO server` fields worth keeping (os, arch, allocator, multiplexing api...).
-    pub server_info: BTreeMap<String, String>,
-    /// CONFIG GET values that change results.
-    pub config: BTreeMap<String, String>,
-}
-
 /// The machine the run happened on.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HostMeta {
     pub cpu_model: String,
     pub cpus_online: usize,
@@ -56,7 +42,7 @@ pub struct HostMeta {
 
 /// Whether the machine slept during the run: timers cannot fire while suspended, so a sleep
 /// looks like a huge stall (the trap seed 000 fell into).
-#[derive(Debug, Clone, Copy, Serialize, Default)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Default)]
 pub struct SuspendCheck {
     /// CLOCK_BOOTTIME minus CLOCK_MONOTONIC at the start, in ns.
     pub offset_start_ns: i128,

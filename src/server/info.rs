@@ -41,7 +41,8 @@ impl Info {
 mod tests {
     use super::*;
 
-    const SAMPLE: &str = "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n\r\n# CPU\r\nused_cpu_sys:0.123\r\nused_cpu_user_main_thread:1.5\r\n";
+    const SAMPLE: &str = "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n\
+        \r\n# CPU\r\nused_cpu_sys:0.123\r\nused_cpu_user_main_thread:1.5\r\n";
 
     #[test]
     fn parses_fields_across_sections() {

@@ -3,13 +3,17 @@
 
 pub mod admin;
 mod cleanup;
+mod describe;
 mod info;
+mod keys;
 mod managed;
 pub mod pin;
 mod stats;
 
 pub use cleanup::{kill_all, register, registered, set_parent_death_signal, unregister};
+pub use describe::RedisMeta;
 pub use info::Info;
+pub use keys::host_port;
 pub use managed::{RedisServer, ServerOptions};
 pub use stats::{command_stats, main_thread_cpu_us, ServerCost, ServerSample};
 

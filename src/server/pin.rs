@@ -3,12 +3,12 @@
 //! On a 2-core machine an unpinned load generator steals Redis's core and every throughput figure
 //! then measures the scheduler. The plan is computed once from the CPUs this process may use.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 /// Which CPUs Redis and the harness (and its workers) run on; recorded in meta.json.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct PinPlan {
     /// CPUs this process was allowed to use when the plan was made.
     pub available: Vec<usize>,

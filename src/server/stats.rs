@@ -114,7 +114,8 @@ mod tests {
     fn parses_cpu_and_commandstats() {
         let info = Info::parse(
             "# CPU\r\nused_cpu_sys_main_thread:1.250000\r\nused_cpu_user_main_thread:0.750000\r\n\
-             # Commandstats\r\ncmdstat_evalsha:calls=10,usec=120,usec_per_call=12.00,rejected_calls=0,failed_calls=0\r\n\
+             # Commandstats\r\ncmdstat_evalsha:calls=10,usec=120,\
+             usec_per_call=12.00,rejected_calls=0,failed_calls=0\r\n\
              cmdstat_get:calls=3,usec=3,usec_per_call=1.00\r\n",
         );
         assert_eq!(main_thread_cpu_us(&info), Some(2_000_000.0));

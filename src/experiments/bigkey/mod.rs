@@ -21,21 +21,48 @@
 //! Writes `bigkey/bigkey.csv` (one row per operation), `bigkey/meta.json`.
 
 mod ops;
+mod report;
+mod rows;
 
-use super::common::{delete_keys_with_prefix, progress_bar, ExperimentError, Phase, RunRecord};
-use super::params;
-use crate::context::Ctx;
-use crate::limiter::unix_ms;
+pub use ops::{Operation, YesNo};
+pub use rows::BigkeyRow;
+
+use super::{Definition, ExperimentError, Phase, PhaseError, Session, Validate};
 use crate::load::probe::{Probe, ProbeLog};
 use crate::load::rng::SplitMix64;
+use crate::record::Table;
 use crate::server::{admin, Target};
 use ops::{Log, Outcome};
-pub use ops::{Operation, YesNo};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-const ID: &str = "bigkey";
+/// The bigkey experiment.
+pub struct Bigkey;
+
+impl Definition for Bigkey {
+    const ID: &'static str = "bigkey";
+    const TOML: &'static str = include_str!("../../../experiments/bigkey.toml");
+    const MUST_OWN_SERVER: Option<&'static str> = Some(
+        "it sets lazyfree-lazy-expire, latency-monitor-threshold and SLOWLOG, and stalls the server on purpose",
+    );
+    type Params = Params;
+
+    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+        let configured = configure(&s.target).phase(|| "configuring the latency monitor".into())?;
+        s.note(format!("Server configured for this run: {configured}."));
+        body(s, p)
+    }
+    fn tables() -> Vec<Table> {
+        vec![Table::of::<BigkeyRow>("bigkey.csv")]
+    }
+    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
+        crate::charts::render_experiment(Self::ID, dir)
+    }
+    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
+        report::summary(dir)
+    }
+}
 
 /// Parameters; defaults in `experiments/bigkey.toml`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -53,89 +80,25 @@ pub struct Params {
     pub pipeline: usize,
 }
 
-/// One operation on one big log.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct BigkeyRow {
-    pub operation: Operation,
-    pub entries: u64,
-    /// lazyfree-lazy-expire in effect.
-    pub lazyfree: YesNo,
-    pub repeat: u32,
-    pub removed: u64,
-    /// MEMORY USAGE of the log before the operation (Redis's default sampling).
-    pub key_bytes: u64,
-    /// trim: the command's round trip as the harness saw it (empty for expire: no command).
-    pub command_ms: Option<f64>,
-    /// trim: the command's own duration by SLOWLOG.
-    pub slowlog_ms: Option<f64>,
-    /// The worst PING round trip overlapping the operation: how long other clients waited.
-    pub probe_max_stall_ms: f64,
-    /// The probe's median round trip before the operation, for scale.
-    pub probe_p50_ms: f64,
-    /// The probe's worst round trip before the operation: what this machine's noise alone does.
-    pub probe_baseline_max_ms: f64,
-    /// PINGs overlapping the operation.
-    pub probe_pings: u64,
-    /// The operation's own event in LATENCY LATEST (`command` for trim, `expire-*` for expire),
-    /// in ms: how long the main thread was blocked by its own account; 0 when under 1 ms.
-    pub server_blocked_ms: f64,
-    /// Every event LATENCY LATEST held, `name=max_ms`, worst first.
-    pub latency_events: String,
-    /// expire: from the key's disappearance until no object waited to be freed in the background.
-    pub background_free_ms: Option<f64>,
-    /// The span the probe was read over: the command's round trip, or expiry deadline to freed.
-    pub span_ms: f64,
-    pub build_s: f64,
-}
-
-fn validate(p: &Params) -> Result<(), params::ParamError> {
-    let ok = p.repeats > 0
-        && !p.entries.is_empty()
-        && p.entries.iter().all(|&n| n > 0)
-        && !p.operations.is_empty()
-        && !p.lazyfree.is_empty()
-        && p.probe_period_us > 0
-        && p.window_ms > 0
-        && p.zadd_batch > 0
-        && p.pipeline > 0;
-    if ok {
-        return Ok(());
+impl Validate for Params {
+    fn validate(&self) -> Result<(), String> {
+        let p = self;
+        let ok = p.repeats > 0
+            && !p.entries.is_empty()
+            && p.entries.iter().all(|&n| n > 0)
+            && !p.operations.is_empty()
+            && !p.lazyfree.is_empty()
+            && p.probe_period_us > 0
+            && p.window_ms > 0
+            && p.zadd_batch > 0
+            && p.pipeline > 0;
+        if ok {
+            return Ok(());
+        }
+        Err("repeats, entries (each), probe_period_us, window_ms, zadd_batch, pipeline must be >= 1; \
+             operations and lazyfree non-empty"
+            .into())
     }
-    Err(params::ParamError::Invalid {
-        experiment: ID.into(),
-        reason:
-            "repeats, entries (each), probe_period_us, window_ms, zadd_batch, pipeline must be \
-                 >= 1; operations and lazyfree non-empty"
-                .into(),
-    })
-}
-
-/// Runs the experiment into `ctx.out_dir/bigkey/`.
-pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    let (p, table): (Params, _) = params::resolve(
-        ID,
-        super::Experiment::Bigkey.params_toml(),
-        ctx.profile,
-        &ctx.sets,
-    )?;
-    validate(&p)?;
-    let mut target = ctx.target().phase(|| "starting redis-server".into())?;
-    target
-        .managed("it sets lazyfree-lazy-expire, latency-monitor-threshold and SLOWLOG, and stalls the server on purpose")
-        .phase(|| "checking the server".into())?;
-    let mut run = RunRecord::begin(ctx, ID, &table, &target)?;
-    let configured = configure(&target).phase(|| "configuring the latency monitor".into())?;
-    run.note(format!("Server configured for this run: {configured}."));
-    run.note(format!("Build: ZADD commands of {} members, {} per round trip (pipelined), members `<12 hex>-<n hex>` as the limiter's, scores spread over the window before last ({} ms), so one ZREMRANGEBYSCORE -inf (now - window) removes every entry. The probe is not running during the build.", p.zadd_batch, p.pipeline, p.window_ms));
-    run.note(format!("Probe: one PING at a time on its own connection and thread, one every {} µs, each timed on the monotonic clock from its send. probe_max_stall_ms is the slowest PING whose round trip overlapped the operation (trim: the command's round trip; expire: deadline until the key had gone and lazyfree_pending_objects was 0). The first {} ms of each probe are its baseline (probe_p50_ms), not part of the operation.", p.probe_period_us, p.baseline_ms));
-    run.note("The probe's resolution is its period: an operation shorter than that may overlap no PING (probe_pings 0, probe_max_stall_ms 0); command_ms and slowlog_ms still time a trim.");
-    run.note("Redis and its background threads are pinned to one core: with lazyfree-lazy-expire yes the thread freeing the log competes with the main thread for that core, which the probe sees and LATENCY (main-thread events only) does not.");
-    let prefix = format!("ratelab:bigkey:{:x}:", unix_ms());
-    let outcome = body(ctx, &p, &target, &mut run, &prefix);
-    let cleaned = delete_keys_with_prefix(&target, &prefix);
-    outcome?;
-    cleaned.phase(|| "deleting this run's keys".into())?;
-    run.finish(ctx)
 }
 
 /// Turns on the server's own latency records; returns what is now in effect.
@@ -156,20 +119,11 @@ fn configure(target: &Target) -> Result<String, crate::server::ServerError> {
     Ok(out.join(", "))
 }
 
-fn body(
-    ctx: &Ctx,
-    p: &Params,
-    target: &Target,
-    run: &mut RunRecord,
-    prefix: &str,
-) -> Result<(), ExperimentError> {
-    let mut rows = run
-        .staging
-        .csv::<BigkeyRow>("bigkey.csv")
-        .phase(|| "opening bigkey.csv".into())?;
+fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    let mut rows = s.csv::<BigkeyRow>("bigkey.csv")?;
     let total = p.repeats as usize * p.entries.len() * p.lazyfree.len() * p.operations.len();
-    let bar = progress_bar(ctx, ID, total as u64);
-    let member_prefix = SplitMix64::new(ctx.seed, 0).next_u64() >> 16;
+    let bar = s.progress(total as u64);
+    let member_prefix = SplitMix64::new(s.ctx.seed, 0).next_u64() >> 16;
     for repeat in 0..p.repeats {
         for &entries in &p.entries {
             for &lazy in &p.lazyfree {
@@ -180,15 +134,14 @@ fn body(
                             lazy.as_str()
                         )
                     };
-                    let key = format!("{prefix}{entries}:{}:{repeat}:{op:?}", lazy.as_str());
+                    let key = s.key(format!("{entries}:{}:{repeat}:{op:?}", lazy.as_str()));
                     let log = Log {
                         key: &key,
                         entries,
                         window_ms: p.window_ms,
                         member_prefix,
                     };
-                    let row = one(ctx, p, target, &log, op, lazy, repeat).phase(what)?;
-                    rows.write(&row).phase(|| "writing bigkey.csv".into())?;
+                    rows.write(&one(s, p, &log, op, lazy, repeat).phase(what)?)?;
                     bar.inc(1);
                 }
             }
@@ -200,14 +153,14 @@ fn body(
 
 /// Builds one log, runs one operation on it under the probe, and reads what everyone saw.
 fn one(
-    ctx: &Ctx,
+    s: &Session,
     p: &Params,
-    target: &Target,
     log: &Log,
     op: Operation,
     lazy: YesNo,
     repeat: u32,
-) -> Result<BigkeyRow, super::PhaseError> {
+) -> Result<BigkeyRow, PhaseError> {
+    let (ctx, target) = (s.ctx, &s.target);
     let mut con = target.connection()?;
     admin::config_set(&mut con, "lazyfree-lazy-expire", lazy.as_str())?;
     let build_s = ops::build(&mut con, log, p.zadd_batch, p.pipeline)?;
@@ -231,7 +184,7 @@ fn one(
     let seen = probe.stop()?;
     let outcome = outcome?;
     if outcome.removed != log.entries {
-        return Err(super::PhaseError::Invalid(format!(
+        return Err(PhaseError::Invalid(format!(
             "removed {} of {} entries",
             outcome.removed, log.entries
         )));
@@ -270,23 +223,13 @@ fn span_ms(o: &Outcome) -> f64 {
 }
 
 /// A PING that failed is a lost measurement, not a latency: the run is invalid.
-fn probe_ok(seen: &ProbeLog) -> Result<(), super::PhaseError> {
+fn probe_ok(seen: &ProbeLog) -> Result<(), PhaseError> {
     match seen.errors {
         0 => Ok(()),
-        n => Err(super::PhaseError::Invalid(format!(
+        n => Err(PhaseError::Invalid(format!(
             "{n} probe PINGs failed; first: {}",
             seen.first_error.clone().unwrap_or_default()
         ))),
-    }
-}
-
-impl super::Validate for Params {
-    fn validate(&self) -> Result<(), String> {
-        match validate(self) {
-            Err(params::ParamError::Invalid { reason, .. }) => Err(reason),
-            Err(other) => Err(other.to_string()),
-            Ok(()) => Ok(()),
-        }
     }
 }
 
@@ -296,10 +239,12 @@ mod tests {
 
     #[test]
     fn both_profiles_are_valid_and_sweep_lazyfree_both_ways() {
-        for profile in [params::Profile::Quick, params::Profile::Full] {
-            let toml = super::super::Experiment::Bigkey.params_toml();
-            let (p, _): (Params, _) = params::resolve(ID, toml, profile, &[]).unwrap();
-            validate(&p).unwrap();
+        for profile in [
+            crate::context::Profile::Quick,
+            crate::context::Profile::Full,
+        ] {
+            let p = crate::experiments::frame::resolve::<Bigkey>(profile, &[]).unwrap();
+            p.validate().unwrap();
             assert_eq!(p.lazyfree, [YesNo::No, YesNo::Yes]);
             assert_eq!(p.operations, [Operation::Trim, Operation::Expire]);
         }
@@ -307,8 +252,12 @@ mod tests {
             "operations".to_string(),
             r#"["trim", "delete"]"#.to_string(),
         )];
-        let toml = super::super::Experiment::Bigkey.params_toml();
-        let err = params::resolve::<Params>(ID, toml, params::Profile::Quick, &sets).unwrap_err();
-        assert!(matches!(err, params::ParamError::BadValue { .. }), "{err}");
+        let err =
+            crate::experiments::frame::resolve::<Bigkey>(crate::context::Profile::Quick, &sets)
+                .unwrap_err();
+        assert!(
+            matches!(err, crate::experiments::params::ParamError::BadValue { .. }),
+            "{err}"
+        );
     }
 }

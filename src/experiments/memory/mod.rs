@@ -19,21 +19,46 @@
 //!
 //! Writes `memory/memory.csv` (one row per fill), `memory/meta.json`.
 
+mod derived;
 mod fill;
+mod report;
+mod rows;
 mod setting;
 
-use super::common::{delete_keys_with_prefix, progress_bar, ExperimentError, Phase, RunRecord};
-use super::params;
-use crate::context::Ctx;
-use crate::limiter::{unix_ms, Strategy};
-use crate::server::Target;
+pub use rows::MemoryRow;
+pub use setting::ListpackSetting;
+
+use super::{Definition, ExperimentError, Phase, Session, Validate};
+use crate::limiter::Strategy;
+use crate::record::Table;
 use fill::{fill, Fill, FillSetup};
 use serde::{Deserialize, Serialize};
-pub use setting::ListpackSetting;
 use setting::{apply_setting, LISTPACK_CONFIG};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-const ID: &str = "memory";
+/// The memory experiment.
+pub struct Memory;
+
+impl Definition for Memory {
+    const ID: &'static str = "memory";
+    const TOML: &'static str = include_str!("../../../experiments/memory.toml");
+    const MUST_OWN_SERVER: Option<&'static str> =
+        Some("it sets zset-max-listpack-entries and flushes the server between fills");
+    type Params = Params;
+
+    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+        body(s, p)
+    }
+    fn tables() -> Vec<Table> {
+        vec![Table::of::<MemoryRow>("memory.csv")]
+    }
+    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
+        crate::charts::render_experiment(Self::ID, dir)
+    }
+    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
+        report::summary(dir)
+    }
+}
 
 /// Parameters; defaults in `experiments/memory.toml`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -54,47 +79,6 @@ pub struct Params {
     pub window_ms: u64,
     pub connections: usize,
     pub in_flight: usize,
-}
-
-/// One fill: `clients` clients of one strategy, each at its limit.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct MemoryRow {
-    pub strategy: Strategy,
-    pub limit: u64,
-    pub clients: u64,
-    /// zset-max-listpack-entries in effect (read back from the server).
-    pub listpack_entries: u64,
-    /// `default` (the server's own) or `set` (CONFIG SET by this run).
-    pub listpack_setting: String,
-    /// limit - listpack_entries: 0 is the biggest listpack log, 1 the first skiplist.
-    pub over_threshold: i64,
-    pub repeat: u32,
-    /// Growth of used_memory divided by clients.
-    pub bytes_per_client: f64,
-    /// bytes_per_client / limit: what each admitted request in the window costs.
-    pub bytes_per_entry: f64,
-    /// bytes_per_client x 10,000, in MB (10^6 bytes): the seed's "10,000 busy clients".
-    pub mb_per_10k_clients: f64,
-    pub used_memory_before: u64,
-    pub used_memory_after: u64,
-    /// Keys in the database after the fill (one per client).
-    pub keys: u64,
-    /// MEMORY USAGE <client 0's state key> SAMPLES 0.
-    pub sample_key_bytes: u64,
-    /// OBJECT ENCODING of that key.
-    pub encoding: String,
-    /// 1 when that key is a listpack (for judging where the cliff is).
-    pub listpack: u8,
-    /// Mean length of the log's members in bytes (0 for strategies without a log).
-    pub member_len: f64,
-    /// What client 0's key holds (log entries, tokens, count).
-    pub sample_state: String,
-    pub decisions: u64,
-    pub denied: u64,
-    /// Redis main-thread CPU per decision during the fill.
-    pub cpu_us_per_decision: f64,
-    pub decisions_per_s: f64,
-    pub fill_s: f64,
 }
 
 /// Clients for a fill: the budget of checks shared over the limit, within the bounds.
@@ -129,83 +113,49 @@ fn plan(p: &Params, threshold: u64, first: bool) -> Vec<Fill> {
     out
 }
 
-fn validate(p: &Params) -> Result<(), params::ParamError> {
-    let bad = |reason: &str| {
-        Err(params::ParamError::Invalid {
-            experiment: ID.into(),
-            reason: reason.into(),
-        })
-    };
-    if p.repeats == 0 || p.listpack_entries.is_empty() || p.strategies.is_empty() {
-        return bad("repeats must be >= 1; listpack_entries and strategies non-empty");
+impl Validate for Params {
+    fn validate(&self) -> Result<(), String> {
+        let p = self;
+        if p.repeats == 0 || p.listpack_entries.is_empty() || p.strategies.is_empty() {
+            return Err("repeats must be >= 1; listpack_entries and strategies non-empty".into());
+        }
+        if p.min_clients == 0 || p.min_clients > p.max_clients {
+            return Err("need 1 <= min_clients <= max_clients".into());
+        }
+        if p.window_ms < 60_000 || p.connections == 0 || p.in_flight == 0 {
+            return Err("window_ms must be >= 60000 (nothing may expire mid-fill); connections, in_flight >= 1".into());
+        }
+        let limits = (p.log_limits.iter())
+            .chain(&p.other_limits)
+            .chain(&p.shared_limits);
+        if limits.copied().any(|l| l == 0) {
+            return Err("limits must be >= 1".into());
+        }
+        Ok(())
     }
-    if p.min_clients == 0 || p.min_clients > p.max_clients {
-        return bad("need 1 <= min_clients <= max_clients");
-    }
-    if p.window_ms < 60_000 || p.connections == 0 || p.in_flight == 0 {
-        return bad(
-            "window_ms must be >= 60000 (nothing may expire mid-fill); connections, in_flight >= 1",
-        );
-    }
-    let limits = (p.log_limits.iter())
-        .chain(&p.other_limits)
-        .chain(&p.shared_limits);
-    if limits.copied().any(|l| l == 0) {
-        return bad("limits must be >= 1");
-    }
-    Ok(())
 }
 
-/// Runs the experiment into `ctx.out_dir/memory/`.
-pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    let (p, table): (Params, _) = params::resolve(
-        ID,
-        super::Experiment::Memory.params_toml(),
-        ctx.profile,
-        &ctx.sets,
-    )?;
-    validate(&p)?;
-    let mut first = ctx.target().phase(|| "starting redis-server".into())?;
-    first
-        .managed("it sets zset-max-listpack-entries and flushes the server between fills")
-        .phase(|| "checking the server".into())?;
-    let mut run = RunRecord::begin(ctx, ID, &table, &first)?;
-    run.note("bytes_per_client = (used_memory after - before) / clients: each fill starts from FLUSHALL SYNC with the script loaded and only the harness connected, and is read after the filling worker has disconnected, so it counts keys, values, expiries and Redis's bookkeeping (keyspace and expiry dicts) and no client buffers.");
-    run.note("Fills: one worker process, exactly `limit` EVALSHA (or INCR) checks per client over `clients` keys in turn, through the limiter itself; every check must be admitted (else the run fails), so every key ends at its limit as the strategy leaves it. Warm-up excluded: on each fresh server the first fill of each strategy runs once unrecorded (the first fill of a strategy also pays one-off allocations of tens of KB that FLUSHALL does not give back). cpu_us_per_decision is Redis main-thread CPU over the fill, whose logs grow from 0 to `limit` entries.");
-    run.note(format!("Window {} ms for every strategy (buckets refill limit per window), windows starting at the fill: nothing slides out or expires while a fill runs.", p.window_ms));
-    // Each setting's keys are deleted as it ends; an error leaves them on a server about to die.
-    body(ctx, &p, &mut run, &mut Some(first))?;
-    run.finish(ctx)
-}
-
-fn body(
-    ctx: &Ctx,
-    p: &Params,
-    run: &mut RunRecord,
-    reuse: &mut Option<Target>,
-) -> Result<(), ExperimentError> {
-    let mut rows = run
-        .staging
-        .csv::<MemoryRow>("memory.csv")
-        .phase(|| "opening memory.csv".into())?;
-    let bar = progress_bar(ctx, ID, p.listpack_entries.len() as u64);
+fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    let mut rows = s.csv::<MemoryRow>("memory.csv")?;
+    let bar = s.progress(p.listpack_entries.len() as u64);
     for (i, &setting) in p.listpack_entries.iter().enumerate() {
         let what = || format!("listpack_entries {}", setting.label());
         // A fresh server per setting: a skiplist stays one until a reload, and a clean baseline.
-        let target = match reuse.take() {
-            Some(t) => t,
-            None => ctx.target().phase(what)?,
-        };
-        let (threshold, label, value_limit) = apply_setting(&target, setting).phase(what)?;
-        run.note(format!("Setting {i} ({label}): {LISTPACK_CONFIG} = {threshold}, zset-max-listpack-value = {value_limit}, on a fresh server."));
-        let prefix = format!("ratelab:memory:{:x}:", unix_ms());
+        if i > 0 {
+            s.fresh_server().phase(what)?;
+        }
+        let (threshold, label, value_limit) = apply_setting(&s.target, setting).phase(what)?;
+        s.note(format!(
+            "Setting {i} ({label}): {LISTPACK_CONFIG} = {threshold}, zset-max-listpack-value = \
+            {value_limit}, on a fresh server."
+        ));
         let setup = FillSetup {
-            ctx,
-            target: &target,
+            ctx: s.ctx,
+            target: &s.target,
             window_ms: p.window_ms,
             connections: p.connections,
             in_flight: p.in_flight,
-            prefix: &prefix,
+            prefix: &s.prefix,
             threshold,
         };
         let fills = plan(p, threshold, i == 0);
@@ -219,25 +169,13 @@ fn body(
         for repeat in 0..p.repeats {
             for f in &fills {
                 let m = fill(&setup, f)?;
-                let row = m.row(f, threshold, label, repeat);
-                rows.write(&row).phase(|| "writing memory.csv".into())?;
+                rows.write(&m.row(f, threshold, label, repeat))?;
             }
         }
-        delete_keys_with_prefix(&target, &prefix).phase(|| "deleting this run's keys".into())?;
         bar.inc(1);
     }
     bar.finish_and_clear();
     Ok(())
-}
-
-impl super::Validate for Params {
-    fn validate(&self) -> Result<(), String> {
-        match validate(self) {
-            Err(params::ParamError::Invalid { reason, .. }) => Err(reason),
-            Err(other) => Err(other.to_string()),
-            Ok(()) => Ok(()),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -245,35 +183,40 @@ mod tests {
     use super::*;
 
     fn profile(
-        profile: params::Profile,
+        profile: crate::context::Profile,
         sets: &[(&str, &str)],
-    ) -> Result<Params, params::ParamError> {
+    ) -> Result<Params, crate::experiments::params::ParamError> {
         let sets: Vec<(String, String)> = sets
             .iter()
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect();
-        let toml = super::super::Experiment::Memory.params_toml();
-        params::resolve(ID, toml, profile, &sets).map(|(p, _)| p)
+        crate::experiments::frame::resolve::<Memory>(profile, &sets)
     }
 
     #[test]
     fn both_profiles_are_valid_and_start_at_the_server_default() {
-        for prof in [params::Profile::Quick, params::Profile::Full] {
+        for prof in [
+            crate::context::Profile::Quick,
+            crate::context::Profile::Full,
+        ] {
             let p = profile(prof, &[]).unwrap();
             assert_eq!(p.listpack_entries[0], ListpackSetting::ServerDefault);
-            validate(&p).unwrap();
+            p.validate().unwrap();
         }
         let err = profile(
-            params::Profile::Quick,
+            crate::context::Profile::Quick,
             &[("listpack_entries", r#"["dflt"]"#)],
         )
         .unwrap_err();
-        assert!(matches!(err, params::ParamError::BadValue { .. }), "{err}");
+        assert!(
+            matches!(err, crate::experiments::params::ParamError::BadValue { .. }),
+            "{err}"
+        );
     }
 
     #[test]
     fn plan_sweeps_every_limit_around_the_threshold_and_the_rest_once() {
-        let p = profile(params::Profile::Full, &[]).unwrap();
+        let p = profile(crate::context::Profile::Full, &[]).unwrap();
         let first = plan(&p, 128, true);
         let log: Vec<u64> = (first.iter())
             .filter(|f| f.strategy == Strategy::LuaLog)

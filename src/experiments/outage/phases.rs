@@ -1,8 +1,8 @@
 //! One phase of an outage run: checks on a fixed schedule, a row per check as it is measured, and
 //! the phase's summary (counts, median / p99 / max, the first normal answer after the fault).
 
-use super::super::common::PhaseError;
 use super::rows::{CheckRow, Phase, PhaseRow, RunLabel};
+use crate::experiments::PhaseError;
 use crate::record::{suspend_offset_ns, CsvSink};
 use crate::store::{Failure, Outcome, Route, Store};
 use std::time::{Duration, Instant};

@@ -7,14 +7,15 @@
 //! checks until the first normal answer and `sweep_after_checks` more. Policy fail-open (the
 //! policy changes answers, not timings).
 
-use super::super::common::{progress_bar, ExperimentError, Phase as _, PhaseError};
-use super::{Params, ID};
+use super::Params;
 use crate::context::Ctx;
-use crate::experiments::RunRecord;
+use crate::experiments::frame::progress_bar;
+use crate::experiments::{ExperimentError, Phase as _, PhaseError};
 use crate::fault;
 use crate::limiter::unix_ms;
 use crate::load::rng::SplitMix64;
 use crate::record::suspend_offset_ns;
+use crate::record::RunRecord;
 use crate::server::RedisServer;
 use crate::store::{Failure, Policy, Route, Store};
 use serde::{Deserialize, Serialize};
@@ -56,9 +57,7 @@ pub(super) fn run(
     server: &mut RedisServer,
     record: &mut RunRecord,
 ) -> Result<u64, ExperimentError> {
-    let mut rows = (record.staging)
-        .csv::<SweepRow>("breaker_sweep.csv")
-        .phase(|| "opening breaker_sweep.csv".into())?;
+    let mut rows = record.staging.csv::<SweepRow>("breaker_sweep.csv")?;
     let points: Vec<Option<(u32, u64)>> =
         std::iter::once(None)
             .chain(p.sweep_failures.iter().flat_map(|&k| {
@@ -83,13 +82,11 @@ pub(super) fn run(
             let what = || format!("breaker sweep {point:?}, trial {trial}");
             let row = one(p, rt, server, point, trial, jitter_ms).phase(what)?;
             suspended += row.suspended_checks;
-            rows.write(&row)
-                .phase(|| "writing breaker_sweep.csv".into())?;
+            rows.write(&row)?;
             bar.inc(1);
         }
     }
     bar.finish_and_clear();
-    record.note(format!("{ID} sweep: breaker off plus K in {:?} x cooldown in {:?} ms, probe budget {} ms, {} trial(s); SIGSTOP for {} ms + a seeded jitter of up to one cycle (cooldown + probe budget; the budget when off).", p.sweep_failures, p.sweep_cooldowns_ms, p.probe_budget_ms, p.sweep_trials, p.sweep_hung_ms));
     Ok(suspended)
 }
 

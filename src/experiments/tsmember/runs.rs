@@ -2,8 +2,7 @@
 //! the row it leaves.
 
 use super::{label, Params, TsmemberRow};
-use crate::context::Ctx;
-use crate::experiments::common::{fail_on_errors, ExperimentError, Phase, PhaseError, RunRecord};
+use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{LimitSpec, LogVariant, Strategy};
 use crate::load::{run_closed_loop, run_open_loop, Arrivals, CheckTally, ClosedLoop, KeyChoice};
 use crate::load::{OpenLoop, OpenSpec, Start, Stop, WorkerSpec};
@@ -38,24 +37,18 @@ impl One {
     }
 
     /// Runs it; open-loop runs also count towards meta.json's verdict on the generator.
-    pub fn measure(
-        &self,
-        ctx: &Ctx,
-        p: &Params,
-        target: &Target,
-        run: &mut RunRecord,
-    ) -> Result<TsmemberRow, ExperimentError> {
+    pub fn measure(&self, s: &mut Session, p: &Params) -> Result<TsmemberRow, ExperimentError> {
         let what = || self.name();
         let Some(rate) = self.rate else {
-            let tally = run_closed_loop(&self.flat_out_plan(ctx, p, target)).phase(what)?;
-            fail_on_errors(target, &tally).phase(what)?;
-            return self.row(target, "flat-out".into(), &tally).phase(what);
+            let tally = run_closed_loop(&self.flat_out_plan(s, p)).phase(what)?;
+            s.fail_on_errors(&tally).phase(what)?;
+            return self.row(&s.target, "flat-out".into(), &tally).phase(what);
         };
-        let tally = run_open_loop(&self.open_plan(ctx, p, target, rate)).phase(what)?;
-        fail_on_errors(target, &tally.checks).phase(what)?;
-        run.open_loop_run(&what(), &tally);
+        let tally = run_open_loop(&self.open_plan(s, p, rate)).phase(what)?;
+        s.fail_on_errors(&tally.checks).phase(what)?;
+        s.run.open_loop_run(&what(), &tally);
         let mut row = self
-            .row(target, format!("{rate}"), &tally.checks)
+            .row(&s.target, format!("{rate}"), &tally.checks)
             .phase(what)?;
         // The scheduled length: the last replies arriving after it are not extra time offered.
         row.duration_s = p.duration_s;
@@ -68,50 +61,42 @@ impl One {
         Ok(row)
     }
 
-    fn open_plan<'a>(&self, ctx: &'a Ctx, p: &Params, target: &Target, rate: f64) -> OpenLoop<'a> {
-        OpenLoop {
-            exe: &ctx.worker_exe,
-            cpus: &ctx.pin.harness,
-            processes: p.processes,
-            template: OpenSpec {
-                url: target.url(),
-                strategy: Strategy::LuaLog,
-                limit: self.limit_spec(p),
-                keys: KeyChoice::One(self.key.clone()),
-                arrivals: Arrivals::Poisson {
-                    rate_per_s: rate,
-                    duration_ms: (p.duration_s * 1000.0) as u64,
-                },
-                start: Start::AtGo,
-                connections: p.connections,
-                record_requests: false,
-                seed: self.seed,
-                worker_index: 0,
-                workers: 1,
-                timeouts: ctx.timeouts,
+    fn open_plan<'a>(&self, s: &Session<'a>, p: &Params, rate: f64) -> OpenLoop<'a> {
+        let spec = OpenSpec {
+            url: String::new(),
+            strategy: Strategy::LuaLog,
+            limit: self.limit_spec(p),
+            keys: KeyChoice::One(self.key.clone()),
+            arrivals: Arrivals::Poisson {
+                rate_per_s: rate,
+                duration_ms: (p.duration_s * 1000.0) as u64,
             },
-        }
+            start: Start::AtGo,
+            connections: p.connections,
+            record_requests: false,
+            seed: self.seed,
+            worker_index: 0,
+            workers: 1,
+            timeouts: s.ctx.timeouts,
+        };
+        s.open_loop(p.processes, spec)
     }
 
-    fn flat_out_plan<'a>(&self, ctx: &'a Ctx, p: &Params, target: &Target) -> ClosedLoop<'a> {
-        ClosedLoop {
-            exe: &ctx.worker_exe,
-            cpus: &ctx.pin.harness,
-            processes: 1,
-            template: WorkerSpec {
-                url: target.url(),
-                strategy: Strategy::LuaLog,
-                limit: self.limit_spec(p),
-                keys: KeyChoice::One(self.key.clone()),
-                stop: Stop::AfterMs((p.flat_out_s * 1000.0) as u64),
-                connections: p.flat_out_clients,
-                in_flight: 1,
-                record_latency: true,
-                seed: self.seed,
-                worker_index: 0,
-                timeouts: ctx.timeouts,
-            },
-        }
+    fn flat_out_plan<'a>(&self, s: &Session<'a>, p: &Params) -> ClosedLoop<'a> {
+        let stop = Stop::AfterMs((p.flat_out_s * 1000.0) as u64);
+        let spec = WorkerSpec {
+            connections: p.flat_out_clients,
+            record_latency: true,
+            ..WorkerSpec::new(
+                Strategy::LuaLog,
+                self.limit_spec(p),
+                KeyChoice::One(self.key.clone()),
+                stop,
+            )
+        };
+        let mut plan = s.closed_loop(1, spec);
+        plan.template.seed = self.seed;
+        plan
     }
 
     /// The row from a tally and what the log holds afterwards.

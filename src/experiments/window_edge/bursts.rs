@@ -11,7 +11,6 @@ use crate::load::{Arrivals, Burst, KeyChoice, OpenSpec, OpenTally, Start};
 pub(super) fn spec(
     ctx: &Ctx,
     p: &Params,
-    url: &str,
     strategy: Strategy,
     offset_ns: i64,
     key: &str,
@@ -23,7 +22,7 @@ pub(super) fn spec(
         count: p.limit,
     };
     OpenSpec {
-        url: url.to_string(),
+        url: String::new(),
         strategy,
         limit: LimitSpec {
             capacity: p.limit,

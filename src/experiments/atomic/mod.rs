@@ -12,18 +12,40 @@
 //!
 //! Writes `atomic/atomic.csv` (one row per trial), `atomic/meta.json`.
 
-use super::common::{
-    progress_bar, run_experiment, Concurrency, ExperimentError, Phase, RunRecord, Validate,
-};
-use super::measure::measure;
-use crate::context::Ctx;
-use crate::limiter::{unix_ms, LimitSpec, Strategy};
-use crate::load::{ClosedLoop, WorkerSpec};
-use crate::server::Target;
-use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+mod report;
+mod rows;
 
-const ID: &str = "atomic";
+pub use rows::AtomicRow;
+
+use super::measure::measure;
+use super::{Concurrency, Definition, ExperimentError, Session, Validate};
+use crate::limiter::{unix_ms, LimitSpec, Strategy};
+use crate::load::WorkerSpec;
+use crate::record::Table;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The atomic experiment.
+pub struct Atomic;
+
+impl Definition for Atomic {
+    const ID: &'static str = "atomic";
+    const TOML: &'static str = include_str!("../../../experiments/atomic.toml");
+    type Params = Params;
+
+    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+        body(s, p)
+    }
+    fn tables() -> Vec<Table> {
+        vec![Table::of::<AtomicRow>("atomic.csv")]
+    }
+    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
+        crate::charts::render_experiment(Self::ID, dir)
+    }
+    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
+        report::summary(dir)
+    }
+}
 
 /// Parameters; defaults in `experiments/atomic.toml`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -36,36 +58,6 @@ pub struct Params {
     pub capacities: Vec<u64>,
     pub watch_retries: u32,
     pub window_ms: u64,
-}
-
-/// One trial.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct AtomicRow {
-    pub strategy: Strategy,
-    pub processes: usize,
-    pub in_flight: usize,
-    pub trial: u32,
-    pub capacity: u64,
-    pub checks: u64,
-    pub admitted: u64,
-    pub refused: u64,
-    pub errors: u64,
-    pub watch_retries: u64,
-    pub watch_aborts: u64,
-    /// Round trips to Redis, all decisions of the trial.
-    pub redis_calls: u64,
-    pub redis_cpu_us: f64,
-    pub cpu_us_per_decision: f64,
-    pub elapsed_ms: f64,
-}
-
-/// Runs the experiment into `ctx.out_dir/atomic/`.
-pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    run_experiment(ctx, super::Experiment::Atomic, |s, p: &Params| {
-        s.run.note("No warm-up: every trial starts on a fresh key; workers connect before the start signal.");
-        s.run.note("Redis CPU per decision includes the two INFO calls that bracket each trial (a few µs over ~1,000 decisions).");
-        body(s.ctx, p, s.target, s.run, s.prefix)
-    })
 }
 
 impl Validate for Params {
@@ -81,26 +73,17 @@ impl Validate for Params {
     }
 }
 
-fn body(
-    ctx: &Ctx,
-    p: &Params,
-    target: &Target,
-    run: &mut RunRecord,
-    prefix: &str,
-) -> Result<(), ExperimentError> {
-    let mut rows = run
-        .staging
-        .csv::<AtomicRow>("atomic.csv")
-        .phase(|| "opening atomic.csv".into())?;
+fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    let mut rows = s.csv::<AtomicRow>("atomic.csv")?;
     let total = p.trials as usize * p.configs.len() * p.strategies.len() * p.capacities.len();
-    let bar = progress_bar(ctx, ID, total as u64);
+    let bar = s.progress(total as u64);
     for trial in 0..p.trials {
         for &capacity in &p.capacities {
             for &config in &p.configs {
                 for &strategy in &p.strategies {
                     let what =
                         || format!("trial {trial} of {strategy} at {config}, capacity {capacity}");
-                    let key = format!("{prefix}{strategy}:{config}:{capacity}:{trial}");
+                    let key = s.key(format!("{strategy}:{config}:{capacity}:{trial}"));
                     let limit = LimitSpec {
                         capacity,
                         refill_per_sec: 0.0,
@@ -109,24 +92,9 @@ fn body(
                         watch_retries: p.watch_retries,
                         ..LimitSpec::default()
                     };
-                    let plan = ClosedLoop {
-                        exe: &ctx.worker_exe,
-                        cpus: &ctx.pin.harness,
-                        processes: config.processes,
-                        template: WorkerSpec {
-                            seed: ctx.seed,
-                            timeouts: ctx.timeouts,
-                            ..WorkerSpec::one_key(
-                                &target.url(),
-                                strategy,
-                                limit,
-                                &key,
-                                p.checks,
-                                config.in_flight,
-                            )
-                        },
-                    };
-                    let m = measure(target, &plan, &what)?;
+                    let spec =
+                        WorkerSpec::one_key(strategy, limit, &key, p.checks, config.in_flight);
+                    let m = measure(&s.target, &s.closed_loop(config.processes, spec), &what)?;
                     let t = &m.tally;
                     rows.write(&AtomicRow {
                         strategy,
@@ -144,8 +112,7 @@ fn body(
                         redis_cpu_us: m.server.main_thread_cpu_us,
                         cpu_us_per_decision: m.cpu_us_per_decision(),
                         elapsed_ms: t.elapsed_ns as f64 / 1e6,
-                    })
-                    .phase(|| "writing atomic.csv".into())?;
+                    })?;
                     bar.inc(1);
                 }
             }

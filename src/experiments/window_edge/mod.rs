@@ -16,17 +16,43 @@
 //! per request, times in ms from the window boundary), `window-edge/meta.json`.
 
 mod bursts;
+mod report;
+mod rows;
 
-use super::common::{fail_on_errors, progress_bar, run_experiment, Validate};
-use super::common::{ExperimentError, Phase, PhaseError, RunRecord};
-use crate::context::Ctx;
+pub use rows::{RequestRow, WindowEdgeRow};
+
+use super::{Definition, ExperimentError, Phase, PhaseError, Session, Validate};
 use crate::limiter::Strategy;
-use crate::load::{run_open_loop, OpenLoop};
+use crate::load::run_open_loop;
+use crate::record::Table;
 use crate::server::Target;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-const ID: &str = "window-edge";
+/// The window-edge experiment.
+pub struct WindowEdge;
+
+impl Definition for WindowEdge {
+    const ID: &'static str = "window-edge";
+    const TOML: &'static str = include_str!("../../../experiments/window-edge.toml");
+    type Params = Params;
+
+    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+        body(s, p)
+    }
+    fn tables() -> Vec<Table> {
+        vec![
+            Table::of::<WindowEdgeRow>("window-edge.csv"),
+            Table::of::<RequestRow>("requests.csv"),
+        ]
+    }
+    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
+        crate::charts::render_experiment(Self::ID, dir)
+    }
+    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
+        report::summary(dir)
+    }
+}
 /// The seed's window, and the sliding span admissions are counted over.
 const WINDOW_MS: u64 = 1000;
 
@@ -40,53 +66,6 @@ pub struct Params {
     pub strategies: Vec<Strategy>,
     pub connections: usize,
     pub lead_ms: u64,
-}
-
-/// One trial of one strategy.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct WindowEdgeRow {
-    pub strategy: Strategy,
-    pub trial: u32,
-    pub limit: u64,
-    pub offered: u64,
-    pub admitted: u64,
-    /// Admitted of the burst before the boundary, and of the one after it.
-    pub admitted_before_edge: u64,
-    pub admitted_after_edge: u64,
-    /// The most admitted requests sent within any 1-second span.
-    pub max_admitted_in_1s: u64,
-    pub max_per_limit: f64,
-    /// From the first admitted request's send to the last one's reply, ms.
-    pub admit_span_ms: f64,
-    /// L + L/s x admit_span: what continuous refill at the limit could have admitted.
-    pub smooth_bound: f64,
-    /// The window boundary the bursts straddle, Unix ms on this machine's clock.
-    pub boundary_unix_ms: u64,
-    /// The latest start against the schedule, µs.
-    pub max_late_us: f64,
-}
-
-/// One request, times in ms from the window boundary (negative: before it).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct RequestRow {
-    pub strategy: Strategy,
-    pub trial: u32,
-    pub seq: usize,
-    pub intended_ms: f64,
-    pub sent_ms: f64,
-    pub done_ms: f64,
-    pub allowed: bool,
-}
-
-/// Runs the experiment into `ctx.out_dir/window-edge/`.
-pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    run_experiment(ctx, super::Experiment::WindowEdge, |s, p: &Params| {
-        let (offset_ns, rtt_ns) =
-            redis_clock_offset(s.target).phase(|| "reading Redis TIME".into())?;
-        s.run.note(format!("Redis's clock minus ours: {:.3} ms (TIME round trip {:.3} ms); schedules for strategies on Redis TIME are aligned to Redis's window boundaries with it.", offset_ns as f64 / 1e6, rtt_ns as f64 / 1e6));
-        s.run.note("A request counts at its send time; every strategy starts each trial on a fresh key (a full bucket, an empty window).");
-        body(s.ctx, p, s.target, s.run, s.prefix, offset_ns)
-    })
 }
 
 impl Validate for Params {
@@ -135,23 +114,14 @@ fn on_caller_clock(s: Strategy) -> bool {
     )
 }
 
-fn body(
-    ctx: &Ctx,
-    p: &Params,
-    target: &Target,
-    run: &mut RunRecord,
-    prefix: &str,
-    offset_ns: i64,
-) -> Result<(), ExperimentError> {
-    let mut rows = run
-        .staging
-        .csv::<WindowEdgeRow>("window-edge.csv")
-        .phase(|| "opening window-edge.csv".into())?;
-    let mut requests = run
-        .staging
-        .csv::<RequestRow>("requests.csv")
-        .phase(|| "opening requests.csv".into())?;
-    let bar = progress_bar(ctx, ID, u64::from(p.trials) * p.strategies.len() as u64);
+fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    let (offset_ns, rtt_ns) =
+        redis_clock_offset(&s.target).phase(|| "reading Redis TIME".into())?;
+    s.note(format!("Redis's clock minus ours: {:.3} ms (TIME round trip {:.3} ms); schedules for strategies on \
+        Redis TIME are aligned to Redis's window boundaries with it.", offset_ns as f64 / 1e6, rtt_ns as f64 / 1e6));
+    let mut rows = s.csv::<WindowEdgeRow>("window-edge.csv")?;
+    let mut requests = s.csv::<RequestRow>("requests.csv")?;
+    let bar = s.progress(u64::from(p.trials) * p.strategies.len() as u64);
     for trial in 0..p.trials {
         for &strategy in &p.strategies {
             let what = || format!("trial {trial} of {strategy}");
@@ -160,22 +130,16 @@ fn body(
             } else {
                 offset_ns
             };
-            let key = format!("{prefix}{strategy}:{trial}");
-            let plan = OpenLoop {
-                exe: &ctx.worker_exe,
-                cpus: &ctx.pin.harness,
-                processes: 1,
-                template: bursts::spec(ctx, p, &target.url(), strategy, offset, &key),
-            };
+            let key = s.key(format!("{strategy}:{trial}"));
+            let plan = s.open_loop(1, bursts::spec(s.ctx, p, strategy, offset, &key));
             let tally = run_open_loop(&plan).phase(what)?;
-            fail_on_errors(target, &tally.checks).phase(what)?;
-            run.open_loop_run(&what(), &tally);
+            s.fail_on_errors(&tally.checks).phase(what)?;
+            s.run.open_loop_run(&what(), &tally);
             let (row, per_request) = bursts::summarize(p, strategy, trial, &tally);
             for r in &per_request {
-                requests.write(r).phase(|| "writing requests.csv".into())?;
+                requests.write(r)?;
             }
-            rows.write(&row)
-                .phase(|| "writing window-edge.csv".into())?;
+            rows.write(&row)?;
             bar.inc(1);
         }
     }
@@ -190,16 +154,10 @@ mod tests {
     #[test]
     fn embedded_profiles_parse_and_bursts_straddle_the_boundary() {
         for profile in [
-            crate::experiments::params::Profile::Quick,
-            crate::experiments::params::Profile::Full,
+            crate::context::Profile::Quick,
+            crate::context::Profile::Full,
         ] {
-            let (p, _): (Params, _) = crate::experiments::params::resolve(
-                ID,
-                super::super::Experiment::WindowEdge.params_toml(),
-                profile,
-                &[],
-            )
-            .unwrap();
+            let p = crate::experiments::frame::resolve::<WindowEdge>(profile, &[]).unwrap();
             assert_eq!((p.limit, p.edge_ms), (100, 50));
             assert!(p.strategies.contains(&Strategy::IncrWindow));
         }

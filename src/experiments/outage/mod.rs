@@ -23,26 +23,53 @@
 //! row per sweep point and trial), `outage/meta.json`.
 
 mod phases;
+mod report;
 mod rows;
 mod sweep;
 
 pub use rows::{CheckRow, Phase, PhaseRow, RunLabel};
 pub use sweep::SweepRow;
 
-use super::common::{
-    progress_bar, run_experiment, ExperimentError, Phase as _, PhaseError, RunRecord, Validate,
-};
+use super::{Definition, ExperimentError, Phase as _, PhaseError, Session, Validate};
 use crate::context::Ctx;
 use crate::fault;
-use crate::limiter::{unix_ms, LimitSpec, Limiter, Strategy};
+use crate::limiter::{LimitSpec, Limiter, Strategy};
+use crate::record::{RunRecord, Table};
 use crate::server::{RedisServer, ServerError};
 use crate::store::{BreakerSettings, Policy, Store, StoreSettings};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-const ID: &str = "outage";
-pub(super) const WHY: &str = "it SIGKILLs, restarts, SIGSTOPs and SIGCONTs the server";
+const ID: &str = Outage::ID;
+
+/// The outage experiment.
+pub struct Outage;
+
+impl Definition for Outage {
+    const ID: &'static str = "outage";
+    const TOML: &'static str = include_str!("../../../experiments/outage.toml");
+    const MUST_OWN_SERVER: Option<&'static str> =
+        Some("it SIGKILLs, restarts, SIGSTOPs and SIGCONTs the server");
+    type Params = Params;
+
+    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+        body(s, p)
+    }
+    fn tables() -> Vec<Table> {
+        vec![
+            Table::of::<CheckRow>("outage.csv"),
+            Table::of::<PhaseRow>("phases.csv"),
+            Table::of::<SweepRow>("breaker_sweep.csv"),
+        ]
+    }
+    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
+        crate::charts::render_experiment(Self::ID, dir)
+    }
+    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
+        report::summary(dir)
+    }
+}
 
 /// Parameters; defaults in `experiments/outage.toml`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -111,37 +138,28 @@ impl Validate for Params {
     }
 }
 
-/// Runs the experiment into `ctx.out_dir/outage/`.
-pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    run_experiment(ctx, super::Experiment::Outage, |s, p: &Params| {
-        let server = s
-            .target
-            .managed(WHY)
-            .phase(|| "checking the target".into())?;
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(ServerError::from)
-            .phase(|| "building the async runtime".into())?;
-        note_settings(s.run, p);
-        let suspended =
-            main_runs(s.ctx, p, &rt, server, s.run)? + sweep::run(s.ctx, p, &rt, server, s.run)?;
-        if suspended > 0 {
-            let warning = format!("WARNING: the machine was suspended during {suspended} check(s) (CLOCK_BOOTTIME - CLOCK_MONOTONIC grew); their latencies are sleep, not Redis (column `suspended`)");
-            eprintln!("ratelab: outage: {warning}");
-            s.run.note(warning);
-        }
-        Ok(())
-    })
-}
-
-fn note_settings(run: &mut RunRecord, p: &Params) {
-    run.note(format!(
-        "Store client: whole-call budget {} ms (one tokio timeout around connect + check); redis-rs connection_timeout and response_timeout both set to {} ms; no offline queue: a check never waits for a reconnect beyond its budget. Breaker runs: K = {}, cooldown {} ms, probe budget {} ms.",
-        p.budget_ms, p.budget_ms, p.breaker_failures, p.breaker_cooldown_ms, p.probe_budget_ms
-    ));
-    run.note("Connections: a connection error drops the connection and the next check reconnects inside its budget; a timeout keeps it (a hung server still holds it, as in the seed); the breaker opening drops it so the probe tests a fresh one.");
-    run.note(format!("One check at a time, each starting {} ms after the previous one started (right after it ended if it ran over; no catching up). Latency excludes nothing: connecting and script reloading happen inside the check.", p.interval_ms));
+fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    let why = Outage::MUST_OWN_SERVER.unwrap_or_default();
+    let server = s
+        .target
+        .managed(why)
+        .phase(|| "checking the target".into())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(ServerError::from)
+        .phase(|| "building the async runtime".into())?;
+    let suspended = main_runs(s.ctx, p, &rt, server, &mut s.run, &s.prefix)?
+        + sweep::run(s.ctx, p, &rt, server, &mut s.run)?;
+    if suspended > 0 {
+        let warning = format!(
+            "WARNING: the machine was suspended during {suspended} check(s) (CLOCK_BOOTTIME \
+            - CLOCK_MONOTONIC grew); their latencies are sleep, not Redis (column `suspended`)"
+        );
+        eprintln!("ratelab: outage: {warning}");
+        s.run.note(warning);
+    }
+    Ok(())
 }
 
 /// The four runs (policy x breaker off/on) through all five phases; returns suspended checks.
@@ -151,26 +169,21 @@ fn main_runs(
     rt: &tokio::runtime::Runtime,
     server: &mut RedisServer,
     run: &mut RunRecord,
+    prefix: &str,
 ) -> Result<u64, ExperimentError> {
-    let mut checks = run
-        .staging
-        .csv::<CheckRow>("outage.csv")
-        .phase(|| "opening outage.csv".into())?;
-    let mut phase_rows = run
-        .staging
-        .csv::<PhaseRow>("phases.csv")
-        .phase(|| "opening phases.csv".into())?;
+    let mut checks = run.staging.csv::<CheckRow>("outage.csv")?;
+    let mut phase_rows = run.staging.csv::<PhaseRow>("phases.csv")?;
     let runs: Vec<(Policy, Option<(u32, u64)>)> = (p.policies.iter())
         .flat_map(|&policy| {
             [None, Some((p.breaker_failures, p.breaker_cooldown_ms))].map(|b| (policy, b))
         })
         .collect();
-    let bar = progress_bar(ctx, ID, (runs.len() * 5) as u64);
+    let bar = super::frame::progress_bar(ctx, ID, (runs.len() * 5) as u64);
     let mut suspended = 0;
     for (policy, breaker) in runs {
         let label = RunLabel::new(policy, breaker);
         let what = || format!("{label}");
-        let key = format!("ratelab:outage:{:x}:{label}", unix_ms());
+        let key = format!("{prefix}{label}");
         let store = Store::new(&server.url(), p.limiter(), p.settings(policy, breaker))
             .map_err(|e| PhaseError::Invalid(format!("store: {e}")))
             .phase(what)?;
@@ -187,9 +200,7 @@ fn main_runs(
             let row = driver.phase(phase, fault_at, p.checks_per_phase);
             let row = row.phase(|| format!("{label}, {phase} phase"))?;
             suspended += row.suspended_checks;
-            phase_rows
-                .write(&row)
-                .phase(|| "writing phases.csv".into())?;
+            phase_rows.write(&row)?;
             bar.inc(1);
             Ok(())
         };
@@ -213,10 +224,8 @@ mod tests {
 
     #[test]
     fn full_profile_has_the_seeds_shape() {
-        let toml = super::super::Experiment::Outage.params_toml();
-        let profile = crate::experiments::params::Profile::Full;
-        let (full, _): (Params, _) =
-            crate::experiments::params::resolve(ID, toml, profile, &[]).unwrap();
+        let full = crate::experiments::frame::resolve::<Outage>(crate::context::Profile::Full, &[])
+            .unwrap();
         full.validate().unwrap();
         assert_eq!(full.budget_ms, 250);
         assert_eq!(full.policies, [Policy::FailOpen, Policy::FailClosed]);
@@ -272,10 +281,9 @@ mod tests {
     #[test]
     fn a_probe_budget_as_long_as_the_budget_is_refused() {
         let sets = [("probe_budget_ms".to_string(), "250".to_string())];
-        let quick = crate::experiments::params::Profile::Quick;
-        let err = super::super::Experiment::Outage
-            .check_params(quick, &sets)
-            .unwrap_err();
-        assert!(err.to_string().contains("probe_budget_ms"), "{err}");
+        let quick = crate::context::Profile::Quick;
+        let p = crate::experiments::frame::resolve::<Outage>(quick, &sets).unwrap();
+        let err = p.validate().unwrap_err();
+        assert!(err.contains("probe_budget_ms"), "{err}");
     }
 }

@@ -15,18 +15,41 @@
 //! Writes `tsmember/tsmember.csv` (one row per run; `rate` is the arrival rate or `flat-out`),
 //! `tsmember/meta.json`.
 
+mod report;
+mod rows;
 mod runs;
 
-use super::common::{progress_bar, run_experiment, ExperimentError, Phase, RunRecord, Validate};
-use crate::context::Ctx;
+pub use rows::TsmemberRow;
+
+use super::{Definition, ExperimentError, Session, Validate};
 use crate::limiter::{LogClock, LogMember, LogVariant};
 use crate::load::rng::SplitMix64;
-use crate::server::Target;
+use crate::record::Table;
 use runs::One;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-const ID: &str = "tsmember";
+/// The tsmember experiment.
+pub struct Tsmember;
+
+impl Definition for Tsmember {
+    const ID: &'static str = "tsmember";
+    const TOML: &'static str = include_str!("../../../experiments/tsmember.toml");
+    type Params = Params;
+
+    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+        body(s, p)
+    }
+    fn tables() -> Vec<Table> {
+        vec![Table::of::<TsmemberRow>("tsmember.csv")]
+    }
+    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
+        crate::charts::render_experiment(Self::ID, dir)
+    }
+    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
+        report::summary(dir)
+    }
+}
 
 /// Parameters; defaults in `experiments/tsmember.toml`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -48,47 +71,6 @@ pub struct Params {
     pub flat_out_members: Vec<LogMember>,
 }
 
-/// One run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct TsmemberRow {
-    pub member: LogMember,
-    pub clock: LogClock,
-    /// Arrival rate in requests/s, or `flat-out` for the closed loop.
-    pub rate: String,
-    pub trial: u32,
-    pub duration_s: f64,
-    pub offered: u64,
-    pub admitted: u64,
-    pub denied: u64,
-    pub limit: u64,
-    pub admitted_per_limit: f64,
-    /// Entries in the log afterwards: fewer than `admitted` when members collided.
-    pub log_entries: u64,
-    /// Latency percentiles, µs: from the intended start (open loop), from the send (flat out).
-    pub p50_us: f64,
-    pub p99_us: f64,
-    pub max_us: f64,
-    /// How late starts were against the schedule, µs (99th percentile and latest), and starts
-    /// later than 1 ms (open loop only).
-    pub p99_late_us: f64,
-    pub max_late_us: f64,
-    pub late_starts: u64,
-    /// CPU seconds the open-loop generator used: near duration_s it was saturated, far below
-    /// with late starts it was starved by other processes (0 flat out).
-    pub generator_cpu_s: f64,
-    /// Requests per second: the arrival rate achieved (open loop) or the throughput (flat out).
-    pub requests_per_s: f64,
-}
-
-/// Runs the experiment into `ctx.out_dir/tsmember/`.
-pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    run_experiment(ctx, super::Experiment::Tsmember, |s, p: &Params| {
-        s.run.note("Each run uses a fresh key. Open-loop runs of one trial and rate replay the same seeded Poisson arrivals for every member and clock (common random numbers), so variants differ only in the limiter.");
-        s.run.note("Open-loop latency counts from each request's intended start; flat-out latency from its send.");
-        body(s.ctx, p, s.target, s.run, s.prefix)
-    })
-}
-
 impl Validate for Params {
     fn validate(&self) -> Result<(), String> {
         let p = self;
@@ -103,21 +85,13 @@ impl Validate for Params {
         if ok && !p.members.is_empty() && !p.clocks.is_empty() {
             return Ok(());
         }
-        Err("trials, limit, window_ms, duration_s, rates, connections, processes (and flat-out clients and seconds) must be > 0; members and clocks non-empty".into())
+        Err("trials, limit, window_ms, duration_s, rates, connections, processes (and flat-out clients and \
+            seconds) must be > 0; members and clocks non-empty".into())
     }
 }
 
-fn body(
-    ctx: &Ctx,
-    p: &Params,
-    target: &Target,
-    run: &mut RunRecord,
-    prefix: &str,
-) -> Result<(), ExperimentError> {
-    let mut rows = run
-        .staging
-        .csv::<TsmemberRow>("tsmember.csv")
-        .phase(|| "opening tsmember.csv".into())?;
+fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    let mut rows = s.csv::<TsmemberRow>("tsmember.csv")?;
     let variants: Vec<LogVariant> = (p.members.iter())
         .flat_map(|&member| {
             p.clocks
@@ -132,22 +106,21 @@ fn body(
         .collect();
     let total = p.trials as usize * p.rates.len() * variants.len()
         + p.flat_out_trials as usize * flat.len();
-    let bar = progress_bar(ctx, ID, total as u64);
+    let bar = s.progress(total as u64);
     for trial in 0..p.trials {
         for (r, &rate) in p.rates.iter().enumerate() {
             // One schedule per trial and rate, replayed by every variant.
-            let seed = SplitMix64::new(ctx.seed, (u64::from(trial) << 16) | r as u64).next_u64();
+            let seed = SplitMix64::new(s.ctx.seed, (u64::from(trial) << 16) | r as u64).next_u64();
             for &v in &variants {
                 let one = One {
                     v,
                     rate: Some(rate),
                     trial,
                     limit: p.limit,
-                    key: format!("{prefix}{}:{rate}:{trial}", label(v)),
+                    key: s.key(format!("{}:{rate}:{trial}", label(v))),
                     seed,
                 };
-                let row = one.measure(ctx, p, target, run)?;
-                rows.write(&row).phase(|| "writing tsmember.csv".into())?;
+                rows.write(&one.measure(s, p)?)?;
                 bar.inc(1);
             }
         }
@@ -159,11 +132,10 @@ fn body(
                 rate: None,
                 trial,
                 limit: p.flat_out_limit,
-                key: format!("{prefix}{}:flat:{trial}", label(v)),
-                seed: ctx.seed,
+                key: s.key(format!("{}:flat:{trial}", label(v))),
+                seed: s.ctx.seed,
             };
-            let row = one.measure(ctx, p, target, run)?;
-            rows.write(&row).phase(|| "writing tsmember.csv".into())?;
+            rows.write(&one.measure(s, p)?)?;
             bar.inc(1);
         }
     }
@@ -192,16 +164,10 @@ mod tests {
     #[test]
     fn embedded_profiles_parse_and_name_variants_like_the_csv() {
         for profile in [
-            crate::experiments::params::Profile::Quick,
-            crate::experiments::params::Profile::Full,
+            crate::context::Profile::Quick,
+            crate::context::Profile::Full,
         ] {
-            let (p, _): (Params, _) = crate::experiments::params::resolve(
-                ID,
-                super::super::Experiment::Tsmember.params_toml(),
-                profile,
-                &[],
-            )
-            .unwrap();
+            let p = crate::experiments::frame::resolve::<Tsmember>(profile, &[]).unwrap();
             p.validate().unwrap();
             assert_eq!(p.rates, [100.0, 1000.0, 10000.0]);
             // At the slowest rate arrivals must outnumber the limit, or nothing can over-admit.

@@ -12,16 +12,40 @@
 //!
 //! Writes `cost/cost.csv` (one row per run), `cost/meta.json`.
 
-use super::common::{progress_bar, run_experiment, ExperimentError, Phase, RunRecord, Validate};
-use super::measure::{measure, Measured};
-use crate::context::Ctx;
-use crate::limiter::{LimitSpec, Strategy};
-use crate::load::{ClosedLoop, KeyChoice, Stop, WorkerSpec};
-use crate::server::Target;
-use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+mod report;
+mod rows;
 
-const ID: &str = "cost";
+pub use rows::CostRow;
+
+use super::measure::{measure, Measured};
+use super::{Definition, ExperimentError, Session, Validate};
+use crate::limiter::{LimitSpec, Strategy};
+use crate::load::{KeyChoice, Stop, WorkerSpec};
+use crate::record::Table;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The cost experiment.
+pub struct Cost;
+
+impl Definition for Cost {
+    const ID: &'static str = "cost";
+    const TOML: &'static str = include_str!("../../../experiments/cost.toml");
+    type Params = Params;
+
+    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+        body(s, p)
+    }
+    fn tables() -> Vec<Table> {
+        vec![Table::of::<CostRow>("cost.csv")]
+    }
+    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
+        crate::charts::render_experiment(Self::ID, dir)
+    }
+    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
+        report::summary(dir)
+    }
+}
 
 /// Parameters; defaults in `experiments/cost.toml`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -39,33 +63,6 @@ pub struct Params {
     pub refill_per_sec: f64,
     pub window_ms: u64,
     pub log_window_ms: u64,
-}
-
-/// One measured run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CostRow {
-    pub strategy: Strategy,
-    /// `L=<limit>` for the sliding log, `hot-key` for one key, empty otherwise.
-    pub variant: String,
-    pub run: u32,
-    pub clients: usize,
-    pub keys: u64,
-    pub duration_s: f64,
-    pub decisions: u64,
-    pub decisions_per_s: f64,
-    pub allowed: u64,
-    pub denied: u64,
-    pub errors: u64,
-    pub redis_cpu_us: f64,
-    pub cpu_us_per_decision: f64,
-    pub redis_busy_pct: f64,
-    /// The command that took most server time (evalsha for scripts).
-    pub busiest_command: String,
-    /// Its mean time per call inside Redis, µs (for a script: the script body).
-    pub usec_per_call: f64,
-    /// All commands' in-Redis time per decision, µs (MULTI strategies make several calls).
-    pub command_usec_per_decision: f64,
-    pub client_cpu_s: f64,
 }
 
 /// A strategy as measured here: which keys, which limit, what to call it.
@@ -120,15 +117,6 @@ fn variants(p: &Params) -> Vec<Variant> {
     out
 }
 
-/// Runs the experiment into `ctx.out_dir/cost/`.
-pub fn run(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    run_experiment(ctx, super::Experiment::Cost, |s, p: &Params| {
-        s.run.note(format!("Warm-up excluded: each measured run follows a {}s run of the same variant on the same keys.", p.warmup_seconds));
-        s.run.note("Redis CPU is the main thread's user+sys (INFO cpu *_main_thread) between the start signal and the last worker's report; INFO calls themselves are included and negligible.");
-        body(s.ctx, p, s.target, s.run, s.prefix)
-    })
-}
-
 impl Validate for Params {
     fn validate(&self) -> Result<(), String> {
         if self.runs == 0 || self.run_seconds <= 0.0 || self.clients == 0 || self.keys == 0 {
@@ -138,19 +126,10 @@ impl Validate for Params {
     }
 }
 
-fn body(
-    ctx: &Ctx,
-    p: &Params,
-    target: &Target,
-    run: &mut RunRecord,
-    prefix: &str,
-) -> Result<(), ExperimentError> {
-    let mut rows = run
-        .staging
-        .csv::<CostRow>("cost.csv")
-        .phase(|| "opening cost.csv".into())?;
+fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    let mut rows = s.csv::<CostRow>("cost.csv")?;
     let variants = variants(p);
-    let bar = progress_bar(ctx, ID, p.runs as u64 * variants.len() as u64);
+    let bar = s.progress(p.runs as u64 * variants.len() as u64);
     for r in 0..p.runs {
         for v in &variants {
             let name = if v.label.is_empty() {
@@ -158,7 +137,7 @@ fn body(
             } else {
                 format!("{} ({})", v.strategy, v.label)
             };
-            let key_prefix = format!("{prefix}{}:{}:", v.strategy, v.label);
+            let key_prefix = s.key(format!("{}:{}:", v.strategy, v.label));
             let keys = if v.hot_key {
                 KeyChoice::One(format!("{key_prefix}hot"))
             } else {
@@ -167,31 +146,23 @@ fn body(
                     count: p.keys,
                 }
             };
-            let mut plan = ClosedLoop {
-                exe: &ctx.worker_exe,
-                cpus: &ctx.pin.harness,
-                processes: 1,
-                template: WorkerSpec {
-                    url: target.url(),
-                    strategy: v.strategy,
-                    limit: v.limit,
+            let spec = WorkerSpec {
+                connections: p.clients,
+                ..WorkerSpec::new(
+                    v.strategy,
+                    v.limit,
                     keys,
-                    stop: Stop::AfterMs((p.warmup_seconds * 1000.0) as u64),
-                    connections: p.clients,
-                    in_flight: 1,
-                    record_latency: false,
-                    seed: ctx.seed ^ u64::from(r),
-                    worker_index: 0,
-                    timeouts: ctx.timeouts,
-                },
+                    Stop::AfterMs((p.warmup_seconds * 1000.0) as u64),
+                )
             };
+            let mut plan = s.closed_loop(1, spec);
+            plan.template.seed ^= u64::from(r);
             if p.warmup_seconds > 0.0 {
-                measure(target, &plan, &|| format!("warm-up {r} of {name}"))?;
+                measure(&s.target, &plan, &|| format!("warm-up {r} of {name}"))?;
             }
             plan.template.stop = Stop::AfterMs((p.run_seconds * 1000.0) as u64);
-            let m = measure(target, &plan, &|| format!("run {r} of {name}"))?;
-            rows.write(&row(v, r, p, &m))
-                .phase(|| "writing cost.csv".into())?;
+            let m = measure(&s.target, &plan, &|| format!("run {r} of {name}"))?;
+            rows.write(&row(v, r, p, &m))?;
             bar.inc(1);
         }
     }
@@ -241,13 +212,8 @@ mod tests {
 
     #[test]
     fn variants_expand_the_log_limits_and_hot_keys() {
-        let (p, _): (Params, _) = crate::experiments::params::resolve(
-            ID,
-            super::super::Experiment::Cost.params_toml(),
-            crate::experiments::params::Profile::Full,
-            &[],
-        )
-        .unwrap();
+        let p =
+            crate::experiments::frame::resolve::<Cost>(crate::context::Profile::Full, &[]).unwrap();
         let v = variants(&p);
         let labels: Vec<String> = v
             .iter()

@@ -7,8 +7,8 @@
 //! No marginal slope is given below the cliff: a listpack is one allocation rounded up to an
 //! allocator size class, so over a few entries its size moves in steps, not per entry.
 
-use super::stats::Summary;
-use super::table::{number, short, Row};
+use crate::analysis::stats::Summary;
+use crate::analysis::table::{number, short, Row};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -51,8 +51,12 @@ pub fn memory(rows: &[Row]) -> String {
     }
     let mut out = String::new();
     if !settings.is_empty() {
-        out.push_str("\nThe cliff, per zset-max-listpack-entries T (sliding log; bytes per client; marginal = extra bytes per extra entry; CPU = Redis µs per decision while filling):\n\n");
-        out.push_str("| T | at T | at T+1 | jump | B/entry at T | at T+1 | at 1,000 | at 10,000 | marginal past T+1 | CPU at T | CPU at T+1 |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+        out.push_str("\nThe cliff, per zset-max-listpack-entries T (sliding log; bytes per client; marginal = \
+            extra bytes per extra entry; CPU = Redis µs per decision while filling):\n\n");
+        out.push_str(
+            "| T | at T | at T+1 | jump | B/entry at T | at T+1 | at 1,000 | at 10,000 | marginal \
+            past T+1 | CPU at T | CPU at T+1 |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+        );
     }
     for &t in settings.keys() {
         let ti = t as i64;

@@ -1,0 +1,39 @@
+//! bigkey's CSV schema.
+
+use super::{Operation, YesNo};
+use serde::{Deserialize, Serialize};
+
+/// One operation on one big log.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BigkeyRow {
+    pub operation: Operation,
+    pub entries: u64,
+    /// lazyfree-lazy-expire in effect.
+    pub lazyfree: YesNo,
+    pub repeat: u32,
+    pub removed: u64,
+    /// MEMORY USAGE of the log before the operation (Redis's default sampling).
+    pub key_bytes: u64,
+    /// trim: the command's round trip as the harness saw it (empty for expire: no command).
+    pub command_ms: Option<f64>,
+    /// trim: the command's own duration by SLOWLOG.
+    pub slowlog_ms: Option<f64>,
+    /// The worst PING round trip overlapping the operation: how long other clients waited.
+    pub probe_max_stall_ms: f64,
+    /// The probe's median round trip before the operation, for scale.
+    pub probe_p50_ms: f64,
+    /// The probe's worst round trip before the operation: what this machine's noise alone does.
+    pub probe_baseline_max_ms: f64,
+    /// PINGs overlapping the operation.
+    pub probe_pings: u64,
+    /// The operation's own event in LATENCY LATEST (`command` for trim, `expire-*` for expire),
+    /// in ms: how long the main thread was blocked by its own account; 0 when under 1 ms.
+    pub server_blocked_ms: f64,
+    /// Every event LATENCY LATEST held, `name=max_ms`, worst first.
+    pub latency_events: String,
+    /// expire: from the key's disappearance until no object waited to be freed in the background.
+    pub background_free_ms: Option<f64>,
+    /// The span the probe was read over: the command's round trip, or expiry deadline to freed.
+    pub span_ms: f64,
+    pub build_s: f64,
+}

@@ -1,0 +1,239 @@
+//! calibrate's measurement: ratelab's workers and redis-benchmark, pair by pair.
+
+use super::{BenchCommand, CalibrateRow, Params};
+use crate::experiments::measure::{children_cpu_s, measure};
+use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
+use crate::limiter::{LimitSpec, Limiter, Strategy};
+use crate::load::{KeyChoice, Stop, WorkerSpec};
+use crate::server::{pin, set_parent_death_signal, ServerSample, Target};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+pub(super) fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    let benchmark = redis_benchmark().phase(|| "finding redis-benchmark".into())?;
+    let mut rows = s.csv::<CalibrateRow>("calibrate.csv")?;
+    let bar = s.progress((p.commands.len() as u32 * p.pairs * 2) as u64);
+    prepare(&s.target, p, &s.prefix).phase(|| "loading keys and the script".into())?;
+    for &command in &p.commands {
+        let key_prefix = s.key(format!("{}:", command.name().to_lowercase()));
+        let limit = LimitSpec {
+            capacity: p.capacity,
+            refill_per_sec: p.refill_per_sec,
+            ..LimitSpec::default()
+        };
+        let keys = KeyChoice::Uniform {
+            prefix: key_prefix.clone(),
+            count: p.keys,
+        };
+        let spec = WorkerSpec {
+            connections: p.clients,
+            ..WorkerSpec::new(
+                command.strategy(),
+                limit,
+                keys,
+                Stop::AfterMs((p.warmup_seconds * 1000.0) as u64),
+            )
+        };
+        let mut plan = s.closed_loop(1, spec);
+        let target = &s.target;
+        if p.warmup_seconds > 0.0 {
+            measure(target, &plan, &|| format!("warm-up of {}", command.name()))?;
+        }
+        plan.template.stop = Stop::AfterMs((p.seconds * 1000.0) as u64);
+        for pair in 0..p.pairs {
+            let what = || format!("pair {pair} of {}: ratelab", command.name());
+            let m = measure(target, &plan, &what)?;
+            let ops = m.tally.admitted + m.tally.denied;
+            rows.write(&CalibrateRow {
+                command: command.name().into(),
+                tool: "ratelab".into(),
+                pair,
+                ops,
+                ops_per_s: m.decisions_per_s(),
+                client_cpu_s: m.client_cpu_s,
+                duration_s: m.tally.elapsed_ns as f64 / 1e9,
+                clients: p.clients,
+                keys: p.keys,
+                redis_cpu_us_per_op: m.cpu_us_per_decision(),
+                redis_busy_pct: m.server.busy_pct(),
+            })?;
+            bar.inc(1);
+            let bench = Bench {
+                binary: &benchmark,
+                command,
+                key_prefix: &key_prefix,
+                requests: ops.max(1),
+                pair,
+            };
+            let row = bench
+                .run(s, p)
+                .phase(|| format!("pair {pair} of {}: redis-benchmark", command.name()))?;
+            rows.write(&row)?;
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+/// Keys for GET exist (a GET of a missing key is cheaper); the script is cached for EVALSHA.
+fn prepare(target: &Target, p: &Params, prefix: &str) -> Result<(), crate::server::ServerError> {
+    let mut con = target.connection()?;
+    let mut pipe = redis::pipe();
+    for i in 0..p.keys {
+        pipe.set(format!("{prefix}get:{i:012}"), "x").ignore();
+    }
+    pipe.query::<()>(&mut con)?;
+    let limiter = Limiter::new(Strategy::LuaBucket, LimitSpec::default());
+    if let Some((source, _)) = limiter.script() {
+        redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(source)
+            .query::<String>(&mut con)?;
+    }
+    Ok(())
+}
+
+/// One redis-benchmark run: as many requests of `command` as ratelab's run of the pair made.
+struct Bench<'a> {
+    binary: &'a Path,
+    command: BenchCommand,
+    key_prefix: &'a str,
+    requests: u64,
+    pair: u32,
+}
+
+impl Bench<'_> {
+    fn run(&self, s: &Session, p: &Params) -> Result<CalibrateRow, PhaseError> {
+        let Bench {
+            binary: benchmark,
+            command,
+            key_prefix,
+            requests,
+            pair,
+        } = *self;
+        let (ctx, target) = (s.ctx, &s.target);
+        let addr = target.host_port();
+        let (host, port) = addr.rsplit_once(':').unwrap_or((addr.as_str(), "6379"));
+        let key = format!("{key_prefix}__rand_int__");
+        let mut cmd = Command::new(benchmark);
+        cmd.args([
+            "-h",
+            host,
+            "-p",
+            port,
+            "-c",
+            &p.clients.to_string(),
+            "-n",
+            &requests.to_string(),
+        ])
+        .args(["-r", &p.keys.to_string(), "--csv"]);
+        match command {
+            BenchCommand::Get => cmd.args(["GET", &key]),
+            BenchCommand::Evalsha => {
+                let limit = LimitSpec {
+                    capacity: p.capacity,
+                    refill_per_sec: p.refill_per_sec,
+                    ..LimitSpec::default()
+                };
+                let limiter = Limiter::new(Strategy::LuaBucket, limit);
+                let sha = limiter
+                    .script()
+                    .map(|(_, sha)| sha.to_string())
+                    .unwrap_or_default();
+                cmd.args(["EVALSHA", &sha, "1", &key]).args([
+                    p.capacity.to_string(),
+                    p.refill_per_sec.to_string(),
+                    "1".into(),
+                    limit.bucket_ttl_ms().to_string(),
+                ])
+            }
+        };
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        set_parent_death_signal(&mut cmd);
+        pin::pin_command(&mut cmd, &ctx.pin.harness);
+        let cpu_before = children_cpu_s();
+        let before = ServerSample::take(target)?;
+        let started = Instant::now();
+        let output = cmd
+            .output()
+            .map_err(|e| PhaseError::Invalid(format!("running {}: {e}", benchmark.display())))?;
+        let wall = started.elapsed().as_secs_f64();
+        let after = ServerSample::take(target)?;
+        let client_cpu_s = children_cpu_s() - cpu_before;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() {
+            return Err(PhaseError::Invalid(format!(
+                "redis-benchmark failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            )));
+        }
+        let ops_per_s = parse_benchmark_rps(&stdout).ok_or_else(|| {
+            PhaseError::Invalid(format!(
+                "could not read requests/s from redis-benchmark output: {stdout:?}"
+            ))
+        })?;
+        let cost = before.cost_until(&after);
+        Ok(CalibrateRow {
+            command: command.name().into(),
+            tool: "redis-benchmark".into(),
+            pair,
+            ops: requests,
+            ops_per_s,
+            client_cpu_s,
+            duration_s: wall,
+            clients: p.clients,
+            keys: p.keys,
+            redis_cpu_us_per_op: cost.main_thread_cpu_us / requests as f64,
+            redis_busy_pct: cost.busy_pct(),
+        })
+    }
+}
+
+/// The `rps` column of `redis-benchmark --csv` (header line, then one quoted row per test).
+pub fn parse_benchmark_rps(csv_text: &str) -> Option<f64> {
+    let mut lines = csv_text.lines().filter(|l| !l.trim().is_empty());
+    let header: Vec<String> = split_quoted(lines.next()?);
+    let column = header.iter().position(|h| h == "rps")?;
+    let row = split_quoted(lines.next()?);
+    row.get(column)?.parse().ok()
+}
+
+fn split_quoted(line: &str) -> Vec<String> {
+    line.split("\",\"")
+        .map(|f| f.trim().trim_matches('"').to_string())
+        .collect()
+}
+
+/// redis-benchmark on PATH, or how to install it.
+pub(super) fn redis_benchmark() -> Result<PathBuf, PhaseError> {
+    which("redis-benchmark").ok_or_else(|| {
+        PhaseError::Invalid(
+            "redis-benchmark not found; install it with `apt-get install -y redis-tools`".into(),
+        )
+    })
+}
+
+/// A binary on PATH.
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_rps_from_redis_benchmark_csv() {
+        let out = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\"\n\
+            \"GET ratelab:x:__rand_int__\",\"81234.57\",\"0.183\",\"0.040\"\n";
+        assert_eq!(parse_benchmark_rps(out), Some(81234.57));
+        assert_eq!(parse_benchmark_rps("garbage"), None);
+    }
+}

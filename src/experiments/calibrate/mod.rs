@@ -1,0 +1,103 @@
+//! # calibrate
+//! Hypothesis: the harness's load generator is not the bottleneck. If it were, every throughput
+//! and CPU-per-decision figure would measure the client, not Redis.
+//!
+//! Method: the same command (GET; EVALSHA of lua-bucket) from 16 clients over 10,000 keys, first
+//! from ratelab's workers for `seconds`, then from `redis-benchmark -c 16 -r 10000` for as many
+//! requests as ratelab just made, alternating A B A B for `pairs` pairs, both pinned to the
+//! harness's CPUs. Keys are named alike (`prefix` + 12-digit index), so both tools hit the same
+//! keys. Recorded per run: ops, ops/s, client CPU seconds (rusage of the reaped processes), Redis
+//! main-thread CPU per op. A warm-up run per command (excluded) loads keys and the script.
+//!
+//! Writes `calibrate/calibrate.csv` (one row per run), `calibrate/meta.json`.
+
+mod body;
+mod report;
+mod rows;
+
+pub use body::parse_benchmark_rps;
+pub use rows::CalibrateRow;
+
+use super::{Definition, ExperimentError, Phase, Session, Validate};
+use crate::limiter::Strategy;
+use crate::record::Table;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The calibrate experiment.
+pub struct Calibrate;
+
+impl Definition for Calibrate {
+    const ID: &'static str = "calibrate";
+    const TOML: &'static str = include_str!("../../../experiments/calibrate.toml");
+    type Params = Params;
+
+    fn precondition() -> Result<(), ExperimentError> {
+        // Without redis-benchmark there is nothing to compare against.
+        body::redis_benchmark()
+            .map(|_| ())
+            .phase(|| "finding redis-benchmark".into())
+    }
+    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+        body::body(s, p)
+    }
+    fn tables() -> Vec<Table> {
+        vec![Table::of::<CalibrateRow>("calibrate.csv")]
+    }
+    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
+        crate::charts::render_experiment(Self::ID, dir)
+    }
+    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
+        report::summary(dir)
+    }
+}
+
+/// Parameters; defaults in `experiments/calibrate.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    pub pairs: u32,
+    pub seconds: f64,
+    pub warmup_seconds: f64,
+    pub clients: usize,
+    pub keys: u64,
+    pub commands: Vec<BenchCommand>,
+    pub capacity: u64,
+    pub refill_per_sec: f64,
+}
+
+/// A command both tools can send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BenchCommand {
+    /// A plain GET.
+    #[serde(rename = "GET")]
+    Get,
+    /// EVALSHA of the lua-bucket script.
+    #[serde(rename = "EVALSHA")]
+    Evalsha,
+}
+
+impl BenchCommand {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            BenchCommand::Get => "GET",
+            BenchCommand::Evalsha => "EVALSHA",
+        }
+    }
+
+    pub(crate) fn strategy(self) -> Strategy {
+        match self {
+            BenchCommand::Get => Strategy::Get,
+            BenchCommand::Evalsha => Strategy::LuaBucket,
+        }
+    }
+}
+
+impl Validate for Params {
+    fn validate(&self) -> Result<(), String> {
+        if self.pairs == 0 || self.seconds <= 0.0 || self.clients == 0 || self.keys == 0 {
+            return Err("pairs, seconds, clients, keys must be > 0".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,20 @@
+//! calibrate's CSV schema.
+
+use serde::{Deserialize, Serialize};
+
+/// One run of one tool.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CalibrateRow {
+    pub command: String,
+    /// `ratelab` or `redis-benchmark`.
+    pub tool: String,
+    pub pair: u32,
+    pub ops: u64,
+    pub ops_per_s: f64,
+    pub client_cpu_s: f64,
+    pub duration_s: f64,
+    pub clients: usize,
+    pub keys: u64,
+    pub redis_cpu_us_per_op: f64,
+    pub redis_busy_pct: f64,
+}

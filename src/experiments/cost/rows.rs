@@ -1,0 +1,31 @@
+//! cost's CSV schema.
+
+use crate::limiter::Strategy;
+use serde::{Deserialize, Serialize};
+
+/// One measured run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CostRow {
+    pub strategy: Strategy,
+    /// `L=<limit>` for the sliding log, `hot-key` for one key, empty otherwise.
+    pub variant: String,
+    pub run: u32,
+    pub clients: usize,
+    pub keys: u64,
+    pub duration_s: f64,
+    pub decisions: u64,
+    pub decisions_per_s: f64,
+    pub allowed: u64,
+    pub denied: u64,
+    pub errors: u64,
+    pub redis_cpu_us: f64,
+    pub cpu_us_per_decision: f64,
+    pub redis_busy_pct: f64,
+    /// The command that took most server time (evalsha for scripts).
+    pub busiest_command: String,
+    /// Its mean time per call inside Redis, µs (for a script: the script body).
+    pub usec_per_call: f64,
+    /// All commands' in-Redis time per decision, µs (MULTI strategies make several calls).
+    pub command_usec_per_decision: f64,
+    pub client_cpu_s: f64,
+}

@@ -1,0 +1,53 @@
+//! Why an experiment did not complete, with the phase it was in.
+
+use super::params::ParamError;
+use crate::load::LoadError;
+use crate::record::RecordError;
+use crate::server::ServerError;
+
+/// Why an experiment did not complete.
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentError {
+    #[error("unknown experiment `{id}`; valid: {valid}")]
+    Unknown { id: String, valid: String },
+    #[error(transparent)]
+    Params(#[from] ParamError),
+    #[error(
+        "experiment `{id}` must own the server ({why}); it refuses to run against --redis-url"
+    )]
+    MustOwnServer { id: &'static str, why: &'static str },
+    #[error("{phase}: {source}")]
+    Failed { phase: String, source: PhaseError },
+    #[error("recording results: {0}")]
+    Record(#[from] RecordError),
+}
+
+/// The cause of a failed phase.
+#[derive(Debug, thiserror::Error)]
+pub enum PhaseError {
+    #[error(transparent)]
+    Server(#[from] ServerError),
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Attaches the phase ("starting redis", "trial 3 of naive-bucket 1x2") to an error.
+pub trait Phase<T> {
+    /// Names what was being done when the error happened.
+    fn phase(self, what: impl FnOnce() -> String) -> Result<T, ExperimentError>;
+}
+
+impl<T, E: Into<PhaseError>> Phase<T> for Result<T, E> {
+    fn phase(self, what: impl FnOnce() -> String) -> Result<T, ExperimentError> {
+        self.map_err(|e| ExperimentError::Failed {
+            phase: what(),
+            source: e.into(),
+        })
+    }
+}

@@ -1,0 +1,186 @@
+//! The frame every experiment runs in: resolve and check the parameters, refuse a server it may
+//! not own, start (or name) the server, record, run the body with a [`Session`], delete this
+//! run's keys whatever happened, then write meta.json and move the results into place.
+
+use super::error::{ExperimentError, Phase, PhaseError};
+use super::params::{self, ParamError};
+use super::registry::Definition;
+use crate::context::Ctx;
+use crate::load::{CheckTally, ClosedLoop, OpenLoop, OpenSpec, WorkerSpec};
+use crate::record::{CsvSink, RunRecord};
+use crate::server::{ServerError, Target};
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// Parameters that can say what is wrong with them before anything starts.
+pub trait Validate {
+    /// A sentence naming the bad parameters, or Ok.
+    fn validate(&self) -> Result<(), String>;
+}
+
+/// What an experiment's body works with.
+pub struct Session<'a> {
+    /// The validated options.
+    pub ctx: &'a Ctx,
+    /// The server under test.
+    pub target: Target,
+    /// The staging directory and meta.json in the making.
+    pub run: RunRecord,
+    /// Prefix of every key this run writes; they are deleted at the end.
+    pub prefix: String,
+    id: &'static str,
+}
+
+impl<'a> Session<'a> {
+    /// Opens `name` in the staging directory for rows of type `R`, flushed one by one.
+    pub fn csv<R: Serialize>(&self, name: &str) -> Result<CsvSink<R>, ExperimentError> {
+        Ok(self.run.staging.csv(name)?)
+    }
+
+    /// Adds a sentence meta.json carries for the reader.
+    pub fn note(&mut self, text: impl Into<String>) {
+        self.run.note(text);
+    }
+
+    /// A key of this run: the prefix and `suffix`.
+    pub fn key(&self, suffix: impl std::fmt::Display) -> String {
+        format!("{}{suffix}", self.prefix)
+    }
+
+    /// A progress bar labelled with the experiment, on a terminal only.
+    pub fn progress(&self, total: u64) -> indicatif::ProgressBar {
+        progress_bar(self.ctx, self.id, total)
+    }
+
+    /// A closed loop of `processes` workers running `spec` against this run's server, with the
+    /// run's worker binary, CPUs, seed and client timeouts.
+    pub fn closed_loop(&self, processes: usize, spec: WorkerSpec) -> ClosedLoop<'a> {
+        ClosedLoop {
+            exe: &self.ctx.worker_exe,
+            cpus: &self.ctx.pin.harness,
+            processes,
+            template: WorkerSpec {
+                url: self.target.url(),
+                seed: self.ctx.seed,
+                timeouts: self.ctx.timeouts,
+                ..spec
+            },
+        }
+    }
+
+    /// An open loop of `processes` workers running `spec` against this run's server, with the
+    /// run's worker binary, CPUs and client timeouts (the schedule's seed is the caller's).
+    pub fn open_loop(&self, processes: usize, spec: OpenSpec) -> OpenLoop<'a> {
+        OpenLoop {
+            exe: &self.ctx.worker_exe,
+            cpus: &self.ctx.pin.harness,
+            processes,
+            template: OpenSpec {
+                url: self.target.url(),
+                timeouts: self.ctx.timeouts,
+                ..spec
+            },
+        }
+    }
+
+    /// A run with failed checks is not a measurement: see [`fail_on_errors`].
+    pub fn fail_on_errors(&self, tally: &CheckTally) -> Result<(), PhaseError> {
+        fail_on_errors(&self.target, tally)
+    }
+
+    /// Replaces the server with a fresh one of the same build (the old one is stopped): for
+    /// experiments that need a clean server per setting. Only for experiments that own it.
+    pub fn fresh_server(&mut self) -> Result<(), ServerError> {
+        if !self.target.is_managed() {
+            return Err(ServerError::NotManaged(format!(
+                "{} starts fresh servers",
+                self.id
+            )));
+        }
+        self.target = self.ctx.target()?;
+        Ok(())
+    }
+}
+
+/// Resolves and validates `D`'s parameters for this context and checks its precondition.
+pub fn prepare<D: Definition>(ctx: &Ctx) -> Result<(D::Params, toml::Table), ExperimentError> {
+    let (params, table): (D::Params, _) = params::resolve(D::ID, D::TOML, ctx.profile, &ctx.sets)?;
+    params.validate().map_err(|reason| ParamError::Invalid {
+        experiment: D::ID.into(),
+        reason,
+    })?;
+    if let (Some(why), Some(_)) = (D::MUST_OWN_SERVER, &ctx.redis_url) {
+        return Err(ExperimentError::MustOwnServer { id: D::ID, why });
+    }
+    D::precondition()?;
+    Ok((params, table))
+}
+
+/// `D`'s parameters for a profile and overrides, as `run` would resolve them.
+pub fn resolve<D: Definition>(
+    profile: crate::context::Profile,
+    sets: &[(String, String)],
+) -> Result<D::Params, ParamError> {
+    params::resolve(D::ID, D::TOML, profile, sets).map(|(p, _)| p)
+}
+
+/// Runs `D` in the frame and returns its committed results directory.
+pub fn run<D: Definition>(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
+    let (params, table) = prepare::<D>(ctx)?;
+    let info = params::info(D::TOML)?;
+    let target = ctx.target().phase(|| "starting redis-server".into())?;
+    let redis = target
+        .describe()
+        .phase(|| "reading the server's INFO and CONFIG".into())?;
+    let mut run = RunRecord::begin(ctx, D::ID, &table, redis)?;
+    for note in &info.notes {
+        run.note(params::fill_in(note, &table));
+    }
+    let prefix = format!(
+        "ratelab:{}:{:x}:{}:",
+        D::ID,
+        crate::limiter::unix_ms(),
+        std::process::id()
+    );
+    let mut session = Session {
+        ctx,
+        target,
+        run,
+        prefix,
+        id: D::ID,
+    };
+    let outcome = D::body(&mut session, &params);
+    // Our keys only, whether the body succeeded or not; a managed server dies with them anyway.
+    let cleaned = session.target.delete_keys_with_prefix(&session.prefix);
+    outcome?;
+    cleaned.phase(|| "deleting this run's keys".into())?;
+    Ok(session.run.finish(ctx)?)
+}
+
+/// A run with failed checks is not a measurement: a dead server is reported with its log,
+/// otherwise the first error is.
+pub fn fail_on_errors(target: &Target, tally: &CheckTally) -> Result<(), PhaseError> {
+    if tally.errors == 0 {
+        return Ok(());
+    }
+    target.check_alive()?;
+    Err(PhaseError::Invalid(format!(
+        "{} of {} checks failed; first error: {}",
+        tally.errors,
+        tally.total(),
+        tally.first_error.clone().unwrap_or_default()
+    )))
+}
+
+/// A progress bar on a terminal, nothing in CI or with --quiet.
+pub fn progress_bar(ctx: &Ctx, label: &str, total: u64) -> indicatif::ProgressBar {
+    if !ctx.progress {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    let template = format!("{label} {{bar:40}} {{pos}}/{{len}} {{elapsed}}");
+    if let Ok(style) = indicatif::ProgressStyle::with_template(&template) {
+        bar.set_style(style);
+    }
+    bar
+}

@@ -1,0 +1,170 @@
+//! race's measurement: the interleaved matrix, seed 001's burst, and the MONITOR trace.
+
+use super::{Params, RaceRow, TraceRow};
+use crate::experiments::{Concurrency, ExperimentError, Phase, Session};
+use crate::limiter::{unix_ms, LimitSpec, LogVariant, Strategy};
+use crate::load::{run_closed_loop, WorkerSpec};
+use crate::record::MonitorCapture;
+
+/// Runs every trial, then the trace.
+pub fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    let mut rows = s.csv::<RaceRow>("race.csv")?;
+    let matrix_trials = p.trials as u64 * (p.configs.len() * p.strategies.len()) as u64;
+    let burst_trials = p.trials as u64 * p.seed001_strategies.len() as u64;
+    let bar = s.progress(matrix_trials + burst_trials + 1);
+
+    for trial in 0..p.trials {
+        for &config in &p.configs {
+            for &strategy in &p.strategies {
+                let trial_spec = Trial {
+                    strategy,
+                    config,
+                    checks: p.checks,
+                    limit: p.capacity,
+                    key: s.key(format!("m:{strategy}:{config}:{trial}")),
+                };
+                rows.write(&trial_spec.run(s, p.window_ms, "matrix", trial)?)?;
+                bar.inc(1);
+            }
+        }
+        for &strategy in &p.seed001_strategies {
+            let config = Concurrency {
+                processes: 1,
+                in_flight: p.seed001_hits as usize,
+            };
+            let trial_spec = Trial {
+                strategy,
+                config,
+                checks: p.seed001_hits,
+                limit: p.seed001_limit,
+                key: s.key(format!("s:{strategy}:{trial}")),
+            };
+            rows.write(&trial_spec.run(s, p.window_ms, "seed001", trial)?)?;
+            bar.inc(1);
+        }
+    }
+
+    let trace_row = trace(s, p)?;
+    rows.write(&trace_row)?;
+    bar.finish_and_clear();
+    Ok(())
+}
+
+/// One trial's setup.
+struct Trial {
+    strategy: Strategy,
+    config: Concurrency,
+    checks: u64,
+    limit: u64,
+    key: String,
+}
+
+impl Trial {
+    fn limit_spec(&self, window_ms: u64) -> LimitSpec {
+        LimitSpec {
+            capacity: self.limit,
+            refill_per_sec: 0.0,
+            window_ms,
+            window_origin_ms: unix_ms(),
+            idle_ttl_ms: 600_000,
+            log: LogVariant::default(),
+            watch_retries: 10,
+        }
+    }
+
+    fn run(
+        &self,
+        s: &Session,
+        window_ms: u64,
+        scenario: &str,
+        trial: u32,
+    ) -> Result<RaceRow, ExperimentError> {
+        let what = || {
+            format!(
+                "{scenario} trial {trial} of {} at {}",
+                self.strategy, self.config
+            )
+        };
+        let limit = self.limit_spec(window_ms);
+        let spec = WorkerSpec::one_key(
+            self.strategy,
+            limit,
+            &self.key,
+            self.checks,
+            self.config.in_flight,
+        );
+        let tally = match run_closed_loop(&s.closed_loop(self.config.processes, spec)) {
+            Ok(tally) => tally,
+            Err(e) => {
+                // A worker that could not connect is most often a server that died.
+                s.target.check_alive().phase(what)?;
+                return Err(e).phase(what);
+            }
+        };
+        s.fail_on_errors(&tally).phase(what)?;
+        let final_state = read_state(s, self.strategy, &self.key, &limit).phase(what)?;
+        Ok(RaceRow {
+            scenario: scenario.to_string(),
+            strategy: self.strategy,
+            processes: self.config.processes,
+            in_flight: self.config.in_flight,
+            trial,
+            checks: tally.total(),
+            admitted: tally.admitted,
+            denied: tally.denied,
+            errors: tally.errors,
+            limit: self.limit,
+            final_state,
+            elapsed_ms: tally.elapsed_ns as f64 / 1e6,
+        })
+    }
+}
+
+/// What the key holds after the trial: the bucket's tokens or the window's counter.
+fn read_state(
+    s: &Session,
+    strategy: Strategy,
+    key: &str,
+    limit: &LimitSpec,
+) -> Result<String, crate::server::ServerError> {
+    let mut con = s.target.connection()?;
+    let value: Option<String> = strategy.state_command(key, limit).query(&mut con)?;
+    Ok(value.unwrap_or_default())
+}
+
+/// Seed 000's MONITOR: naive-bucket, one process, 2 in flight, a bucket of 3 tokens.
+fn trace(s: &mut Session, p: &Params) -> Result<RaceRow, ExperimentError> {
+    let key = s.key("trace");
+    let capture = MonitorCapture::start(&s.target.host_port(), &s.target.url())
+        .phase(|| "starting MONITOR".into())?;
+    let config = Concurrency {
+        processes: 1,
+        in_flight: p.trace_in_flight,
+    };
+    let trial = Trial {
+        strategy: Strategy::NaiveBucket,
+        config,
+        checks: p.trace_checks,
+        limit: p.trace_capacity,
+        key: key.clone(),
+    };
+    let row = trial.run(s, p.window_ms, "trace", 0)?;
+    let lines = capture.finish().phase(|| "reading MONITOR".into())?;
+    let mut sink = s.csv::<TraceRow>("trace.csv")?;
+    for (seq, line) in lines.into_iter().enumerate() {
+        let on_trace_key = line.args.first().is_some_and(|a| a == &key);
+        sink.write(&TraceRow {
+            seq,
+            time_s: line.time,
+            client: line.client,
+            command: line.command,
+            args: line.args.join(" "),
+            on_trace_key,
+        })?;
+    }
+    s.note(format!(
+        "trace: naive-bucket at 1x{} on a bucket of {} admitted {} of {} checks",
+        p.trace_in_flight, p.trace_capacity, row.admitted, row.checks
+    ));
+    Ok(row)
+}

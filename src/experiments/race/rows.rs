@@ -1,0 +1,35 @@
+//! race's CSV schema.
+
+use crate::limiter::Strategy;
+use serde::{Deserialize, Serialize};
+
+/// One trial.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RaceRow {
+    /// `matrix` (the seed-000 grid), `seed001` (one-process burst) or `trace` (the MONITOR run).
+    pub scenario: String,
+    pub strategy: Strategy,
+    pub processes: usize,
+    pub in_flight: usize,
+    pub trial: u32,
+    pub checks: u64,
+    pub admitted: u64,
+    pub denied: u64,
+    pub errors: u64,
+    pub limit: u64,
+    /// What the key held afterwards: tokens left, or the window's counter.
+    pub final_state: String,
+    pub elapsed_ms: f64,
+}
+
+/// One command seen by MONITOR during the trace.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TraceRow {
+    pub seq: usize,
+    pub time_s: f64,
+    pub client: String,
+    pub command: String,
+    pub args: String,
+    /// True when the command touched the traced bucket (the rest is connection set-up).
+    pub on_trace_key: bool,
+}

@@ -1,0 +1,198 @@
+//! One definition per experiment and the one list of them that `list`, `run`, `all`, `chart`
+//! and `report` iterate. Adding an experiment: its module with a [`Definition`], its TOML, its
+//! claims in analysis/claims.toml, and one line in [`ALL`].
+
+use super::error::ExperimentError;
+use super::frame::{self, Session, Validate};
+use super::params::{self, ExperimentInfo, ParamError};
+use super::{
+    atomic, bigkey, calibrate, cost, latency, memory, outage, race, tsmember, window_edge,
+};
+use crate::analysis::AnalysisError;
+use crate::charts::ChartError;
+use crate::context::Ctx;
+use crate::record::Table;
+use serde::de::DeserializeOwned;
+use std::path::{Path, PathBuf};
+
+/// Everything about one experiment, in its own module.
+pub trait Definition: Sync + 'static {
+    /// The id on the command line and the results subdirectory.
+    const ID: &'static str;
+    /// `experiments/<id>.toml`, embedded: seeds, summary, notes, the quick and full profiles.
+    const TOML: &'static str;
+    /// Why it must own the server (it signals, restarts, flushes or reconfigures it), if it must.
+    const MUST_OWN_SERVER: Option<&'static str> = None;
+    /// Its parameters.
+    type Params: DeserializeOwned + Validate;
+    /// What must hold on this machine before anything starts (a tool it runs), or why not.
+    fn precondition() -> Result<(), ExperimentError> {
+        Ok(())
+    }
+    /// The measurement, in the frame.
+    fn body(s: &mut Session, p: &Self::Params) -> Result<(), ExperimentError>;
+    /// Every CSV it writes, with the row type's columns.
+    fn tables() -> Vec<Table>;
+    /// Its charts, drawn from its CSVs in `dir`.
+    fn charts(dir: &Path) -> Result<Vec<PathBuf>, ChartError>;
+    /// Its summary table(s) for REPORT.md, from its CSVs in `dir`.
+    fn summary(dir: &Path) -> Result<String, AnalysisError>;
+}
+
+/// An experiment as the registry holds it (object-safe; every [`Definition`] is one).
+pub trait Experiment: Sync {
+    /// The id on the command line and the results subdirectory.
+    fn id(&self) -> &'static str;
+    /// Seeds, summary and notes from its TOML.
+    fn info(&self) -> Result<ExperimentInfo, ParamError>;
+    /// Why it must own the server, if it must.
+    fn must_own_server(&self) -> Option<&'static str>;
+    /// Checks the parameters and the precondition without starting anything.
+    fn prepare(&self, ctx: &Ctx) -> Result<(), ExperimentError>;
+    /// Runs it into `ctx.out_dir/<id>/` and returns that directory.
+    fn run(&self, ctx: &Ctx) -> Result<PathBuf, ExperimentError>;
+    /// Every CSV it writes, with its columns.
+    fn tables(&self) -> Vec<Table>;
+    /// Its charts from the CSVs in `dir`.
+    fn charts(&self, dir: &Path) -> Result<Vec<PathBuf>, ChartError>;
+    /// Its summary for REPORT.md from the CSVs in `dir`.
+    fn summary(&self, dir: &Path) -> Result<String, AnalysisError>;
+}
+
+impl<D: Definition> Experiment for D {
+    fn id(&self) -> &'static str {
+        D::ID
+    }
+    fn info(&self) -> Result<ExperimentInfo, ParamError> {
+        params::info(D::TOML)
+    }
+    fn must_own_server(&self) -> Option<&'static str> {
+        D::MUST_OWN_SERVER
+    }
+    fn prepare(&self, ctx: &Ctx) -> Result<(), ExperimentError> {
+        frame::prepare::<D>(ctx).map(|_| ())
+    }
+    fn run(&self, ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
+        frame::run::<D>(ctx)
+    }
+    fn tables(&self) -> Vec<Table> {
+        D::tables()
+    }
+    fn charts(&self, dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
+        D::charts(dir)
+    }
+    fn summary(&self, dir: &Path) -> Result<String, AnalysisError> {
+        D::summary(dir)
+    }
+}
+
+/// Every experiment, in the order `all` runs them.
+pub static ALL: &[&dyn Experiment] = &[
+    &race::Race,
+    &atomic::Atomic,
+    &cost::Cost,
+    &latency::Latency,
+    &calibrate::Calibrate,
+    &outage::Outage,
+    &tsmember::Tsmember,
+    &window_edge::WindowEdge,
+    &memory::Memory,
+    &bigkey::Bigkey,
+];
+
+/// Looks an id up, or says which ids exist.
+pub fn find(id: &str) -> Result<&'static dyn Experiment, ExperimentError> {
+    ALL.iter().copied().find(|e| e.id() == id).ok_or_else(|| {
+        let valid: Vec<_> = ALL.iter().map(|e| e.id()).collect();
+        ExperimentError::Unknown {
+            id: id.to_string(),
+            valid: valid.join(", "),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::Profile;
+
+    fn ctx(profile: Profile, sets: &[(&str, &str)]) -> Ctx {
+        let mut ctx = Ctx::new(PathBuf::from("/nonexistent"), PathBuf::from("ratelab"));
+        ctx.profile = profile;
+        ctx.sets = sets
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        ctx
+    }
+
+    #[test]
+    fn every_embedded_profile_parses_and_validates() {
+        for e in ALL {
+            for profile in [Profile::Quick, Profile::Full] {
+                // A missing tool (redis-benchmark) is this machine's, not the profile's.
+                if let Err(err @ ExperimentError::Params(_)) = e.prepare(&ctx(profile, &[])) {
+                    panic!("{} {profile:?}: {err}", e.id());
+                }
+            }
+            let info = e.info().unwrap();
+            assert_eq!(info.id, e.id());
+            assert_eq!(find(e.id()).unwrap().id(), e.id());
+            assert!(!e.tables().is_empty(), "{} writes no table", e.id());
+            for t in e.tables() {
+                assert!(
+                    !t.columns.is_empty(),
+                    "{} {}: a row type must be a plain struct",
+                    e.id(),
+                    t.file
+                );
+            }
+        }
+        assert!(find("nope")
+            .err()
+            .is_some_and(|e| e.to_string().contains("race, atomic")));
+    }
+
+    #[test]
+    fn every_note_names_only_parameters_of_its_profile() {
+        for e in ALL {
+            for profile in ["quick", "full"] {
+                let text = toml_text(e.id());
+                let table: toml::Table = toml::from_str(&text).unwrap();
+                let params = table[profile].as_table().unwrap();
+                for note in e.info().unwrap().notes {
+                    let filled = params::fill_in(&note, params);
+                    assert!(
+                        !filled.contains('{'),
+                        "{} [{profile}] note has an unknown name: {filled}",
+                        e.id()
+                    );
+                }
+            }
+        }
+    }
+
+    fn toml_text(id: &str) -> String {
+        let path = format!("{}/experiments/{id}.toml", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(path).unwrap()
+    }
+
+    #[test]
+    fn invalid_values_and_owned_servers_are_caught_before_running() {
+        let race = find("race").unwrap();
+        let err = race
+            .prepare(&ctx(Profile::Quick, &[("trials", "0")]))
+            .unwrap_err();
+        assert!(err.to_string().contains("trials"), "{err}");
+        let mut external = ctx(Profile::Quick, &[]);
+        external.redis_url = Some("redis://127.0.0.1:1/".into());
+        assert!(race.prepare(&external).is_ok());
+        for id in ["outage", "memory", "bigkey"] {
+            let err = find(id).unwrap().prepare(&external).unwrap_err();
+            assert!(
+                matches!(err, ExperimentError::MustOwnServer { .. }),
+                "{id}: {err}"
+            );
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! The CSV schema is the row type: its field names, read from its `Deserialize` impl, are the
+//! columns, so nothing else spells them out and a renamed field cannot drift from its readers.
+
+use serde::de::{self, Deserialize, Deserializer, Visitor};
+
+/// The columns of a flat row type, in declaration order (what `csv::Writer::serialize` writes).
+/// Empty for a type that is not a plain struct (a `#[serde(flatten)]` row has no fixed list).
+pub fn columns<'de, R: Deserialize<'de>>() -> &'static [&'static str] {
+    let mut found = None;
+    let _ = R::deserialize(FieldProbe(&mut found));
+    found.unwrap_or(&[])
+}
+
+/// A file an experiment writes, with its columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Table {
+    pub file: &'static str,
+    pub columns: &'static [&'static str],
+}
+
+impl Table {
+    /// The table `file` written from rows of type `R`.
+    pub fn of<R: for<'de> Deserialize<'de>>(file: &'static str) -> Self {
+        Table {
+            file,
+            columns: columns::<R>(),
+        }
+    }
+
+    /// Why a CSV header is not this table's, or Ok.
+    pub fn check_header(&self, header: &[&str]) -> Result<(), String> {
+        if header == self.columns {
+            return Ok(());
+        }
+        let missing: Vec<_> = self
+            .columns
+            .iter()
+            .filter(|c| !header.contains(c))
+            .collect();
+        let extra: Vec<_> = header
+            .iter()
+            .filter(|c| !self.columns.contains(c))
+            .collect();
+        Err(format!(
+            "{}: columns differ from the row type (missing {missing:?}, unexpected {extra:?})",
+            self.file
+        ))
+    }
+}
+
+/// A deserializer that answers nothing but remembers the field list it was asked for.
+struct FieldProbe<'a>(&'a mut Option<&'static [&'static str]>);
+
+#[derive(Debug)]
+struct Probed;
+
+impl std::fmt::Display for Probed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("field probe")
+    }
+}
+
+impl std::error::Error for Probed {}
+
+impl de::Error for Probed {
+    fn custom<T: std::fmt::Display>(_: T) -> Self {
+        Probed
+    }
+}
+
+impl<'de> Deserializer<'de> for FieldProbe<'_> {
+    type Error = Probed;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Probed> {
+        Err(Probed)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, Probed> {
+        *self.0 = Some(fields);
+        Err(Probed)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option
+        unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Row {
+        strategy: String,
+        admitted: u64,
+        note: Option<String>,
+    }
+
+    #[test]
+    fn columns_are_the_fields_in_order() {
+        assert_eq!(columns::<Row>(), ["strategy", "admitted", "note"]);
+        assert!(columns::<u64>().is_empty());
+        let t = Table::of::<Row>("t.csv");
+        assert!(t.check_header(&["strategy", "admitted", "note"]).is_ok());
+        let err = t
+            .check_header(&["strategy", "admitted_n", "note"])
+            .unwrap_err();
+        assert!(
+            err.contains("admitted") && err.contains("admitted_n"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,173 @@
+//! The golden test over the committed reference run (results/reference): the experiments' row
+//! types, the summaries, the charts and the claims file must agree with the CSVs a real run left.
+//! A renamed column, a claim naming a column no row type has, or a chart that no longer draws the
+//! same picture fails here, instead of turning silently into "no data" in a report.
+//! No Redis is needed: everything is read back from files.
+
+use ratelab::analysis::claims;
+use ratelab::experiments;
+use std::path::{Path, PathBuf};
+
+fn reference() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("results/reference")
+}
+
+fn header(path: &Path) -> Vec<String> {
+    let mut reader =
+        csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let header = reader
+        .headers()
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    header.iter().map(str::to_string).collect()
+}
+
+#[test]
+fn every_reference_csv_has_exactly_its_row_types_columns() {
+    for e in experiments::ALL {
+        for table in e.tables() {
+            let path = reference().join(e.id()).join(table.file);
+            let found = header(&path);
+            let found: Vec<&str> = found.iter().map(String::as_str).collect();
+            if let Err(why) = table.check_header(&found) {
+                panic!("{}: {why}", e.id());
+            }
+        }
+    }
+}
+
+/// Every column a claim names must be a column of the row type of the file it names.
+#[test]
+fn every_claim_names_a_table_and_columns_its_experiment_writes() {
+    let all = claims::all().unwrap();
+    for claim in &all {
+        let e = experiments::find(&claim.experiment)
+            .unwrap_or_else(|_| panic!("{}: unknown experiment {}", claim.id, claim.experiment));
+        let tables = e.tables();
+        let table = tables
+            .iter()
+            .find(|t| t.file == claim.file)
+            .unwrap_or_else(|| panic!("{}: {} writes no {}", claim.id, e.id(), claim.file));
+        let has = |c: &str| match c {
+            "config" => {
+                table.columns.contains(&"processes") && table.columns.contains(&"in_flight")
+            }
+            c => table.columns.contains(&c),
+        };
+        let mut named: Vec<&str> = vec![claim.statistic.as_str()];
+        named.extend(claim.select.keys().map(String::as_str));
+        named.extend(claim.published_column.as_deref());
+        named.extend(claim.percent_of.as_deref());
+        if let Some(den) = &claim.denominator {
+            named.extend(den.keys().map(String::as_str));
+        }
+        for column in named {
+            assert!(
+                has(column),
+                "{}: {} has no column `{column}`",
+                claim.id,
+                claim.file
+            );
+        }
+    }
+}
+
+/// Every claim gets a verdict from the reference run (holds or differs, never "no data").
+#[test]
+fn every_claim_gets_a_verdict_from_the_reference_run() {
+    for claim in &claims::all().unwrap() {
+        let v = claims::judge(claim, &reference().join(&claim.experiment));
+        assert!(
+            v.holds.is_some(),
+            "{}: no verdict ({})",
+            claim.id,
+            v.measured
+        );
+    }
+}
+
+/// The report over the reference run comes out exactly as committed: same summaries, same
+/// verdicts. A change to the report is a change to the committed REPORT.md, on purpose.
+#[test]
+fn the_reference_report_is_reproduced_from_its_csvs() {
+    let copy = copy_reference();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ratelab"))
+        .arg("report")
+        .arg(copy.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ours = std::fs::read_to_string(copy.path().join("REPORT.md")).unwrap();
+    let committed = std::fs::read_to_string(reference().join("REPORT.md")).unwrap();
+    if let Some((n, (a, b))) =
+        (ours.lines().zip(committed.lines()).enumerate()).find(|(_, (a, b))| a != b)
+    {
+        panic!(
+            "REPORT.md differs at line {}:\n  now:       {a}\n  committed: {b}",
+            n + 1
+        );
+    }
+    assert_eq!(
+        ours.lines().count(),
+        committed.lines().count(),
+        "REPORT.md has a different length"
+    );
+}
+
+/// Every experiment's charts draw from the reference CSVs, and every SVG is the committed one.
+#[test]
+fn every_chart_redraws_the_committed_picture() {
+    let copy = copy_reference();
+    for e in experiments::ALL {
+        let dir = copy.path().join(e.id());
+        let paths = e
+            .charts(&dir)
+            .unwrap_or_else(|err| panic!("{}: {err}", e.id()));
+        assert!(!paths.is_empty(), "{} drew no chart", e.id());
+        for svg in paths
+            .iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "svg"))
+        {
+            let name = svg.file_name().unwrap();
+            let committed = std::fs::read(reference().join(e.id()).join(name)).unwrap_or_default();
+            let drawn = std::fs::read(svg).unwrap();
+            assert!(
+                drawn == committed,
+                "{}/{} differs from the committed chart",
+                e.id(),
+                name.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn every_summary_renders_from_the_reference_run() {
+    for e in experiments::ALL {
+        let text = e
+            .summary(&reference().join(e.id()))
+            .unwrap_or_else(|err| panic!("{}: {err}", e.id()));
+        assert!(text.lines().count() >= 3, "{}: empty summary", e.id());
+    }
+}
+
+fn copy_reference() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(reference()).unwrap() {
+        let entry = entry.unwrap();
+        let to = tmp.path().join(entry.file_name());
+        if entry.path().is_dir() {
+            std::fs::create_dir(&to).unwrap();
+            for file in std::fs::read_dir(entry.path()).unwrap() {
+                let file = file.unwrap();
+                std::fs::copy(file.path(), to.join(file.file_name())).unwrap();
+            }
+        } else {
+            std::fs::copy(entry.path(), &to).unwrap();
+        }
+    }
+    tmp
+}
