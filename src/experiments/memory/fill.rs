@@ -3,11 +3,10 @@
 //! client's key inspected.
 
 use super::MemoryRow;
-use crate::context::Ctx;
 use crate::experiments::measure::{measure, Measured};
-use crate::experiments::{ExperimentError, Phase, PhaseError};
+use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{unix_ms, LimitSpec, Limiter, Strategy};
-use crate::load::{ClosedLoop, KeyChoice, Stop, WorkerSpec};
+use crate::load::{KeyChoice, Stop, WorkerSpec};
 use crate::server::{admin, Target};
 use std::time::Duration;
 
@@ -24,8 +23,8 @@ pub(super) struct Fill {
 
 /// What every fill at one setting shares.
 pub(super) struct FillSetup<'a> {
-    pub ctx: &'a Ctx,
-    pub target: &'a Target,
+    /// The run: its server, worker binary, CPUs, seed and timeouts.
+    pub session: &'a Session<'a>,
     pub window_ms: u64,
     pub connections: usize,
     pub in_flight: usize,
@@ -69,34 +68,24 @@ pub(super) fn fill(s: &FillSetup, f: &Fill) -> Result<Filled, ExperimentError> {
         )
     };
     let spec = limit_spec(f.limit, s.window_ms);
-    empty_server(s.target, &Limiter::new(f.strategy, spec)).phase(what)?;
-    let before = quiet_used_memory(s.target).phase(what)?;
+    let target = &s.session.target;
+    empty_server(target, &Limiter::new(f.strategy, spec)).phase(what)?;
+    let before = quiet_used_memory(target).phase(what)?;
     let key_prefix = format!("{}{}:{}:", s.prefix, f.strategy, f.limit);
-    let plan = ClosedLoop {
-        exe: &s.ctx.worker_exe,
-        cpus: &s.ctx.pin.harness,
-        processes: 1,
-        template: WorkerSpec {
-            url: s.target.url(),
-            strategy: f.strategy,
-            limit: spec,
-            keys: KeyChoice::RoundRobin {
-                prefix: key_prefix.clone(),
-                count: f.clients,
-            },
-            stop: Stop::AfterChecks(f.clients * f.limit),
-            connections: s.connections,
-            in_flight: s.in_flight,
-            record_latency: false,
-            seed: s.ctx.seed,
-            worker_index: 0,
-            timeouts: s.ctx.timeouts,
-        },
+    let keys = KeyChoice::RoundRobin {
+        prefix: key_prefix.clone(),
+        count: f.clients,
     };
-    let measured = measure(s.target, &plan, &what)?;
+    let worker = WorkerSpec {
+        connections: s.connections,
+        in_flight: s.in_flight,
+        ..WorkerSpec::new(f.strategy, spec, keys, Stop::AfterChecks(f.clients * f.limit))
+    };
+    let plan = s.session.closed_loop(1, worker);
+    let measured = measure(target, &plan, &what)?;
     at_limit(&measured, f).phase(what)?;
-    let after = quiet_used_memory(s.target).phase(what)?;
-    let mut con = s.target.connection().phase(what)?;
+    let after = quiet_used_memory(target).phase(what)?;
+    let mut con = target.connection().phase(what)?;
     let keys: u64 = redis::cmd("DBSIZE").query(&mut con).phase(what)?;
     let client0 = KeyChoice::indexed(&key_prefix, 0);
     let key = f.strategy.state_key(&client0, &spec);

@@ -150,8 +150,7 @@ fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             {value_limit}, on a fresh server."
         ));
         let setup = FillSetup {
-            ctx: s.ctx,
-            target: &s.target,
+            session: s,
             window_ms: p.window_ms,
             connections: p.connections,
             in_flight: p.in_flight,
