@@ -1,7 +1,6 @@
 //! Chart-agnostic drawing helpers (palette, fonts, title, category labels, header legend), kept
 //! apart from any one chart so later charts share one look.
 
-use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -12,9 +11,8 @@ use super::{plot_err, ChartError};
 /// The drawing area every chart renders into.
 pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
-/// A linear x/y plot on the SVG backend, for helpers that draw on a built chart.
-pub(crate) type Plot<'a, 'b> =
-    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+/// A built x/y plot on the SVG backend (linear or log axes), for helpers that draw on it.
+pub(crate) type Plot<'a, 'b, X, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>;
 
 /// Generic family: resvg maps it to an installed sans face (see `png.rs`).
 pub(crate) const FONT: &str = "sans-serif";
@@ -123,6 +121,7 @@ impl CategoryLabels {
 }
 
 /// How a legend entry is marked.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Marker {
     Dot(RGBColor),
     Line(RGBColor),
