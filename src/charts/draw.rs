@@ -196,33 +196,6 @@ pub(crate) fn title(area: &Area, text: &str, note: &str) -> Result<(), ChartErro
     Ok(())
 }
 
-/// Where a chart's title, note and legend go, and where its plot goes.
-pub(crate) struct Frame<'a> {
-    /// Width, height of the SVG.
-    pub size: (u32, u32),
-    /// Left and right edge of the legend, in pixels.
-    pub legend_span: (i32, i32),
-    pub heading: &'a str,
-    pub note: &'a str,
-}
-
-/// Starts an SVG on `svg`: white background, title and note, a legend that wraps within its
-/// span; returns the whole canvas and the area below the header for the plot.
-pub(crate) fn framed_canvas<'a>(
-    svg: &'a mut String,
-    frame: &Frame,
-    items: &[(Marker, &str)],
-) -> Result<(Area<'a>, Area<'a>), ChartError> {
-    let (left, right) = frame.legend_span;
-    let rows = legend_rows(items, left, right) as i32;
-    let root: Area = SVGBackend::with_string(svg, frame.size).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
-    let (header, body) = root.split_vertically(76 + LEGEND_ROW_PX * rows);
-    title(&header, frame.heading, frame.note)?;
-    legend(&header, (left, 80), right, items)?;
-    Ok((root, body))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,6 @@ mod latency;
 mod lines;
 mod memory;
 mod outage;
-mod outage_sweep;
 mod place;
 mod png;
 mod race;
