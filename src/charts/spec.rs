@@ -2,9 +2,6 @@
 //! more plots, each with two axes and ordered layers. Chart modules only fill these in; `render`
 //! turns them into SVG, so no chart module needs plotters.
 
-// Until the remaining charts move onto the spec some layers are unused.
-#![allow(dead_code)]
-
 pub(crate) use super::draw::{color, Marker};
 pub(crate) use plotters::style::RGBColor as Rgb;
 
