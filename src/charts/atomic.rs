@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::charts::spec::{color, limit_line, tag, Axis, Chart, Layer, Plot, Range, Ticks};
+use crate::charts::spec::{
+    color, dots, limit_line, path, tag, Axis, Chart, Layer, Plot, Range, Shape, Ticks, BLACK,
+};
 use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
 use crate::experiments::atomic::AtomicRow;
 
@@ -119,67 +121,35 @@ fn chart(points: &[(&str, Summary)]) -> Chart {
     ];
     for (i, (_, p)) in points.iter().enumerate() {
         let (c, (xs, ys)) = (color(i), (p.x, p.y));
-        for points in [
-            vec![(xs.0, ys.1), (xs.2, ys.1)],
-            vec![(xs.1, ys.0), (xs.1, ys.2)],
-        ] {
-            let (color, alpha, width, dash) = (c, 0.7, 2, None);
-            layers.push(Layer::Path {
-                points,
-                color,
-                alpha,
-                width,
-                dash,
-            });
-        }
-        let (points, alpha, radius) = (vec![(xs.1, ys.1)], 1.0, POINT_PX as u32);
-        layers.push(Layer::Dots {
-            points,
-            color: c,
-            alpha,
-            radius,
-        });
+        layers.push(path(vec![(xs.0, ys.1), (xs.2, ys.1)], c, 2, None).faded(0.7));
+        layers.push(path(vec![(xs.1, ys.0), (xs.1, ys.2)], c, 2, None).faded(0.7));
+        layers.push(dots(vec![(xs.1, ys.1)], c, POINT_PX as u32));
     }
     let labels = points
         .iter()
         .map(|(name, p)| ((p.x.1, p.y.1), name.to_string()));
-    layers.push(Layer::PointLabels {
-        points: labels.collect(),
-        radius: POINT_PX,
-    });
-    let plot = Plot {
-        margin: [0, 60, 10, 10],
-        x: Axis {
-            desc: "Redis CPU µs per decision (mean of cpu_us_per_decision)".into(),
-            range: Range::Linear(0.0, x_hi),
-            ticks: Ticks::Auto(11, |v| format!("{v:.0}")),
-            grid: true,
-            area_px: 60,
-        },
-        y: Axis {
-            desc: "admission error, % of min(capacity, checks) (symlog)".into(),
-            range: Range::Linear(y_lo, y_hi),
-            ticks: Ticks::Hand(ticks),
-            grid: false,
-            area_px: 80,
-        },
-        font_px: (14, 16),
-        under: Vec::new(),
-        layers,
-        over: Vec::new(),
-    };
-    Chart {
-        size: SIZE,
-        title: "atomic: admission error vs Redis CPU per decision".into(),
-        note: "one point per strategy = mean over its rows; whiskers = min-max; above 0 admits too many, \
-below 0 refuses requests it should admit"
-            .into(),
-        legend: Vec::new(),
-        legend_left: 90,
-        header_pad: 0,
-        legend_last: false,
-        plots: vec![plot],
-    }
+    layers.push(Layer::new(
+        Shape::PointLabels(labels.collect(), POINT_PX),
+        BLACK,
+    ));
+    let x_desc = "Redis CPU µs per decision (mean of cpu_us_per_decision)";
+    let x = Axis::new(
+        x_desc,
+        Range::Linear(0.0, x_hi),
+        Ticks::Auto(11, |v| format!("{v:.0}")),
+        60,
+    );
+    let y_desc = "admission error, % of min(capacity, checks) (symlog)";
+    let y = Axis::new(y_desc, Range::Linear(y_lo, y_hi), Ticks::Hand(ticks), 80);
+    let note = "one point per strategy = mean over its rows; whiskers = min-max; above 0 admits too many, \
+below 0 refuses requests it should admit";
+    let title = "atomic: admission error vs Redis CPU per decision";
+    Chart::new(
+        SIZE,
+        title,
+        note,
+        vec![Plot::new([0, 60, 10, 10], x, y, layers)],
+    )
 }
 
 #[cfg(test)]

@@ -1,13 +1,11 @@
 //! A shared bar chart: slots of side-by-side bars (the mean) with one dot per run on each bar,
 //! optional numbers above bars and slots, and an optional dashed reference line; used by the
-//! cost and calibrate charts.
+//! cost, calibrate and window-edge charts. The plot keeps 60 px right of it for the reference tag.
 
-use super::spec::{limit_line, tag, Axis, Chart, Layer, Marker, Plot, Range, Slot, Ticks};
+use super::spec::{
+    limit_line, tag, Axis, Chart, Layer, Marker, Plot, Range, Shape, Slot, Ticks, BLACK,
+};
 
-const SIZE: (u32, u32) = (1200, 700);
-const MARGIN_LEFT: u32 = 10;
-/// Room right of the plot for the reference line's tag.
-const MARGIN_RIGHT: u32 = 60;
 const Y_LABEL_PX: u32 = 80;
 
 /// Everything a bar chart shows; empty strings mean "no such text".
@@ -52,16 +50,15 @@ pub(crate) fn si(v: f64) -> String {
 
 /// Top of the y axis: the highest bar, dot or reference line, plus headroom for the notes.
 fn y_top(c: &BarChart) -> f64 {
-    let bars = c.slots.iter().flat_map(|s| &s.1.bars);
-    let tallest = bars.flat_map(|b| b.dots.iter().chain([&b.height])).copied();
-    let reference = c.reference.map(|(r, _)| r);
-    let top = tallest.chain(reference).fold(0.0, f64::max);
-    let bar_notes = c
-        .slots
-        .iter()
-        .flat_map(|s| &s.1.bars)
-        .any(|b| !b.note.is_empty());
-    let slot_notes = c.slots.iter().any(|s| !s.1.note.is_empty());
+    let bars = || c.slots.iter().flat_map(|s| &s.1 .0);
+    let tallest = bars()
+        .flat_map(|b| b.dots.iter().chain([&b.height]))
+        .copied();
+    let top = tallest
+        .chain(c.reference.map(|(r, _)| r))
+        .fold(0.0, f64::max);
+    let bar_notes = bars().any(|b| !b.note.is_empty());
+    let slot_notes = c.slots.iter().any(|s| !s.1 .1.is_empty());
     let headroom = 0.06 + 0.07 * (f64::from(u8::from(bar_notes)) + f64::from(u8::from(slot_notes)));
     if top > 0.0 {
         top * (1.0 + headroom)
@@ -76,48 +73,26 @@ pub(crate) fn spec(c: BarChart) -> Chart {
     let top = y_top(&c);
     let n = c.slots.len().max(1) as f64;
     let (labels, slots): (Vec<String>, Vec<Slot>) = c.slots.into_iter().unzip();
-    let mut layers = Vec::new();
-    let mut over = Vec::new();
+    let (mut layers, mut over) = (Vec::new(), Vec::new());
     if let Some((r, text)) = c.reference {
         layers.push(limit_line((-0.5, r), (n - 0.5, r)));
         over.push(tag((n - 0.5, r), text));
     }
-    layers.push(Layer::Bars(slots));
-    let plot = Plot {
-        margin: [0, MARGIN_RIGHT, 10, MARGIN_LEFT],
-        x: Axis {
-            desc: c.x_desc.to_string(),
-            range: Range::Category(labels),
-            ticks: Ticks::Hand(Vec::new()),
-            grid: false,
-            area_px: 0,
-        },
-        y: Axis {
-            desc: c.y_desc.to_string(),
-            range: Range::Linear(0.0, top),
-            ticks: Ticks::Auto(8, c.y_format),
-            grid: true,
-            area_px: Y_LABEL_PX,
-        },
-        font_px: (14, 16),
-        under: Vec::new(),
-        layers,
-        over,
-    };
-    Chart {
-        size: SIZE,
-        title: c.title.to_string(),
-        note: c.subtitle,
-        legend: c
-            .legend
-            .into_iter()
-            .map(|(m, s)| (m, s.to_string()))
-            .collect(),
-        legend_left: (MARGIN_LEFT + Y_LABEL_PX) as i32,
-        header_pad: 0,
-        legend_last: false,
-        plots: vec![plot],
-    }
+    layers.push(Layer::new(Shape::Bars(slots), BLACK));
+    let y = Axis::new(
+        c.y_desc,
+        Range::Linear(0.0, top),
+        Ticks::Auto(8, c.y_format),
+        Y_LABEL_PX,
+    );
+    let mut plot = Plot::new([0, 60, 10, 10], Axis::category(c.x_desc, labels), y, layers);
+    plot.over = over;
+    let legend = c
+        .legend
+        .into_iter()
+        .map(|(m, s)| (m, s.to_string()))
+        .collect();
+    Chart::new((1200, 700), c.title, c.subtitle, vec![plot]).legend(10 + Y_LABEL_PX as i32, legend)
 }
 
 #[cfg(test)]

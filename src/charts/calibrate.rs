@@ -65,20 +65,12 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
 /// One slot per command, one bar per tool, the ratio above the slot.
 fn chart(g: &Grouped) -> BarChart<'_> {
     let slots = g.commands.iter().enumerate().map(|(c, command)| {
-        let bars = g.ops[c].iter().enumerate().map(|(t, ops)| Bar {
-            color: color(t),
-            height: mean(ops).unwrap_or(0.0),
-            dots: ops.clone(),
-            note: match ops.is_empty() {
-                true => "no runs".to_string(),
-                false => String::new(),
-            },
+        let bars = g.ops[c].iter().enumerate().map(|(t, ops)| {
+            let note = if ops.is_empty() { "no runs" } else { "" };
+            Bar::new(color(t), mean(ops).unwrap_or(0.0), ops.clone(), note)
         });
-        let slot = Slot {
-            bars: bars.collect(),
-            note: ratio(g, c).map_or(String::new(), |r| format!("{r:.2}x")),
-        };
-        (command.clone(), slot)
+        let note = ratio(g, c).map_or(String::new(), |r| format!("{r:.2}x"));
+        (command.clone(), Slot(bars.collect(), note))
     });
     let mut legend: Vec<(Marker, &str)> = g
         .tools

@@ -99,17 +99,10 @@ fn relative_chart<'a>(labels: &[Label], colors: &[Rgb]) -> BarChart<'a> {
             Some(_) => format!("{height:.1}x"),
             None => format!("{height:.1}"),
         };
-        let bar = Bar {
-            color,
-            height,
-            dots,
-            note,
-        };
-        let slot = Slot {
-            bars: vec![bar],
-            note: String::new(),
-        };
-        (l.name.clone(), slot)
+        (
+            l.name.clone(),
+            Slot(vec![Bar::new(color, height, dots, note)], String::new()),
+        )
     });
     let (y_desc, reference, y_format): (_, _, fn(f64) -> String) = match base {
         Some(_) => ("Redis CPU per decision (x GET)", Some((1.0, "GET")), |v| {
@@ -131,7 +124,9 @@ fn relative_chart<'a>(labels: &[Label], colors: &[Rgb]) -> BarChart<'a> {
             None => "cost: Redis CPU per decision (no GET baseline)",
         },
         subtitle: match base {
-            Some(b) => format!("bar and number = mean over runs; each run's µs/decision divided by GET's mean ({b:.1} µs)"),
+            Some(b) => format!(
+                "bar and number = mean over runs; each run's µs/decision divided by GET's mean ({b:.1} µs)"
+            ),
             None => "bar and number = mean over runs (µs); no `get` baseline in the CSV".to_string(),
         },
         x_desc: "strategy (variant)",
@@ -149,17 +144,10 @@ fn throughput_chart<'a>(labels: &[Label], colors: &[Rgb]) -> BarChart<'a> {
         let dots: Vec<f64> = l.rate.iter().copied().filter(|v| v.is_finite()).collect();
         let note = mean(&l.busy).map_or(String::new(), |b| format!("{b:.0}% busy"));
         let height = mean(&dots).unwrap_or(0.0);
-        let bar = Bar {
-            color,
-            height,
-            dots,
-            note,
-        };
-        let slot = Slot {
-            bars: vec![bar],
-            note: String::new(),
-        };
-        (l.name.clone(), slot)
+        (
+            l.name.clone(),
+            Slot(vec![Bar::new(color, height, dots, note)], String::new()),
+        )
     });
     BarChart {
         title: "cost: decisions/s per strategy",
@@ -232,10 +220,10 @@ lua-log,L=100,1,8,1,1,1000,21000,900,100,0,40000,40.0,99,get,39.8,39.8,1
         let names: Vec<&str> = labels.iter().map(|l| l.name.as_str()).collect();
         assert_eq!(names, ["get", "lua-bucket", "lua-log (L=100)"]);
         let chart = relative_chart(&labels, &colors(&labels));
-        let heights: Vec<f64> = chart.slots.iter().map(|s| s.1.bars[0].height).collect();
+        let heights: Vec<f64> = chart.slots.iter().map(|s| s.1 .0[0].height).collect();
         assert!((heights[0] - 1.0).abs() < 1e-9 && (heights[2] - 40.5 / 8.1).abs() < 1e-9);
         let no_get = relative_chart(&labels[1..], &colors(&labels[1..]));
         assert!(no_get.y_desc.contains("absolute") && no_get.reference.is_none());
-        assert!((no_get.slots[0].1.bars[0].height - 24.0).abs() < 1e-9);
+        assert!((no_get.slots[0].1 .0[0].height - 24.0).abs() < 1e-9);
     }
 }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::charts::axes::log_points;
-use crate::charts::spec::{color, Axis, Chart, Layer, Marker, Plot, Range, Ticks};
+use crate::charts::spec::{color, path, Axis, Chart, Marker, Plot, Range, Ticks};
 use crate::charts::{index_of, read_csv, write_spec, ChartError};
 use crate::experiments::latency::HistRow;
 
@@ -105,48 +105,25 @@ fn chart(strategies: &[String], curves: &[(usize, Vec<(f64, f64)>)]) -> Chart {
     let legend = (strategies.iter().enumerate())
         .map(|(s, name)| (Marker::Line(color(s)), name.clone()))
         .collect();
-    let layers = (curves.iter())
-        .map(|(s, points)| Layer::Path {
-            points: points.clone(),
-            color: color(*s),
-            alpha: 0.9,
-            width: 1,
-            dash: None,
-        })
-        .collect();
-    let plot = Plot {
-        margin: [0, 40, 10, 10],
-        x: Axis {
-            desc: "percentile".into(),
-            range: Range::Linear(0.0, x_hi * 1.03),
-            ticks: Ticks::Hand(x_ticks),
-            grid: false,
-            area_px: 60,
-        },
-        y: Axis {
-            desc: "latency µs (log)".into(),
-            range: Range::Linear(y_lo, y_hi),
-            ticks: Ticks::Hand(y_ticks),
-            grid: false,
-            area_px: Y_LABEL_PX,
-        },
-        font_px: (14, 16),
-        under: Vec::new(),
-        layers,
-        over: Vec::new(),
-    };
-    Chart {
-        size: SIZE,
-        title: "latency: percentile distribution per strategy".into(),
-        note: "one line per run, ending at its max; x = percentile on a log(1/(1-p)) scale, so 90, 99, 99.9 % \
-are evenly spaced"
-            .into(),
-        legend,
-        legend_left: 10 + Y_LABEL_PX as i32,
-        header_pad: 0,
-        legend_last: false,
-        plots: vec![plot],
-    }
+    let layers =
+        (curves.iter()).map(|(s, points)| path(points.clone(), color(*s), 1, None).faded(0.9));
+    let x = Axis::new(
+        "percentile",
+        Range::Linear(0.0, x_hi * 1.03),
+        Ticks::Hand(x_ticks),
+        60,
+    );
+    let y = Axis::new(
+        "latency µs (log)",
+        Range::Linear(y_lo, y_hi),
+        Ticks::Hand(y_ticks),
+        Y_LABEL_PX,
+    );
+    let plot = Plot::new([0, 40, 10, 10], x, y, layers.collect());
+    let note = "one line per run, ending at its max; x = percentile on a log(1/(1-p)) scale, so 90, 99, 99.9 % \
+are evenly spaced";
+    let title = "latency: percentile distribution per strategy";
+    Chart::new(SIZE, title, note, vec![plot]).legend(10 + Y_LABEL_PX as i32, legend)
 }
 
 #[cfg(test)]

@@ -5,11 +5,10 @@
 
 use super::axes::log_points;
 use super::spec::{
-    limit_line, path, Anchor, Axis, Chart, Layer, Marker, Plot, Range, Rgb, Ticks, RED,
+    dots, limit_line, path, text, Anchor, Axis, Chart, Marker, Plot, Range, Rgb, Ticks, RED,
 };
 use super::{mean, ChartError};
 
-const SIZE: (u32, u32) = (1200, 700);
 const Y_LABEL_PX: u32 = 90;
 
 /// How an axis maps data.
@@ -136,29 +135,24 @@ pub(crate) fn spec(c: LineChart) -> Result<Chart, ChartError> {
     let ticks =
         |s: Scale, lo: f64, hi: f64| Ticks::Hand(s.ticks(unplot(s, lo), unplot(s, hi), c.label));
     let mut layers = Vec::new();
-    for (x, text) in &c.marks {
+    for (x, label) in &c.marks {
         let x = c.x_scale.to_plot(*x);
         layers.push(limit_line((x, py0), (x, py1)));
-        layers.push(Layer::Text {
-            at: (x, py1),
-            shift: (4, 4),
-            text: text.clone(),
-            size: 14.0,
-            color: RED,
-            anchor: Anchor::LeftTop,
-        });
+        layers.push(text((x, py1), (4, 4), label, RED, Anchor::LeftTop));
     }
+    let to_plot = |&(x, y): &(f64, f64)| (c.x_scale.to_plot(x), c.y_scale.to_plot(y));
+    let ok = |p: &&(f64, f64)| c.x_scale.drawable(p.0) && c.y_scale.drawable(p.1);
     for s in &c.series {
-        let to_plot = |&(x, y): &(f64, f64)| (c.x_scale.to_plot(x), c.y_scale.to_plot(y));
-        let ok = |p: &&(f64, f64)| c.x_scale.drawable(p.0) && c.y_scale.drawable(p.1);
         let line: Vec<(f64, f64)> = s.means().iter().filter(ok).map(to_plot).collect();
         layers.push(path(line, s.color, 2, s.dashed.then_some((6, 4))));
-        layers.push(Layer::Dots {
-            points: s.points.iter().filter(ok).map(to_plot).collect(),
-            color: s.color,
-            alpha: 0.7,
-            radius: 3,
-        });
+        layers.push(
+            dots(
+                s.points.iter().filter(ok).map(to_plot).collect(),
+                s.color,
+                3,
+            )
+            .faded(0.7),
+        );
     }
     let legend = (c.series.iter())
         .map(|s| match s.dashed {
@@ -166,32 +160,20 @@ pub(crate) fn spec(c: LineChart) -> Result<Chart, ChartError> {
             false => (Marker::Line(s.color), s.name.clone()),
         })
         .collect();
-    let axis = |desc: &str, ticks: Ticks, lo: f64, hi: f64, area_px: u32| Axis {
-        desc: desc.to_string(),
-        range: Range::Linear(lo, hi),
-        ticks,
-        grid: false,
-        area_px,
-    };
-    let plot = Plot {
-        margin: [10, 40, 10, 10],
-        x: axis(c.x_desc, ticks(c.x_scale, px0, px1), px0, px1, 60),
-        y: axis(c.y_desc, ticks(c.y_scale, py0, py1), py0, py1, Y_LABEL_PX),
-        font_px: (14, 16),
-        under: Vec::new(),
-        layers,
-        over: Vec::new(),
-    };
-    Ok(Chart {
-        size: SIZE,
-        title: c.title.to_string(),
-        note: c.note.to_string(),
-        legend,
-        legend_left: 10 + Y_LABEL_PX as i32,
-        header_pad: 0,
-        legend_last: false,
-        plots: vec![plot],
-    })
+    let x = Axis::new(
+        c.x_desc,
+        Range::Linear(px0, px1),
+        ticks(c.x_scale, px0, px1),
+        60,
+    );
+    let y = Axis::new(
+        c.y_desc,
+        Range::Linear(py0, py1),
+        ticks(c.y_scale, py0, py1),
+        Y_LABEL_PX,
+    );
+    let plot = Plot::new([10, 40, 10, 10], x, y, layers);
+    Ok(Chart::new((1200, 700), c.title, c.note, vec![plot]).legend(10 + Y_LABEL_PX as i32, legend))
 }
 
 #[cfg(test)]

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 
 use crate::charts::axes::log_points;
 use crate::charts::spec::{
-    color, csv_name, dots_by_color, Anchor, Axis, Chart, Layer, Marker, Plot, Range,
+    color, csv_name, dots_by_color, text, Anchor, Axis, Chart, Layer, Marker, Plot, Range,
 };
-use crate::charts::spec::{Ticks, BLACK};
+use crate::charts::spec::{Shape, Ticks, BLACK};
 use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
 use crate::experiments::outage::{CheckRow, SweepRow};
 
@@ -173,64 +173,48 @@ fn outage_chart(panels: &[Panel]) -> Chart {
         .map(|v| (v.log10(), format!("{v}")))
         .collect();
     let plots = panels.iter().map(|panel| {
-        let mut under = Vec::new();
-        let mut start = 0.0;
+        let (mut under, mut start) = (Vec::new(), 0.0);
         for (i, (name, n)) in panel.phases.iter().zip(&panel.per_phase).enumerate() {
             let end = start + *n as f64;
-            let alpha = if i % 2 == 0 { 0.06 } else { 0.0 };
-            let corners = [(start, y_lo), (end, y_hi)];
-            under.push(Layer::Rect {
-                corners,
-                color: BLACK,
-                alpha,
-                width: 0,
-            });
-            under.push(Layer::Text {
-                at: ((start + end) / 2.0, y_hi),
-                shift: (0, 4),
-                text: name.clone(),
-                size: 14.0,
-                color: BLACK,
-                anchor: Anchor::CenterTop,
-            });
+            let band = Layer::new(Shape::Rect([(start, y_lo), (end, y_hi)], 0), BLACK);
+            under.push(band.faded(if i % 2 == 0 { 0.06 } else { 0.0 }));
+            under.push(text(
+                ((start + end) / 2.0, y_hi),
+                (0, 4),
+                name,
+                BLACK,
+                Anchor::CenterTop,
+            ));
             start = end;
         }
         let x_hi = panel.per_phase.iter().sum::<u64>().max(1) as f64;
+        let x_desc = format!("check, in run order (breaker {})", panel.breaker);
+        let mut x = Axis::new(
+            x_desc,
+            Range::Linear(0.0, x_hi),
+            Ticks::Auto(8, |v| format!("{v:.0}")),
+            40,
+        );
+        x.grid = false;
+        let y_range = Range::Linear(y_lo, y_hi);
+        let y = Axis::new(
+            "latency ms (log)",
+            y_range,
+            Ticks::Hand(y_ticks.clone()),
+            Y_LABEL_PX,
+        );
         let dots = panel.dots.iter().map(|&(x, y, k)| ((x, y), color(k)));
-        Plot {
-            margin: [10, 30, 0, 10],
-            x: Axis {
-                desc: format!("check, in run order (breaker {})", panel.breaker),
-                range: Range::Linear(0.0, x_hi),
-                ticks: Ticks::Auto(8, |v| format!("{v:.0}")),
-                grid: false,
-                area_px: 40,
-            },
-            y: Axis {
-                desc: "latency ms (log)".into(),
-                range: Range::Linear(y_lo, y_hi),
-                ticks: Ticks::Hand(y_ticks.clone()),
-                grid: false,
-                area_px: Y_LABEL_PX,
-            },
-            font_px: (13, 15),
-            under,
-            layers: dots_by_color(dots, 0.7, 2),
-            over: Vec::new(),
-        }
+        let mut plot = Plot::new([10, 30, 0, 10], x, y, dots_by_color(dots, 0.7, 2));
+        (plot.font_px, plot.under) = ((13, 15), under);
+        plot
     });
-    Chart {
-        size: (1200, 900),
-        title: "outage: latency of each check (log ms)".into(),
-        note: "every check of every run, in order; both policies drawn over each other (the policy changes the \
-answer, not the time)"
-            .into(),
-        legend: (KINDS.iter().enumerate()).map(|(i, name)| (Marker::Dot(color(i)), name.to_string())).collect(),
-        legend_left: 10 + Y_LABEL_PX as i32,
-        header_pad: 0,
-        legend_last: false,
-        plots: plots.collect(),
-    }
+    let note = "every check of every run, in order; both policies drawn over each other (the policy changes the \
+answer, not the time)";
+    let legend =
+        (KINDS.iter().enumerate()).map(|(i, name)| (Marker::Dot(color(i)), name.to_string()));
+    let title = "outage: latency of each check (log ms)";
+    Chart::new((1200, 900), title, note, plots.collect())
+        .legend(10 + Y_LABEL_PX as i32, legend.collect())
 }
 
 fn sweep_chart(series: &[String], points: &[Point]) -> Chart {
@@ -243,46 +227,26 @@ fn sweep_chart(series: &[String], points: &[Point]) -> Chart {
         .collect();
     let dots = points.iter().map(|p| ((p.x, p.y), color(p.series)));
     let mut layers = dots_by_color(dots, 1.0, POINT_PX as u32);
-    layers.push(Layer::PointLabels {
-        points: points
-            .iter()
-            .map(|p| ((p.x, p.y), p.label.clone()))
-            .collect(),
-        radius: POINT_PX,
-    });
-    let plot = Plot {
-        margin: [0, 40, 10, 10],
-        x: Axis {
-            desc: "blind after SIGCONT: ms until the first normal answer (log)".into(),
-            range: Range::Linear(x_lo, x_hi),
-            ticks: Ticks::Hand(x_ticks),
-            grid: false,
-            area_px: 60,
-        },
-        y: Axis {
-            desc: "users' total wait while hung, s (budget timeouts + probes)".into(),
-            range: Range::Linear(0.0, y_hi),
-            ticks: Ticks::Auto(11, |v| format!("{v:.1}")),
-            grid: true,
-            area_px: 70,
-        },
-        font_px: (14, 16),
-        under: Vec::new(),
-        layers,
-        over: Vec::new(),
-    };
-    Chart {
-        size: (1200, 750),
-        title: "outage: circuit breaker sweep, time users waited vs time blind".into(),
-        note: "one point per (K, cooldown), mean over trials; lower = users waited less while Redis hung, left = \
-enforcement back sooner after SIGCONT"
-            .into(),
-        legend: (series.iter().enumerate()).map(|(i, name)| (Marker::Dot(color(i)), name.clone())).collect(),
-        legend_left: 90,
-        header_pad: 0,
-        legend_last: false,
-        plots: vec![plot],
-    }
+    let labels = points.iter().map(|p| ((p.x, p.y), p.label.clone()));
+    layers.push(Layer::new(
+        Shape::PointLabels(labels.collect(), POINT_PX),
+        BLACK,
+    ));
+    let x_desc = "blind after SIGCONT: ms until the first normal answer (log)";
+    let x = Axis::new(x_desc, Range::Linear(x_lo, x_hi), Ticks::Hand(x_ticks), 60);
+    let y_desc = "users' total wait while hung, s (budget timeouts + probes)";
+    let y = Axis::new(
+        y_desc,
+        Range::Linear(0.0, y_hi),
+        Ticks::Auto(11, |v| format!("{v:.1}")),
+        70,
+    );
+    let note = "one point per (K, cooldown), mean over trials; lower = users waited less while Redis hung, left = \
+enforcement back sooner after SIGCONT";
+    let legend = (series.iter().enumerate()).map(|(i, name)| (Marker::Dot(color(i)), name.clone()));
+    let title = "outage: circuit breaker sweep, time users waited vs time blind";
+    let plot = Plot::new([0, 40, 10, 10], x, y, layers);
+    Chart::new((1200, 750), title, note, vec![plot]).legend(90, legend.collect())
 }
 
 #[cfg(test)]

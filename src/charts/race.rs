@@ -5,8 +5,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::charts::spec::{
-    color, limit_line, tag, Axis, Chart, Layer, Marker, Plot, Range, Ticks, BLACK, RED,
+    color, dots, limit_line, path, tag, Axis, Chart, Layer, Marker, Plot, Range, Ticks,
 };
+use crate::charts::spec::{BLACK, RED};
 use crate::charts::{read_csv, write_spec, ChartError};
 use crate::experiments::race::RaceRow;
 
@@ -119,7 +120,6 @@ fn y_range(g: &Grouped) -> (f64, f64) {
 fn chart(g: &Grouped) -> Chart {
     let (lo, hi) = y_range(g);
     let limits: BTreeSet<u64> = g.slots.iter().flat_map(|s| s.limits.clone()).collect();
-    let limit_text: Vec<String> = limits.iter().map(u64::to_string).collect();
     let (n, ns) = (g.slots.len(), g.strategies.len().max(1));
     let slot_px = f64::from(SIZE.0 - PLOT_INSET) / n.max(1) as f64;
     let mut legend: Vec<(Marker, String)> = (g.strategies.iter().enumerate())
@@ -134,14 +134,7 @@ fn chart(g: &Grouped) -> Chart {
             let strong = g.slots[i].key.0 != g.slots[i - 1].key.0;
             let (alpha, width) = if strong { (0.45, 2) } else { (0.12, 1) };
             let x = i as f64 - 0.5;
-            let (points, color, dash) = (vec![(x, lo), (x, hi)], BLACK, None);
-            Layer::Path {
-                points,
-                color,
-                alpha,
-                width,
-                dash,
-            }
+            path(vec![(x, lo), (x, hi)], BLACK, width, None).faded(alpha)
         })
         .collect();
     // Limit: one segment per slot so differing limits per configuration stay honest.
@@ -166,59 +159,39 @@ fn chart(g: &Grouped) -> Chart {
             // Mean first so the trial dots stay visible on top of it.
             let mean = (trials.iter().sum::<u64>() as f64 / trials.len() as f64).max(lo);
             let dash = vec![(cx - half_dash, mean), (cx + half_dash, mean)];
-            layers.push(crate::charts::spec::path(dash, BLACK, 2, None));
+            layers.push(path(dash, BLACK, 2, None));
             // Deterministic golden-ratio jitter spreads identical trials into a visible cluster;
             // zero (impossible on a log axis) sits on the bottom edge.
-            let dots = trials.iter().enumerate().map(|(k, &a)| {
+            let at = trials.iter().enumerate().map(|(k, &a)| {
                 let j = ((k as f64 * 0.618_034) % 1.0 - 0.5) * spread;
                 (cx + j, (a as f64).max(lo))
             });
-            layers.push(Layer::Dots {
-                points: dots.collect(),
-                color: color(s),
-                alpha: 0.6,
-                radius: 4,
-            });
+            layers.push(dots(at.collect(), color(s), 4).faded(0.6));
         }
     }
     let tags = limits
         .iter()
         .map(|&l| tag((n as f64 - 0.5, (l as f64).max(lo)), "limit"));
-    let plot = Plot {
-        margin: [0, MARGIN_RIGHT, 10, MARGIN_LEFT],
-        x: Axis {
-            desc: "processes x in-flight per process".into(),
-            range: Range::Category(g.slots.iter().map(|s| s.label.clone()).collect()),
-            ticks: Ticks::Hand(Vec::new()),
-            grid: false,
-            area_px: 0,
-        },
-        y: Axis {
-            desc: "admitted (log)".into(),
-            range: Range::Log(lo, hi),
-            ticks: Ticks::Auto(11, |v| format!("{v:.0}")),
-            grid: true,
-            area_px: Y_LABEL_PX,
-        },
-        font_px: (14, 16),
-        under: Vec::new(),
-        layers,
-        over: tags.collect(),
-    };
-    Chart {
-        size: SIZE,
-        title: format!(
-            "race: admitted per configuration (limit = {}), each dot one trial",
-            limit_text.join(", ")
-        ),
-        note: String::new(),
-        legend,
-        // The plot starts right of the y labels; many strategies wrap the legend onto more rows.
-        legend_left: (MARGIN_LEFT + Y_LABEL_PX) as i32,
-        header_pad: 0,
-        legend_last: true,
-        plots: vec![plot],
-    }
+    let labels = g.slots.iter().map(|s| s.label.clone()).collect();
+    let x = Axis::category("processes x in-flight per process", labels);
+    let y = Axis::new(
+        "admitted (log)",
+        Range::Log(lo, hi),
+        Ticks::Auto(11, |v| format!("{v:.0}")),
+        Y_LABEL_PX,
+    );
+    let mut plot = Plot::new([0, MARGIN_RIGHT, 10, MARGIN_LEFT], x, y, layers);
+    plot.over = tags.collect();
+    let limit_text: Vec<String> = limits.iter().map(u64::to_string).collect();
+    let title = format!(
+        "race: admitted per configuration (limit = {}), each dot one trial",
+        limit_text.join(", ")
+    );
+    // The plot starts right of the y labels; many strategies wrap the legend onto more rows.
+    let mut chart =
+        Chart::new(SIZE, title, "", vec![plot]).legend((MARGIN_LEFT + Y_LABEL_PX) as i32, legend);
+    chart.legend_last = true;
+    chart
 }
 
 #[cfg(test)]

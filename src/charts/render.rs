@@ -12,7 +12,7 @@ use super::draw::{
     LEGEND_ROW_PX,
 };
 use super::place::draw_point_labels;
-use super::spec::{Anchor, Axis, Chart, Layer, Plot, Range, Slot, Ticks};
+use super::spec::{Anchor, Axis, Bar, Chart, Layer, Plot, Range, Shape, Slot, Ticks};
 use super::{plot_err, ChartError};
 
 /// Draws `chart` into `svg`.
@@ -181,73 +181,46 @@ where
     Y: Ranged<ValueType = f64>,
 {
     let area = chart.plotting_area();
-    match layer {
-        Layer::Path {
-            points,
-            color,
-            alpha,
-            width,
-            dash,
-        } => {
-            let style = color.mix(*alpha).stroke_width(*width);
-            match dash {
-                Some((size, gap)) => {
-                    area.draw(&DashedPathElement::new(points.clone(), *size, *gap, style))
-                }
-                None => area.draw(&PathElement::new(points.clone(), style)),
-            }
-            .map_err(plot_err)?;
+    let color = layer.color.mix(layer.alpha);
+    match &layer.shape {
+        Shape::Path(points, width, Some((size, gap))) => {
+            let style = color.stroke_width(*width);
+            area.draw(&DashedPathElement::new(points.clone(), *size, *gap, style))
         }
-        Layer::Dots {
-            points,
-            color,
-            alpha,
-            radius,
-        } => {
+        Shape::Path(points, width, None) => area.draw(&PathElement::new(
+            points.clone(),
+            color.stroke_width(*width),
+        )),
+        Shape::Dots(points, radius) => {
             for &p in points {
-                area.draw(&Circle::new(p, *radius, color.mix(*alpha).filled()))
+                area.draw(&Circle::new(p, *radius, color.filled()))
                     .map_err(plot_err)?;
             }
+            Ok(())
         }
-        Layer::Rect {
-            corners,
-            color,
-            alpha,
-            width,
-        } => {
-            let style = match width {
-                0 => color.mix(*alpha).filled(),
-                w => color.mix(*alpha).stroke_width(*w),
-            };
-            area.draw(&Rectangle::new(*corners, style))
-                .map_err(plot_err)?;
+        Shape::Rect(corners, 0) => area.draw(&Rectangle::new(*corners, color.filled())),
+        Shape::Rect(corners, width) => {
+            area.draw(&Rectangle::new(*corners, color.stroke_width(*width)))
         }
-        Layer::Text {
-            at,
-            shift,
-            text,
-            size,
-            color,
-            anchor: a,
-        } => {
+        Shape::Text(at, (dx, dy), text, size, a) => {
             let (x, y) = chart.backend_coord(at);
             let (h, v) = anchor(*a);
-            let style = font(*size, color, h, v);
-            root.draw(&Text::new(text.as_str(), (x + shift.0, y + shift.1), style))
-                .map_err(plot_err)?;
+            let style = font(*size, &layer.color, h, v);
+            root.draw(&Text::new(text.as_str(), (x + dx, y + dy), style))
         }
-        Layer::PointLabels { points, radius } => {
+        Shape::PointLabels(points, radius) => {
             let points: Vec<((f64, f64), &str)> =
                 points.iter().map(|(p, s)| (*p, s.as_str())).collect();
-            draw_point_labels(chart, root, &points, *radius)?;
+            return draw_point_labels(chart, root, &points, *radius);
         }
-        Layer::Bars(slots) => {
+        Shape::Bars(slots) => {
             for (i, slot) in slots.iter().enumerate() {
                 draw_slot(chart, root, i, slot, slot_px)?;
             }
+            Ok(())
         }
     }
-    Ok(())
+    .map_err(plot_err)
 }
 
 /// Share of a slot's width covered by its bars.
@@ -266,21 +239,21 @@ fn draw_slot<X, Y>(
     chart: &Ctx<X, Y>,
     root: &Area,
     i: usize,
-    slot: &Slot,
+    Slot(bars, note): &Slot,
     slot_px: f64,
 ) -> Result<(), ChartError>
 where
     X: Ranged<ValueType = f64>,
     Y: Ranged<ValueType = f64>,
 {
-    let nb = slot.bars.len().max(1);
+    let nb = bars.len().max(1);
     // Slot-relative widths: a slot is 1.0 wide, `slot_px` pixels.
     let band = (SLOT_FILL / nb as f64).min(MAX_BAR_PX / slot_px);
     let (group, half) = (band * nb as f64, band * 0.45);
     let jitter = half.min(JITTER_PX / slot_px);
-    let note_size = fit_font(slot, slot_px / nb as f64);
+    let note_size = fit_font(bars, slot_px / nb as f64);
     let mut slot_top = i32::MAX;
-    for (b, bar) in slot.bars.iter().enumerate() {
+    for (b, bar) in bars.iter().enumerate() {
         let cx = i as f64 - group / 2.0 + (b as f64 + 0.5) * band;
         let corners = [(cx - half, 0.0), (cx + half, bar.height)];
         let fill = Rectangle::new(corners, bar.color.mix(0.55).filled());
@@ -304,7 +277,7 @@ where
         }
         slot_top = slot_top.min(y);
     }
-    if slot.note.is_empty() {
+    if note.is_empty() {
         return Ok(());
     }
     let edge = group / 2.0 - (band / 2.0 - half);
@@ -316,14 +289,14 @@ where
         .map_err(plot_err)?;
     let style = font(15.0, &BLACK, HPos::Center, VPos::Bottom);
     let at = ((left + right) / 2, y - 3);
-    root.draw(&Text::new(slot.note.as_str(), at, style))
+    root.draw(&Text::new(note.as_str(), at, style))
         .map_err(plot_err)?;
     Ok(())
 }
 
 /// Largest font (10..14) at which every bar note of a slot fits in `bar_px`.
-fn fit_font(slot: &Slot, bar_px: f64) -> f64 {
-    let widest = slot.bars.iter().map(|b| b.note.chars().count()).max();
+fn fit_font(bars: &[Bar], bar_px: f64) -> f64 {
+    let widest = bars.iter().map(|b| b.note.chars().count()).max();
     // Same 0.45 em per char as `draw::text_width`.
     let size = (bar_px - 4.0) / (widest.unwrap_or(1).max(1) as f64 * 0.45);
     size.clamp(10.0, 14.0)

@@ -30,6 +30,35 @@ pub(crate) struct Chart {
     pub plots: Vec<Plot>,
 }
 
+impl Chart {
+    /// A chart of `plots` under a header whose legend starts at `legend_left`.
+    pub(crate) fn new(
+        size: (u32, u32),
+        title: impl Into<String>,
+        note: impl Into<String>,
+        plots: Vec<Plot>,
+    ) -> Self {
+        let (title, note) = (title.into(), note.into());
+        let (legend, legend_left, header_pad, legend_last) = (Vec::new(), 90, 0, false);
+        Chart {
+            size,
+            title,
+            note,
+            legend,
+            legend_left,
+            header_pad,
+            legend_last,
+            plots,
+        }
+    }
+
+    /// The same chart with this legend from `left`.
+    pub(crate) fn legend(mut self, left: i32, items: Vec<(Marker, String)>) -> Self {
+        (self.legend_left, self.legend) = (left, items);
+        self
+    }
+}
+
 /// One plot: its margins, axes and layers.
 pub(crate) struct Plot {
     /// Margins around the plot: top, right, bottom, left.
@@ -46,6 +75,22 @@ pub(crate) struct Plot {
     pub layers: Vec<Layer>,
     /// Drawn last, after category labels: tags right of the plot.
     pub over: Vec<Layer>,
+}
+
+impl Plot {
+    /// A plot with 14/16 px fonts and nothing under or over its layers.
+    pub(crate) fn new(margin: [u32; 4], x: Axis, y: Axis, layers: Vec<Layer>) -> Self {
+        let (font_px, under, over) = ((14, 16), Vec::new(), Vec::new());
+        Plot {
+            margin,
+            x,
+            y,
+            font_px,
+            under,
+            layers,
+            over,
+        }
+    }
 }
 
 /// How an axis maps data: its range in plot coordinates.
@@ -99,6 +144,25 @@ pub(crate) struct Axis {
     pub area_px: u32,
 }
 
+impl Axis {
+    /// An axis with grid lines at its automatic ticks (hand ticks draw their own).
+    pub(crate) fn new(desc: impl Into<String>, range: Range, ticks: Ticks, area_px: u32) -> Self {
+        let grid = matches!(ticks, Ticks::Auto(..));
+        Axis {
+            desc: desc.into(),
+            range,
+            ticks,
+            grid,
+            area_px,
+        }
+    }
+
+    /// A category x axis: one slot per label.
+    pub(crate) fn category(desc: impl Into<String>, labels: Vec<String>) -> Self {
+        Axis::new(desc, Range::Category(labels), Ticks::Hand(Vec::new()), 0)
+    }
+}
+
 /// Where a text sits relative to its anchor point.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Anchor {
@@ -122,54 +186,62 @@ pub(crate) struct Bar {
     pub note: String,
 }
 
-/// One category slot of bars side by side, with text on a bracket over all of them.
-pub(crate) struct Slot {
-    /// The slot's bars, left to right.
-    pub bars: Vec<Bar>,
-    /// Printed over the slot; empty for none.
-    pub note: String,
+impl Bar {
+    /// A bar of `height` with its per-run dots and the text above it.
+    pub(crate) fn new(color: Rgb, height: f64, dots: Vec<f64>, note: impl Into<String>) -> Self {
+        let note = note.into();
+        Bar {
+            color,
+            height,
+            dots,
+            note,
+        }
+    }
 }
 
-/// Something drawn in a plot, in data coordinates.
-pub(crate) enum Layer {
-    /// A polyline; dashed as (dash, gap) px when given.
-    Path {
-        points: Vec<(f64, f64)>,
-        color: Rgb,
-        alpha: f64,
-        width: u32,
-        dash: Option<(u32, u32)>,
-    },
-    /// Filled circles.
-    Dots {
-        points: Vec<(f64, f64)>,
-        color: Rgb,
-        alpha: f64,
-        radius: u32,
-    },
-    /// A rectangle between two corners: filled, or outlined `width` px when width > 0.
-    Rect {
-        corners: [(f64, f64); 2],
-        color: Rgb,
-        alpha: f64,
-        width: u32,
-    },
-    /// Text at a data point, shifted by pixels.
-    Text {
-        at: (f64, f64),
-        shift: (i32, i32),
-        text: String,
-        size: f64,
-        color: Rgb,
-        anchor: Anchor,
-    },
-    /// Names next to points, placed clear of each other (`place`).
-    PointLabels {
-        points: Vec<((f64, f64), String)>,
-        radius: i32,
-    },
+/// One category slot: bars side by side and text on a bracket over them (empty for none).
+pub(crate) struct Slot(pub Vec<Bar>, pub String);
+
+/// Something drawn in a plot, in data coordinates, in one colour.
+pub(crate) struct Layer {
+    /// What is drawn.
+    pub shape: Shape,
+    /// Its colour.
+    pub color: Rgb,
+    /// Its opacity.
+    pub alpha: f64,
+}
+
+/// The shapes a layer can draw.
+pub(crate) enum Shape {
+    /// A polyline: points, width px, dashed as (dash, gap) px when given.
+    Path(Vec<(f64, f64)>, u32, Option<(u32, u32)>),
+    /// Filled circles: centres, radius px.
+    Dots(Vec<(f64, f64)>, u32),
+    /// A rectangle between two corners: filled when the width is 0, else outlined that many px.
+    Rect([(f64, f64); 2], u32),
+    /// Text at a data point shifted by pixels: at, shift, text, font px, anchor.
+    Text((f64, f64), (i32, i32), String, f64, Anchor),
+    /// Names next to points (radius px), placed clear of each other (`place`).
+    PointLabels(Vec<((f64, f64), String)>, i32),
     /// Bar slots, one per category of the x axis.
     Bars(Vec<Slot>),
+}
+
+impl Layer {
+    /// `shape` in `color`, opaque.
+    pub(crate) fn new(shape: Shape, color: Rgb) -> Self {
+        Layer {
+            shape,
+            color,
+            alpha: 1.0,
+        }
+    }
+
+    /// The same layer at opacity `alpha`.
+    pub(crate) fn faded(self, alpha: f64) -> Self {
+        Layer { alpha, ..self }
+    }
 }
 
 /// A solid or dashed polyline.
@@ -179,14 +251,26 @@ pub(crate) fn path(
     width: u32,
     dash: Option<(u32, u32)>,
 ) -> Layer {
-    let alpha = 1.0;
-    Layer::Path {
-        points,
+    Layer::new(Shape::Path(points, width, dash), color)
+}
+
+/// Filled circles.
+pub(crate) fn dots(points: Vec<(f64, f64)>, color: Rgb, radius: u32) -> Layer {
+    Layer::new(Shape::Dots(points, radius), color)
+}
+
+/// Text at `at` shifted by `shift` pixels.
+pub(crate) fn text(
+    at: (f64, f64),
+    shift: (i32, i32),
+    text: &str,
+    color: Rgb,
+    anchor: Anchor,
+) -> Layer {
+    Layer::new(
+        Shape::Text(at, shift, text.to_string(), 14.0, anchor),
         color,
-        alpha,
-        width,
-        dash,
-    }
+    )
 }
 
 /// The red dashed line of a limit or threshold.
@@ -195,33 +279,25 @@ pub(crate) fn limit_line(from: (f64, f64), to: (f64, f64)) -> Layer {
 }
 
 /// A red tag just right of `at` (the end of a limit line).
-pub(crate) fn tag(at: (f64, f64), text: &str) -> Layer {
-    Layer::Text {
-        at,
-        shift: (6, 0),
-        text: text.to_string(),
-        size: 14.0,
-        color: RED,
-        anchor: Anchor::LeftMid,
-    }
+pub(crate) fn tag(at: (f64, f64), tag: &str) -> Layer {
+    text(at, (6, 0), tag, RED, Anchor::LeftMid)
 }
 
 /// Dots coloured per point, as few layers as keep the drawing order.
 pub(crate) fn dots_by_color(
     points: impl IntoIterator<Item = ((f64, f64), Rgb)>,
     alpha: f64,
-    radius: u32,
+    r: u32,
 ) -> Vec<Layer> {
     let mut out: Vec<Layer> = Vec::new();
     for (p, c) in points {
         match out.last_mut() {
-            Some(Layer::Dots { points, color, .. }) if *color == c => points.push(p),
-            _ => out.push(Layer::Dots {
-                points: vec![p],
-                color: c,
-                alpha,
-                radius,
-            }),
+            Some(Layer {
+                shape: Shape::Dots(points, _),
+                color,
+                ..
+            }) if *color == c => points.push(p),
+            _ => out.push(dots(vec![p], c, r).faded(alpha)),
         }
     }
     out

@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::charts::spec::RED;
 use crate::charts::spec::{
-    color, csv_name, limit_line, path, tag, Axis, Chart, Layer, Marker, Plot, Range, Ticks,
+    color, csv_name, dots, limit_line, path, tag, Axis, Chart, Layer, Marker, Plot, Range,
 };
+use crate::charts::spec::{Shape, Ticks, RED};
 use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
 use crate::experiments::tsmember::TsmemberRow;
 
@@ -116,56 +116,41 @@ fn chart(variants: &[Variant]) -> Chart {
             .filter_map(|(rate, trials)| Some((*rate, mean(trials)?)))
             .collect();
         layers.push(path(means, c, 2, v.caller_clock.then_some((7, 4))));
-        let dots = (v.rates.iter())
+        let dots_at = (v.rates.iter())
             .flat_map(|(rate, trials)| trials.iter().map(move |&y| (rate * dodge, y)));
-        layers.push(Layer::Dots {
-            points: dots.collect(),
-            color: c,
-            alpha: 0.7,
-            radius: 4,
-        });
+        layers.push(dots(dots_at.collect(), c, 4).faded(0.7));
         for &(x, y) in &v.flat_out {
-            layers.push(Layer::Rect {
-                corners: [(x / 1.04, y / 1.04), (x * 1.04, y * 1.04)],
-                color: c,
-                alpha: 1.0,
-                width: 2,
-            });
+            layers.push(Layer::new(
+                Shape::Rect([(x / 1.04, y / 1.04), (x * 1.04, y * 1.04)], 2),
+                c,
+            ));
         }
     }
-    let plot = Plot {
-        margin: [0, 60, 10, 10],
-        x: Axis {
-            desc: "arrival rate, requests/s (log)".into(),
-            range: Range::Log(x_lo, x_hi),
-            ticks: Ticks::Auto(11, |v| format!("{v}")),
-            grid: true,
-            area_px: 60,
-        },
-        y: Axis {
-            desc: "admitted / limit (log)".into(),
-            range: Range::Log(y_lo, y_hi),
-            ticks: Ticks::Auto(11, |v| format!("{v}x")),
-            grid: true,
-            area_px: 80,
-        },
-        font_px: (14, 16),
-        under: Vec::new(),
-        layers,
-        over: vec![tag((x_hi, 1.0), "limit")],
-    };
-    Chart {
-        size: SIZE,
-        title: "tsmember: admitted / limit by arrival rate".into(),
-        note: "line = mean of trials, dot = one trial (dodged sideways); hollow square = flat out (closed loop), \
-at the rate it reached"
-            .into(),
-        legend,
-        legend_left: 90,
-        header_pad: 8,
-        legend_last: false,
-        plots: vec![plot],
-    }
+    let x = Axis::new(
+        "arrival rate, requests/s (log)",
+        Range::Log(x_lo, x_hi),
+        Ticks::Auto(11, |v| format!("{v}")),
+        60,
+    );
+    let y = Axis::new(
+        "admitted / limit (log)",
+        Range::Log(y_lo, y_hi),
+        Ticks::Auto(11, |v| format!("{v}x")),
+        80,
+    );
+    let mut plot = Plot::new([0, 60, 10, 10], x, y, layers);
+    plot.over = vec![tag((x_hi, 1.0), "limit")];
+    let note = "line = mean of trials, dot = one trial (dodged sideways); hollow square = flat out (closed loop), \
+at the rate it reached";
+    let mut chart = Chart::new(
+        SIZE,
+        "tsmember: admitted / limit by arrival rate",
+        note,
+        vec![plot],
+    )
+    .legend(90, legend);
+    chart.header_pad = 8;
+    chart
 }
 
 #[cfg(test)]

@@ -57,27 +57,17 @@ fn chart(strategies: &[Strategy]) -> BarChart<'static> {
             true => format!("{:.2}x", height / s.limit),
             false => String::new(),
         };
-        let most = Bar {
-            color: color(i),
-            height,
-            dots: s.max.clone(),
-            note,
-        };
-        let bound = Bar {
-            color: GREY,
-            height: mean(&s.bound).unwrap_or(0.0),
-            dots: Vec::new(),
-            note: String::new(),
-        };
-        let slot = Slot {
-            bars: vec![most, bound],
-            note: String::new(),
-        };
-        (s.name.clone(), slot)
+        let most = Bar::new(color(i), height, s.max.clone(), note);
+        let bound = Bar::new(GREY, mean(&s.bound).unwrap_or(0.0), Vec::new(), "");
+        (s.name.clone(), Slot(vec![most, bound], String::new()))
     });
     BarChart {
         title: "window-edge: most admitted in any 1 s, limit sent at both sides of a window edge",
-        subtitle: format!("L = {} sent just before a window boundary and L just after; bar and number = mean of trials, dot = one trial", si(limit)),
+        subtitle: format!(
+            "L = {} sent just before a window boundary and L just after; bar and number = mean of trials, \
+dot = one trial",
+            si(limit)
+        ),
         x_desc: "strategy",
         y_desc: "requests admitted",
         y_format: si,
