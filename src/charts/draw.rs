@@ -123,8 +123,11 @@ impl CategoryLabels {
 /// How a legend entry is marked.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Marker {
+    /// A filled dot: one point per run or trial.
     Dot(RGBColor),
+    /// A solid line swatch.
     Line(RGBColor),
+    /// A dashed line swatch: limits, thresholds, alternative clocks.
     Dashed(RGBColor),
 }
 

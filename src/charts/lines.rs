@@ -14,7 +14,9 @@ const Y_LABEL_PX: u32 = 90;
 /// How an axis maps data.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Scale {
+    /// Data as is.
     Linear,
+    /// log10 of the data, ticked 1-2-5.
     Log,
 }
 
@@ -60,9 +62,13 @@ impl Scale {
 
 /// One named series: a dot per measured (x, y), a line through the mean y of each x.
 pub(crate) struct Series {
+    /// Legend text.
     pub name: String,
+    /// Line and dot colour.
     pub color: Rgb,
+    /// Dashed line (and legend swatch) instead of solid.
     pub dashed: bool,
+    /// Every measured (x, y), in data units.
     pub points: Vec<(f64, f64)>,
 }
 
@@ -86,17 +92,25 @@ impl Series {
 
 /// A chart of series against one x, with marked x positions.
 pub(crate) struct LineChart<'a> {
+    /// Headline at the top.
     pub title: &'a str,
+    /// Grey line under the title saying how to read the chart.
     pub note: &'a str,
+    /// x axis description.
     pub x_desc: &'a str,
+    /// y axis description.
     pub y_desc: &'a str,
+    /// How x maps data.
     pub x_scale: Scale,
+    /// How y maps data.
     pub y_scale: Scale,
     /// Linear y axes start at 0 when true (sizes), else at the data.
     pub y_from_zero: bool,
+    /// The series, drawn in order.
     pub series: Vec<Series>,
     /// (x, label): a dashed red vertical line at x with the label at its top.
     pub marks: Vec<(f64, String)>,
+    /// Formats tick labels of both axes (data units).
     pub label: &'a dyn Fn(f64) -> String,
 }
 

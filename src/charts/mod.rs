@@ -2,21 +2,21 @@
 //! so charts can be regenerated (or restyled) without re-running anything against Redis.
 
 mod atomic;
-mod axes;
-mod bars;
+pub(crate) mod axes;
+pub(crate) mod bars;
 mod bigkey;
 mod calibrate;
 mod cost;
 mod draw;
 mod latency;
-mod lines;
+pub(crate) mod lines;
 mod memory;
 mod outage;
 mod place;
 mod png;
 mod race;
 mod render;
-mod spec;
+pub(crate) mod spec;
 mod tsmember;
 mod window_edge;
 
