@@ -256,7 +256,8 @@ mod tests {
     use std::fs;
 
     const CSV: &str = "\
-policy,breaker,k,cooldown_ms,phase,seq,at_ms,latency_us,outcome,route,failure,breaker_state,reconnected,script_reloaded,suspended
+policy,breaker,k,cooldown_ms,phase,seq,at_ms,latency_us,outcome,route,failure,breaker_state,\
+reconnected,script_reloaded,suspended
 fail-open,off,0,0,healthy,0,0,300,allowed,redis,,closed,false,false,false
 fail-open,off,0,0,healthy,1,2,250,allowed,redis,,closed,false,false,false
 fail-open,off,0,0,dead,0,0,60,degraded-allowed,redis,connection,closed,true,false,false
@@ -295,7 +296,8 @@ fail-open,on,3,250,hung,2,253,0,degraded-allowed,probe,timeout,open,true,false,f
     }
 
     const SWEEP: &str = "\
-breaker,k,cooldown_ms,probe_budget_ms,trial,jitter_ms,hung_ms,hung_checks,paid_budget,probes,hung_cost_ms,blind_checks,blind_ms,suspended_checks
+breaker,k,cooldown_ms,probe_budget_ms,trial,jitter_ms,hung_ms,hung_checks,paid_budget,probes,hung_cost_ms,\
+blind_checks,blind_ms,suspended_checks
 off,0,0,25,0,100,3100,12,12,0,3010,0,0.05,0
 on,1,50,25,0,10,3010,1200,1,40,1250,5,20,0
 on,1,50,25,1,30,3030,1200,1,40,1270,7,30,0
