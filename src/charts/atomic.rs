@@ -4,14 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, VPos};
-use serde::Deserialize;
-
-use super::axes::custom_ticks;
-use super::draw::{color, font, title, Area, FONT};
-use super::place::draw_point_labels;
-use super::{index_of, mean, plot_err, read_csv, write_chart, ChartError};
+use crate::charts::spec::{
+    color, dots, limit_line, path, tag, Axis, Chart, Layer, Plot, Range, Shape, Ticks, BLACK,
+};
+use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::experiments::atomic::AtomicRow;
 
 /// The CSV the atomic experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "atomic.csv";
@@ -22,16 +19,6 @@ const TICKS: [f64; 17] = [
     -1000.0, -500.0, -100.0, -50.0, -10.0, -5.0, -1.0, 0.0, 1.0, 5.0, 10.0, 50.0, 100.0, 500.0,
     1000.0, 5000.0, 10000.0,
 ];
-
-/// The columns the chart needs; columns are matched by header name, extra ones are ignored.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct AtomicRow {
-    strategy: String,
-    capacity: u64,
-    checks: u64,
-    admitted: u64,
-    cpu_us_per_decision: f64,
-}
 
 /// One strategy's rows: CPU µs per decision and admission error % of what was allowed.
 #[derive(Debug, PartialEq)]
@@ -50,13 +37,13 @@ fn error_pct(r: &AtomicRow) -> Option<f64> {
 
 /// Groups rows by strategy in first-appearance order; pure so it is unit-testable.
 pub(crate) fn group(rows: &[AtomicRow]) -> Vec<Strategy> {
-    let mut names: Vec<String> = Vec::new();
+    let mut names = Vec::new();
     let mut out: Vec<Strategy> = Vec::new();
     for r in rows {
-        let i = index_of(&mut names, r.strategy.clone());
+        let i = index_of(&mut names, r.strategy);
         if i == out.len() {
             let (cpu, error_pct) = (Vec::new(), Vec::new());
-            let name = r.strategy.clone();
+            let name = r.strategy.to_string();
             out.push(Strategy {
                 name,
                 cpu,
@@ -107,13 +94,11 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     if points.is_empty() {
         return Err(ChartError::Empty(csv_path));
     }
-    let mut svg = String::new();
-    draw(&mut svg, &points)?;
-    write_chart(dir, "atomic", &svg)
+    write_spec(dir, "atomic", &chart(&points))
 }
 
-/// Draws the whole chart into `svg`; `points` is not empty.
-fn draw(svg: &mut String, points: &[(&str, Summary)]) -> Result<(), ChartError> {
+/// The chart spec; `points` is not empty.
+fn chart(points: &[(&str, Summary)]) -> Chart {
     let x_hi = (points.iter().map(|(_, p)| p.x.2).fold(0.0, f64::max) * 1.12).max(1.0);
     let y_lo = points
         .iter()
@@ -130,64 +115,41 @@ fn draw(svg: &mut String, points: &[(&str, Summary)]) -> Result<(), ChartError> 
         .map(|&v| (symlog(v), format!("{v:+}%").replace("+0%", "0%")))
         .collect();
 
-    let root: Area = SVGBackend::with_string(svg, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
-    let (header, body) = root.split_vertically(76);
-    let note = "one point per strategy = mean over its rows; whiskers = min-max; above 0 admits too many, below 0 refuses requests it should admit";
-    title(
-        &header,
-        "atomic: admission error vs Redis CPU per decision",
-        note,
-    )?;
-
-    let mut chart = ChartBuilder::on(&body)
-        .margin_left(10)
-        .margin_right(60)
-        .margin_bottom(10)
-        .x_label_area_size(60)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0.0..x_hi, y_lo..y_hi)
-        .map_err(plot_err)?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .y_labels(0)
-        .bold_line_style(BLACK.mix(0.12))
-        .light_line_style(BLACK.mix(0.0))
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .x_desc("Redis CPU µs per decision (mean of cpu_us_per_decision)")
-        .y_desc("admission error, % of min(capacity, checks) (symlog)")
-        .label_style((FONT, 14))
-        .axis_desc_style((FONT, 16))
-        .draw()
-        .map_err(plot_err)?;
-
-    custom_ticks(&chart, &root, &[], &ticks)?;
-    let zero = DashedLineSeries::new([(0.0, 0.0), (x_hi, 0.0)], 8, 4, RED.stroke_width(2));
-    chart.draw_series(zero).map_err(plot_err)?;
-    let (x, y) = chart.backend_coord(&(x_hi, 0.0));
-    let tag = font(14.0, &RED, HPos::Left, VPos::Center);
-    root.draw(&Text::new("exact", (x + 6, y), tag))
-        .map_err(plot_err)?;
-
+    let mut layers = vec![
+        limit_line((0.0, 0.0), (x_hi, 0.0)),
+        tag((x_hi, 0.0), "exact"),
+    ];
     for (i, (_, p)) in points.iter().enumerate() {
-        let c = color(i);
-        let (xs, ys) = (p.x, p.y);
-        let whiskers = [
-            vec![(xs.0, ys.1), (xs.2, ys.1)],
-            vec![(xs.1, ys.0), (xs.1, ys.2)],
-        ];
-        let lines = whiskers
-            .into_iter()
-            .map(|w| PathElement::new(w, c.mix(0.7).stroke_width(2)));
-        chart.draw_series(lines).map_err(plot_err)?;
-        let dot = Circle::new((xs.1, ys.1), POINT_PX as u32, c.filled());
-        chart.draw_series([dot]).map_err(plot_err)?;
+        let (c, (xs, ys)) = (color(i), (p.x, p.y));
+        layers.push(path(vec![(xs.0, ys.1), (xs.2, ys.1)], c, 2, None).faded(0.7));
+        layers.push(path(vec![(xs.1, ys.0), (xs.1, ys.2)], c, 2, None).faded(0.7));
+        layers.push(dots(vec![(xs.1, ys.1)], c, POINT_PX as u32));
     }
-    let labels: Vec<((f64, f64), &str)> = (points.iter())
-        .map(|(name, p)| ((p.x.1, p.y.1), *name))
-        .collect();
-    draw_point_labels(&chart, &root, &labels, POINT_PX)
+    let labels = points
+        .iter()
+        .map(|(name, p)| ((p.x.1, p.y.1), name.to_string()));
+    layers.push(Layer::new(
+        Shape::PointLabels(labels.collect(), POINT_PX),
+        BLACK,
+    ));
+    let x_desc = "Redis CPU µs per decision (mean of cpu_us_per_decision)";
+    let x = Axis::new(
+        x_desc,
+        Range::Linear(0.0, x_hi),
+        Ticks::Auto(11, |v| format!("{v:.0}")),
+        60,
+    );
+    let y_desc = "admission error, % of min(capacity, checks) (symlog)";
+    let y = Axis::new(y_desc, Range::Linear(y_lo, y_hi), Ticks::Hand(ticks), 80);
+    let note = "one point per strategy = mean over its rows; whiskers = min-max; above 0 admits too many, \
+below 0 refuses requests it should admit";
+    let title = "atomic: admission error vs Redis CPU per decision";
+    Chart::new(
+        SIZE,
+        title,
+        note,
+        vec![Plot::new([0, 60, 10, 10], x, y, layers)],
+    )
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! was transformed before plotting (symlog error %, log latency, percentiles).
 
 use plotters::coord::combinators::{LogCoord, WithKeyPoints};
+use plotters::coord::ranged1d::Ranged;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
@@ -47,8 +48,8 @@ pub(crate) fn log_axis(lo: f64, hi: f64) -> WithKeyPoints<LogCoord<f64>> {
 /// Grid lines, tick marks and labels at hand-picked positions on a linear `chart` whose data
 /// is already transformed (symlog, log10, percentile); plotters cannot take custom key points
 /// on an f64 axis and still format their labels, so they are drawn here.
-pub(crate) fn custom_ticks(
-    chart: &Plot,
+pub(crate) fn custom_ticks<X: Ranged<ValueType = f64>, Y: Ranged<ValueType = f64>>(
+    chart: &Plot<X, Y>,
     root: &Area,
     x: &[(f64, String)],
     y: &[(f64, String)],

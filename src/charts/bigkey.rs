@@ -5,25 +5,13 @@
 
 use std::path::{Path, PathBuf};
 
-use plotters::style::RGBColor;
-use serde::Deserialize;
-
-use super::draw::color;
-use super::lines::{self, LineChart, Scale, Series};
-use super::{index_of, read_csv, write_chart, ChartError};
+use crate::charts::lines::{self, LineChart, Scale, Series};
+use crate::charts::spec::{color, csv_name, Rgb};
+use crate::charts::{index_of, read_csv, write_spec, ChartError};
+use crate::experiments::bigkey::BigkeyRow;
 
 /// The CSV the bigkey experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "bigkey.csv";
-
-/// The columns the chart needs; columns are matched by header name, extra ones are ignored.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct BigkeyRow {
-    operation: String,
-    entries: u64,
-    lazyfree: String,
-    probe_max_stall_ms: f64,
-    probe_baseline_max_ms: f64,
-}
 
 /// One series per (operation, lazyfree) in order of appearance, trims of both settings together
 /// (lazyfree-lazy-expire does not apply to them), then the noise floor of every row.
@@ -31,9 +19,9 @@ pub(crate) fn series(rows: &[BigkeyRow]) -> Vec<Series> {
     let mut names: Vec<String> = Vec::new();
     let mut points: Vec<Vec<(f64, f64)>> = Vec::new();
     for r in rows {
-        let name = match r.operation.as_str() {
+        let name = match csv_name(&r.operation).as_str() {
             "trim" => "trim: one ZREMRANGEBYSCORE removing every entry".to_string(),
-            op => format!("{op}, lazyfree-lazy-expire {}", r.lazyfree),
+            op => format!("{op}, lazyfree-lazy-expire {}", r.lazyfree.as_str()),
         };
         let i = index_of(&mut names, name);
         if i == points.len() {
@@ -54,7 +42,7 @@ pub(crate) fn series(rows: &[BigkeyRow]) -> Vec<Series> {
         .collect();
     out.push(Series {
         name: "probe's worst PING before each operation (noise)".into(),
-        color: RGBColor(120, 120, 120),
+        color: Rgb(120, 120, 120),
         dashed: true,
         points: (rows.iter())
             .map(|r| (r.entries as f64, r.probe_baseline_max_ms))
@@ -70,7 +58,7 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
         v if v >= 1.0 => format!("{v}"),
         v => format!("{v:.1}"),
     };
-    let entries_label = |v: f64| super::bars::si(v);
+    let entries_label = |v: f64| crate::charts::bars::si(v);
     let ticks_by_axis = |v: f64| {
         if v >= 1000.0 {
             entries_label(v)
@@ -80,7 +68,8 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     };
     let chart = LineChart {
         title: "bigkey: how long every other client waited, against the size of one key",
-        note: "y = the slowest PING (probe every ms, own connection) overlapping the operation; dots: one operation each",
+        note: "y = the slowest PING (probe every ms, own connection) overlapping the operation; \
+dots: one operation each",
         x_desc: "entries in the sorted set (log)",
         y_desc: "worst PING round trip, ms (log)",
         x_scale: Scale::Log,
@@ -90,9 +79,7 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
         marks: Vec::new(),
         label: &ticks_by_axis,
     };
-    let mut svg = String::new();
-    lines::draw(&mut svg, &chart)?;
-    write_chart(dir, "bigkey", &svg)
+    write_spec(dir, "bigkey", &lines::spec(chart)?)
 }
 
 #[cfg(test)]
@@ -102,15 +89,17 @@ mod tests {
     use std::fs;
 
     const HEADER: &str =
-        "operation,entries,lazyfree,repeat,probe_max_stall_ms,probe_baseline_max_ms";
+        "operation,entries,lazyfree,repeat,removed,key_bytes,command_ms,slowlog_ms,\
+probe_max_stall_ms,probe_p50_ms,probe_baseline_max_ms,probe_pings,server_blocked_ms,latency_events,\
+background_free_ms,span_ms,build_s";
     const ROWS: &str = "\
-trim,100000,no,0,24,0.5
-expire,100000,no,0,16,0.4
-trim,100000,yes,0,18,0.6
-expire,100000,yes,0,4.2,0.5
-trim,1000000,no,0,386,0.3
-expire,1000000,no,0,220,0.4
-expire,1000000,yes,0,6.7,0.4
+trim,100000,no,0,100000,1,,,24,0.1,0.5,1,0,,,1,1
+expire,100000,no,0,100000,1,,,16,0.1,0.4,1,0,,,1,1
+trim,100000,yes,0,100000,1,,,18,0.1,0.6,1,0,,,1,1
+expire,100000,yes,0,100000,1,,,4.2,0.1,0.5,1,0,,,1,1
+trim,1000000,no,0,1000000,1,,,386,0.1,0.3,1,0,,,1,1
+expire,1000000,no,0,1000000,1,,,220,0.1,0.4,1,0,,,1,1
+expire,1000000,yes,0,1000000,1,,,6.7,0.1,0.4,1,0,,,1,1
 ";
 
     #[test]

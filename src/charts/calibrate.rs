@@ -4,26 +4,16 @@
 
 use std::path::{Path, PathBuf};
 
-use plotters::style::BLACK;
-use serde::Deserialize;
-
-use super::bars::{self, si, Bar, BarChart, Slot};
-use super::draw::{color, Marker};
-use super::{index_of, mean, read_csv, write_chart, ChartError};
+use crate::charts::bars::{self, si, BarChart};
+use crate::charts::spec::{color, Bar, Marker, Slot, BLACK};
+use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::experiments::calibrate::CalibrateRow;
 
 /// The CSV the calibrate experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "calibrate.csv";
 /// The ratio above each command is `OURS / REFERENCE` (mean ops/s).
 const OURS: &str = "ratelab";
 const REFERENCE: &str = "redis-benchmark";
-
-/// The columns the chart needs; columns are matched by header name, extra ones are ignored.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct CalibrateRow {
-    command: String,
-    tool: String,
-    ops_per_s: f64,
-}
 
 /// Rows arranged for drawing: `ops[command][tool]` holds one ops/s per pair, and commands and
 /// tools keep their first-appearance order.
@@ -69,28 +59,18 @@ fn ratio(g: &Grouped, c: usize) -> Option<f64> {
 /// Renders `dir/calibrate.csv` into `dir/calibrate.svg` and `dir/calibrate.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     let g = group(&read_csv::<CalibrateRow>(&dir.join(CSV_NAME))?);
-    let mut svg = String::new();
-    bars::draw(&mut svg, &chart(&g))?;
-    write_chart(dir, "calibrate", &svg)
+    write_spec(dir, "calibrate", &bars::spec(chart(&g)))
 }
 
 /// One slot per command, one bar per tool, the ratio above the slot.
 fn chart(g: &Grouped) -> BarChart<'_> {
     let slots = g.commands.iter().enumerate().map(|(c, command)| {
-        let bars = g.ops[c].iter().enumerate().map(|(t, ops)| Bar {
-            color: color(t),
-            height: mean(ops).unwrap_or(0.0),
-            dots: ops.clone(),
-            note: match ops.is_empty() {
-                true => "no runs".to_string(),
-                false => String::new(),
-            },
+        let bars = g.ops[c].iter().enumerate().map(|(t, ops)| {
+            let note = if ops.is_empty() { "no runs" } else { "" };
+            Bar::new(color(t), mean(ops).unwrap_or(0.0), ops.clone(), note)
         });
-        Slot {
-            label: command.clone(),
-            bars: bars.collect(),
-            note: ratio(g, c).map_or(String::new(), |r| format!("{r:.2}x")),
-        }
+        let note = ratio(g, c).map_or(String::new(), |r| format!("{r:.2}x"));
+        (command.clone(), Slot(bars.collect(), note))
     });
     let mut legend: Vec<(Marker, &str)> = g
         .tools
@@ -120,14 +100,14 @@ mod tests {
     use std::fs;
 
     const HEADER: &str =
-        "command,tool,pair,ops,ops_per_s,client_cpu_s,duration_s,clients,keys,note";
+        "command,tool,pair,ops,ops_per_s,client_cpu_s,duration_s,clients,keys,redis_cpu_us_per_op,redis_busy_pct";
     const ROWS: &str = "\
-GET,ratelab,0,900000,90000,4.1,10,50,1,x
-GET,redis-benchmark,0,1000000,100000,3.0,10,50,1,x
-GET,ratelab,1,920000,92000,4.1,10,50,1,x
-GET,redis-benchmark,1,980000,98000,3.0,10,50,1,x
-EVALSHA,ratelab,0,500000,50000,4.0,10,50,1,x
-EVALSHA,redis-benchmark,0,520000,52000,3.1,10,50,1,x
+GET,ratelab,0,900000,90000,4.1,10,50,1,7,80
+GET,redis-benchmark,0,1000000,100000,3.0,10,50,1,7,80
+GET,ratelab,1,920000,92000,4.1,10,50,1,7,80
+GET,redis-benchmark,1,980000,98000,3.0,10,50,1,7,80
+EVALSHA,ratelab,0,500000,50000,4.0,10,50,1,7,80
+EVALSHA,redis-benchmark,0,520000,52000,3.1,10,50,1,7,80
 ";
 
     #[test]
@@ -171,7 +151,15 @@ EVALSHA,redis-benchmark,0,520000,52000,3.1,10,50,1,x
             .map(|&(c, t, o)| CalibrateRow {
                 command: c.into(),
                 tool: t.into(),
+                pair: 0,
+                ops: 0,
                 ops_per_s: o,
+                client_cpu_s: 0.0,
+                duration_s: 1.0,
+                clients: 1,
+                keys: 1,
+                redis_cpu_us_per_op: 0.0,
+                redis_busy_pct: 0.0,
             })
             .collect();
         let g = group(&rows);

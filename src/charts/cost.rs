@@ -4,29 +4,16 @@
 
 use std::path::{Path, PathBuf};
 
-use plotters::style::{RGBColor, BLACK, RED};
-use serde::Deserialize;
-
-use super::bars::{self, si, Bar, BarChart, Slot};
-use super::draw::{color, Marker};
-use super::{index_of, mean, read_csv, write_chart, ChartError};
+use crate::charts::bars::{self, si, BarChart};
+use crate::charts::spec::{color, Bar, Marker, Rgb, Slot, BLACK, RED};
+use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::experiments::cost::CostRow;
 
 /// The CSV the cost experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "cost.csv";
 /// The baseline strategy: a single GET, the cheapest thing Redis can answer.
 const BASELINE: &str = "get";
-const GREY: RGBColor = RGBColor(127, 127, 127);
-
-/// The columns the charts need; columns are matched by header name, extra ones are ignored.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct CostRow {
-    strategy: String,
-    #[serde(default)]
-    variant: String,
-    decisions_per_s: f64,
-    cpu_us_per_decision: f64,
-    redis_busy_pct: f64,
-}
+const GREY: Rgb = Rgb(127, 127, 127);
 
 /// One bar: a (strategy, variant) pair and its per-run measurements, in CSV row order.
 #[derive(Debug, PartialEq)]
@@ -51,11 +38,12 @@ pub(crate) fn group(rows: &[CostRow]) -> Vec<Label> {
     let mut names: Vec<String> = Vec::new();
     let mut labels: Vec<Label> = Vec::new();
     for r in rows {
-        let i = index_of(&mut names, label_name(&r.strategy, &r.variant));
+        let strategy = r.strategy.to_string();
+        let i = index_of(&mut names, label_name(&strategy, &r.variant));
         if i == labels.len() {
             labels.push(Label {
                 name: names[i].clone(),
-                strategy: r.strategy.clone(),
+                strategy,
                 cpu: Vec::new(),
                 rate: Vec::new(),
                 busy: Vec::new(),
@@ -76,7 +64,7 @@ fn baseline(labels: &[Label]) -> Option<f64> {
 
 /// Bar colour: grey for the baseline, otherwise one palette colour per strategy so variants
 /// of one strategy share it.
-fn colors<'a>(labels: &'a [Label]) -> Vec<RGBColor> {
+fn colors<'a>(labels: &'a [Label]) -> Vec<Rgb> {
     let mut strategies: Vec<&'a str> = Vec::new();
     let pick = |l: &'a Label| match l.strategy.as_str() {
         BASELINE => GREY,
@@ -89,17 +77,14 @@ fn colors<'a>(labels: &'a [Label]) -> Vec<RGBColor> {
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     let labels = group(&read_csv::<CostRow>(&dir.join(CSV_NAME))?);
     let colors = colors(&labels);
-    let mut svg = String::new();
-    bars::draw(&mut svg, &relative_chart(&labels, &colors))?;
-    let mut written = write_chart(dir, "cost", &svg)?;
-    svg.clear();
-    bars::draw(&mut svg, &throughput_chart(&labels, &colors))?;
-    written.extend(write_chart(dir, "cost_throughput", &svg)?);
+    let mut written = write_spec(dir, "cost", &bars::spec(relative_chart(&labels, &colors)))?;
+    let throughput = bars::spec(throughput_chart(&labels, &colors));
+    written.extend(write_spec(dir, "cost_throughput", &throughput)?);
     Ok(written)
 }
 
 /// µs/decision as a multiple of GET, or absolute µs when the CSV has no `get` rows.
-fn relative_chart<'a>(labels: &[Label], colors: &[RGBColor]) -> BarChart<'a> {
+fn relative_chart<'a>(labels: &[Label], colors: &[Rgb]) -> BarChart<'a> {
     let base = baseline(labels);
     let scale = base.unwrap_or(1.0);
     let slots = labels.iter().zip(colors).map(|(l, &color)| {
@@ -114,17 +99,10 @@ fn relative_chart<'a>(labels: &[Label], colors: &[RGBColor]) -> BarChart<'a> {
             Some(_) => format!("{height:.1}x"),
             None => format!("{height:.1}"),
         };
-        let bar = Bar {
-            color,
-            height,
-            dots,
-            note,
-        };
-        Slot {
-            label: l.name.clone(),
-            bars: vec![bar],
-            note: String::new(),
-        }
+        (
+            l.name.clone(),
+            Slot(vec![Bar::new(color, height, dots, note)], String::new()),
+        )
     });
     let (y_desc, reference, y_format): (_, _, fn(f64) -> String) = match base {
         Some(_) => ("Redis CPU per decision (x GET)", Some((1.0, "GET")), |v| {
@@ -146,7 +124,9 @@ fn relative_chart<'a>(labels: &[Label], colors: &[RGBColor]) -> BarChart<'a> {
             None => "cost: Redis CPU per decision (no GET baseline)",
         },
         subtitle: match base {
-            Some(b) => format!("bar and number = mean over runs; each run's µs/decision divided by GET's mean ({b:.1} µs)"),
+            Some(b) => format!(
+                "bar and number = mean over runs; each run's µs/decision divided by GET's mean ({b:.1} µs)"
+            ),
             None => "bar and number = mean over runs (µs); no `get` baseline in the CSV".to_string(),
         },
         x_desc: "strategy (variant)",
@@ -159,22 +139,15 @@ fn relative_chart<'a>(labels: &[Label], colors: &[RGBColor]) -> BarChart<'a> {
 }
 
 /// Decisions/s per bar with the mean Redis busy % printed above it.
-fn throughput_chart<'a>(labels: &[Label], colors: &[RGBColor]) -> BarChart<'a> {
+fn throughput_chart<'a>(labels: &[Label], colors: &[Rgb]) -> BarChart<'a> {
     let slots = labels.iter().zip(colors).map(|(l, &color)| {
         let dots: Vec<f64> = l.rate.iter().copied().filter(|v| v.is_finite()).collect();
         let note = mean(&l.busy).map_or(String::new(), |b| format!("{b:.0}% busy"));
         let height = mean(&dots).unwrap_or(0.0);
-        let bar = Bar {
-            color,
-            height,
-            dots,
-            note,
-        };
-        Slot {
-            label: l.name.clone(),
-            bars: vec![bar],
-            note: String::new(),
-        }
+        (
+            l.name.clone(),
+            Slot(vec![Bar::new(color, height, dots, note)], String::new()),
+        )
     });
     BarChart {
         title: "cost: decisions/s per strategy",
@@ -197,13 +170,14 @@ mod tests {
     use std::fs;
 
     const HEADER: &str = "strategy,variant,run,clients,keys,duration_s,decisions,decisions_per_s,\
-allowed,denied,errors,redis_cpu_us,cpu_us_per_decision,redis_busy_pct,usec_per_call,extra";
+allowed,denied,errors,redis_cpu_us,cpu_us_per_decision,redis_busy_pct,busiest_command,usec_per_call,\
+command_usec_per_decision,client_cpu_s";
     const ROWS: &str = "\
-get,,0,8,1,1,1000,90000,1000,0,0,8000,8.0,72,7.9,x
-get,,1,8,1,1,1000,91000,1000,0,0,8200,8.2,73,8.1,x
-lua-bucket,,0,8,1,1,1000,40000,900,100,0,24000,24.0,96,23.5,x
-lua-log,L=100,0,8,1,1,1000,20000,900,100,0,41000,41.0,99,40.2,x
-lua-log,L=100,1,8,1,1,1000,21000,900,100,0,40000,40.0,99,39.8,x
+get,,0,8,1,1,1000,90000,1000,0,0,8000,8.0,72,get,7.9,7.9,1
+get,,1,8,1,1,1000,91000,1000,0,0,8200,8.2,73,get,8.1,8.1,1
+lua-bucket,,0,8,1,1,1000,40000,900,100,0,24000,24.0,96,get,23.5,23.5,1
+lua-log,L=100,0,8,1,1,1000,20000,900,100,0,41000,41.0,99,get,40.2,40.2,1
+lua-log,L=100,1,8,1,1,1000,21000,900,100,0,40000,40.0,99,get,39.8,39.8,1
 ";
 
     #[test]
@@ -246,10 +220,10 @@ lua-log,L=100,1,8,1,1,1000,21000,900,100,0,40000,40.0,99,39.8,x
         let names: Vec<&str> = labels.iter().map(|l| l.name.as_str()).collect();
         assert_eq!(names, ["get", "lua-bucket", "lua-log (L=100)"]);
         let chart = relative_chart(&labels, &colors(&labels));
-        let heights: Vec<f64> = chart.slots.iter().map(|s| s.bars[0].height).collect();
+        let heights: Vec<f64> = chart.slots.iter().map(|s| s.1 .0[0].height).collect();
         assert!((heights[0] - 1.0).abs() < 1e-9 && (heights[2] - 40.5 / 8.1).abs() < 1e-9);
         let no_get = relative_chart(&labels[1..], &colors(&labels[1..]));
         assert!(no_get.y_desc.contains("absolute") && no_get.reference.is_none());
-        assert!((no_get.slots[0].bars[0].height - 24.0).abs() < 1e-9);
+        assert!((no_get.slots[0].1 .0[0].height - 24.0).abs() < 1e-9);
     }
 }

@@ -1,7 +1,6 @@
 //! Chart-agnostic drawing helpers (palette, fonts, title, category labels, header legend), kept
 //! apart from any one chart so later charts share one look.
 
-use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -12,9 +11,8 @@ use super::{plot_err, ChartError};
 /// The drawing area every chart renders into.
 pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
-/// A linear x/y plot on the SVG backend, for helpers that draw on a built chart.
-pub(crate) type Plot<'a, 'b> =
-    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+/// A built x/y plot on the SVG backend (linear or log axes), for helpers that draw on it.
+pub(crate) type Plot<'a, 'b, X, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>;
 
 /// Generic family: resvg maps it to an installed sans face (see `png.rs`).
 pub(crate) const FONT: &str = "sans-serif";
@@ -123,9 +121,13 @@ impl CategoryLabels {
 }
 
 /// How a legend entry is marked.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Marker {
+    /// A filled dot: one point per run or trial.
     Dot(RGBColor),
+    /// A solid line swatch.
     Line(RGBColor),
+    /// A dashed line swatch: limits, thresholds, alternative clocks.
     Dashed(RGBColor),
 }
 
@@ -195,33 +197,6 @@ pub(crate) fn title(area: &Area, text: &str, note: &str) -> Result<(), ChartErro
             .map_err(plot_err)?;
     }
     Ok(())
-}
-
-/// Where a chart's title, note and legend go, and where its plot goes.
-pub(crate) struct Frame<'a> {
-    /// Width, height of the SVG.
-    pub size: (u32, u32),
-    /// Left and right edge of the legend, in pixels.
-    pub legend_span: (i32, i32),
-    pub heading: &'a str,
-    pub note: &'a str,
-}
-
-/// Starts an SVG on `svg`: white background, title and note, a legend that wraps within its
-/// span; returns the whole canvas and the area below the header for the plot.
-pub(crate) fn framed_canvas<'a>(
-    svg: &'a mut String,
-    frame: &Frame,
-    items: &[(Marker, &str)],
-) -> Result<(Area<'a>, Area<'a>), ChartError> {
-    let (left, right) = frame.legend_span;
-    let rows = legend_rows(items, left, right) as i32;
-    let root: Area = SVGBackend::with_string(svg, frame.size).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
-    let (header, body) = root.split_vertically(76 + LEGEND_ROW_PX * rows);
-    title(&header, frame.heading, frame.note)?;
-    legend(&header, (left, 80), right, items)?;
-    Ok((root, body))
 }
 
 #[cfg(test)]

@@ -4,30 +4,15 @@
 
 use std::path::{Path, PathBuf};
 
-use plotters::prelude::*;
-use serde::Deserialize;
-
-use super::axes::{custom_ticks, log_points};
-use super::draw::{color, framed_canvas, Frame, Marker, FONT};
-use super::{index_of, plot_err, read_csv, write_chart, ChartError};
+use crate::charts::axes::log_points;
+use crate::charts::spec::{color, path, Axis, Chart, Marker, Plot, Range, Ticks};
+use crate::charts::{index_of, read_csv, write_spec, ChartError};
+use crate::experiments::latency::HistRow;
 
 /// The CSV of recorded histogram buckets the latency experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "latency_hist.csv";
 const SIZE: (u32, u32) = (1200, 700);
 const Y_LABEL_PX: u32 = 80;
-const LEGEND_LEFT: i32 = 10 + Y_LABEL_PX as i32;
-const LEGEND_RIGHT: i32 = SIZE.0 as i32 - 10;
-
-/// The columns the chart needs; columns are matched by header name, extra ones are ignored.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct HistRow {
-    strategy: String,
-    run: String,
-    /// The bucket's highest equivalent value, µs.
-    value_us: f64,
-    /// Samples in the bucket.
-    count: u64,
-}
 
 /// One run's histogram: its strategy's index and its nonempty buckets sorted by value.
 #[derive(Debug, PartialEq)]
@@ -41,7 +26,7 @@ pub(crate) fn group(rows: &[HistRow]) -> (Vec<String>, Vec<Run>) {
     let (mut strategies, mut keys) = (Vec::new(), Vec::new());
     let mut runs: Vec<Run> = Vec::new();
     for r in rows.iter().filter(|r| r.count > 0 && r.value_us > 0.0) {
-        let strategy = index_of(&mut strategies, r.strategy.clone());
+        let strategy = index_of(&mut strategies, r.strategy.to_string());
         let i = index_of(&mut keys, (&r.strategy, &r.run));
         if i == runs.len() {
             let buckets = Vec::new();
@@ -94,17 +79,11 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     }
     let curves: Vec<(usize, Vec<(f64, f64)>)> =
         runs.iter().map(|r| (r.strategy, curve(r))).collect();
-    let mut svg = String::new();
-    draw(&mut svg, &strategies, &curves)?;
-    write_chart(dir, "latency_cdf", &svg)
+    write_spec(dir, "latency_cdf", &chart(&strategies, &curves))
 }
 
-/// Draws the chart; `curves` holds (strategy index, step points) per run and is not empty.
-fn draw(
-    svg: &mut String,
-    strategies: &[String],
-    curves: &[(usize, Vec<(f64, f64)>)],
-) -> Result<(), ChartError> {
+/// The chart spec; `curves` holds (strategy index, step points) per run and is not empty.
+fn chart(strategies: &[String], curves: &[(usize, Vec<(f64, f64)>)]) -> Chart {
     let all = curves.iter().flat_map(|(_, c)| c);
     let x_hi = all.clone().map(|p| p.0).fold(1.0, f64::max);
     let (lo, hi) = all.fold((f64::MAX, f64::MIN), |(lo, hi), p| {
@@ -123,42 +102,28 @@ fn draw(
     }
     let y_ticks: Vec<(f64, String)> = values.iter().map(|v| (v.log10(), format!("{v}"))).collect();
 
-    let items: Vec<(Marker, &str)> = (strategies.iter().enumerate())
-        .map(|(s, name)| (Marker::Line(color(s)), name.as_str()))
+    let legend = (strategies.iter().enumerate())
+        .map(|(s, name)| (Marker::Line(color(s)), name.clone()))
         .collect();
-    let frame = Frame {
-        size: SIZE,
-        legend_span: (LEGEND_LEFT, LEGEND_RIGHT),
-        heading: "latency: percentile distribution per strategy",
-        note: "one line per run, ending at its max; x = percentile on a log(1/(1-p)) scale, so 90, 99, 99.9 % are evenly spaced",
-    };
-    let (root, body) = framed_canvas(svg, &frame, &items)?;
-
-    let mut chart = ChartBuilder::on(&body)
-        .margin_left(10)
-        .margin_right(40)
-        .margin_bottom(10)
-        .x_label_area_size(60)
-        .y_label_area_size(Y_LABEL_PX)
-        .build_cartesian_2d(0.0..x_hi * 1.03, y_lo..y_hi)
-        .map_err(plot_err)?;
-    chart
-        .configure_mesh()
-        .disable_mesh()
-        .x_labels(0)
-        .y_labels(0)
-        .x_desc("percentile")
-        .y_desc("latency µs (log)")
-        .axis_desc_style((FONT, 16))
-        .draw()
-        .map_err(plot_err)?;
-    custom_ticks(&chart, &root, &x_ticks, &y_ticks)?;
-    for (s, points) in curves {
-        let line = PathElement::new(points.clone(), color(*s).mix(0.9).stroke_width(1));
-        chart.plotting_area().draw(&line).map_err(plot_err)?;
-    }
-    root.present().map_err(plot_err)?;
-    Ok(())
+    let layers =
+        (curves.iter()).map(|(s, points)| path(points.clone(), color(*s), 1, None).faded(0.9));
+    let x = Axis::new(
+        "percentile",
+        Range::Linear(0.0, x_hi * 1.03),
+        Ticks::Hand(x_ticks),
+        60,
+    );
+    let y = Axis::new(
+        "latency µs (log)",
+        Range::Linear(y_lo, y_hi),
+        Ticks::Hand(y_ticks),
+        Y_LABEL_PX,
+    );
+    let plot = Plot::new([0, 40, 10, 10], x, y, layers.collect());
+    let note = "one line per run, ending at its max; x = percentile on a log(1/(1-p)) scale, so 90, 99, 99.9 % \
+are evenly spaced";
+    let title = "latency: percentile distribution per strategy";
+    Chart::new(SIZE, title, note, vec![plot]).legend(10 + Y_LABEL_PX as i32, legend)
 }
 
 #[cfg(test)]

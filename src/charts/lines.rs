@@ -3,22 +3,20 @@
 //! means, and marked x positions (a threshold) get a dashed red line with a label. Log axes are
 //! plotted as log10 of the data with hand-drawn 1-2-5 ticks, like the latency chart.
 
-use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, VPos};
+use super::axes::log_points;
+use super::spec::{
+    dots, limit_line, path, text, Anchor, Axis, Chart, Marker, Plot, Range, Rgb, Ticks, RED,
+};
+use super::{mean, ChartError};
 
-use super::axes::{custom_ticks, log_points};
-use super::draw::{font, framed_canvas, Frame, Marker, FONT};
-use super::{mean, plot_err, ChartError};
-
-pub(crate) const SIZE: (u32, u32) = (1200, 700);
 const Y_LABEL_PX: u32 = 90;
-const LEGEND_LEFT: i32 = 10 + Y_LABEL_PX as i32;
-const LEGEND_RIGHT: i32 = SIZE.0 as i32 - 10;
 
 /// How an axis maps data.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Scale {
+    /// Data as is.
     Linear,
+    /// log10 of the data, ticked 1-2-5.
     Log,
 }
 
@@ -64,9 +62,13 @@ impl Scale {
 
 /// One named series: a dot per measured (x, y), a line through the mean y of each x.
 pub(crate) struct Series {
+    /// Legend text.
     pub name: String,
-    pub color: RGBColor,
+    /// Line and dot colour.
+    pub color: Rgb,
+    /// Dashed line (and legend swatch) instead of solid.
     pub dashed: bool,
+    /// Every measured (x, y), in data units.
     pub points: Vec<(f64, f64)>,
 }
 
@@ -90,17 +92,25 @@ impl Series {
 
 /// A chart of series against one x, with marked x positions.
 pub(crate) struct LineChart<'a> {
+    /// Headline at the top.
     pub title: &'a str,
+    /// Grey line under the title saying how to read the chart.
     pub note: &'a str,
+    /// x axis description.
     pub x_desc: &'a str,
+    /// y axis description.
     pub y_desc: &'a str,
+    /// How x maps data.
     pub x_scale: Scale,
+    /// How y maps data.
     pub y_scale: Scale,
     /// Linear y axes start at 0 when true (sizes), else at the data.
     pub y_from_zero: bool,
+    /// The series, drawn in order.
     pub series: Vec<Series>,
     /// (x, label): a dashed red vertical line at x with the label at its top.
     pub marks: Vec<(f64, String)>,
+    /// Formats tick labels of both axes (data units).
     pub label: &'a dyn Fn(f64) -> String,
 }
 
@@ -129,85 +139,55 @@ fn padded(scale: Scale, (lo, hi): (f64, f64), from_zero: bool) -> (f64, f64) {
     }
 }
 
-/// Draws the chart into `svg`; `ChartError::Plot` when no point is drawable.
-pub(crate) fn draw(svg: &mut String, c: &LineChart) -> Result<(), ChartError> {
+/// The chart spec; `ChartError::Plot` when no point is drawable.
+pub(crate) fn spec(c: LineChart) -> Result<Chart, ChartError> {
     let ((x_lo, x_hi), (y_lo, y_hi)) =
-        bounds(c).ok_or_else(|| ChartError::Plot("no drawable point".into()))?;
+        bounds(&c).ok_or_else(|| ChartError::Plot("no drawable point".into()))?;
     let (px0, px1) = padded(c.x_scale, (x_lo, x_hi), false);
     let (py0, py1) = padded(c.y_scale, (y_lo, y_hi), c.y_from_zero);
     let unplot = |s: Scale, v: f64| if s == Scale::Log { 10f64.powf(v) } else { v };
-    let x_ticks = c
-        .x_scale
-        .ticks(unplot(c.x_scale, px0), unplot(c.x_scale, px1), c.label);
-    let y_ticks = c
-        .y_scale
-        .ticks(unplot(c.y_scale, py0), unplot(c.y_scale, py1), c.label);
-
-    let items: Vec<(Marker, &str)> = (c.series.iter())
+    let ticks =
+        |s: Scale, lo: f64, hi: f64| Ticks::Hand(s.ticks(unplot(s, lo), unplot(s, hi), c.label));
+    let mut layers = Vec::new();
+    for (x, label) in &c.marks {
+        let x = c.x_scale.to_plot(*x);
+        layers.push(limit_line((x, py0), (x, py1)));
+        layers.push(text((x, py1), (4, 4), label, RED, Anchor::LeftTop));
+    }
+    let to_plot = |&(x, y): &(f64, f64)| (c.x_scale.to_plot(x), c.y_scale.to_plot(y));
+    let ok = |p: &&(f64, f64)| c.x_scale.drawable(p.0) && c.y_scale.drawable(p.1);
+    for s in &c.series {
+        let line: Vec<(f64, f64)> = s.means().iter().filter(ok).map(to_plot).collect();
+        layers.push(path(line, s.color, 2, s.dashed.then_some((6, 4))));
+        layers.push(
+            dots(
+                s.points.iter().filter(ok).map(to_plot).collect(),
+                s.color,
+                3,
+            )
+            .faded(0.7),
+        );
+    }
+    let legend = (c.series.iter())
         .map(|s| match s.dashed {
-            true => (Marker::Dashed(s.color), s.name.as_str()),
-            false => (Marker::Line(s.color), s.name.as_str()),
+            true => (Marker::Dashed(s.color), s.name.clone()),
+            false => (Marker::Line(s.color), s.name.clone()),
         })
         .collect();
-    let frame = Frame {
-        size: SIZE,
-        legend_span: (LEGEND_LEFT, LEGEND_RIGHT),
-        heading: c.title,
-        note: c.note,
-    };
-    let (root, body) = framed_canvas(svg, &frame, &items)?;
-
-    let mut chart = ChartBuilder::on(&body)
-        .margin_left(10)
-        .margin_right(40)
-        .margin_top(10)
-        .margin_bottom(10)
-        .x_label_area_size(60)
-        .y_label_area_size(Y_LABEL_PX)
-        .build_cartesian_2d(px0..px1, py0..py1)
-        .map_err(plot_err)?;
-    chart
-        .configure_mesh()
-        .disable_mesh()
-        .x_labels(0)
-        .y_labels(0)
-        .x_desc(c.x_desc)
-        .y_desc(c.y_desc)
-        .axis_desc_style((FONT, 16))
-        .draw()
-        .map_err(plot_err)?;
-    custom_ticks(&chart, &root, &x_ticks, &y_ticks)?;
-
-    let red = RED.stroke_width(2);
-    let mark_font = font(14.0, &RED, HPos::Left, VPos::Top);
-    for (x, text) in &c.marks {
-        let x = c.x_scale.to_plot(*x);
-        let line = DashedLineSeries::new([(x, py0), (x, py1)], 8, 4, red);
-        chart.draw_series(line).map_err(plot_err)?;
-        let (bx, by) = chart.backend_coord(&(x, py1));
-        root.draw(&Text::new(
-            text.as_str(),
-            (bx + 4, by + 4),
-            mark_font.clone(),
-        ))
-        .map_err(plot_err)?;
-    }
-    for s in &c.series {
-        let to_plot = |&(x, y): &(f64, f64)| (c.x_scale.to_plot(x), c.y_scale.to_plot(y));
-        let ok = |p: &&(f64, f64)| c.x_scale.drawable(p.0) && c.y_scale.drawable(p.1);
-        let line: Vec<(f64, f64)> = s.means().iter().filter(ok).map(to_plot).collect();
-        let style = s.color.stroke_width(2);
-        match s.dashed {
-            true => chart.draw_series(DashedLineSeries::new(line, 6, 4, style)),
-            false => chart.draw_series(LineSeries::new(line, style)),
-        }
-        .map_err(plot_err)?;
-        let dots = (s.points.iter().filter(ok).map(to_plot))
-            .map(|p| Circle::new(p, 3, s.color.mix(0.7).filled()));
-        chart.draw_series(dots).map_err(plot_err)?;
-    }
-    root.present().map_err(plot_err)?;
-    Ok(())
+    let x = Axis::new(
+        c.x_desc,
+        Range::Linear(px0, px1),
+        ticks(c.x_scale, px0, px1),
+        60,
+    );
+    let y = Axis::new(
+        c.y_desc,
+        Range::Linear(py0, py1),
+        ticks(c.y_scale, py0, py1),
+        Y_LABEL_PX,
+    );
+    let plot = Plot::new([10, 40, 10, 10], x, y, layers);
+    Ok(Chart::new((1200, 700), c.title, c.note, vec![plot]).legend(10 + Y_LABEL_PX as i32, legend))
 }
 
 #[cfg(test)]
@@ -229,7 +209,7 @@ mod tests {
     fn means_join_repeats_per_x() {
         let s = Series {
             name: "s".into(),
-            color: BLACK,
+            color: Rgb(0, 0, 0),
             dashed: false,
             points: vec![(10.0, 1.0), (1.0, 5.0), (10.0, 3.0)],
         };

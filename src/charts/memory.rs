@@ -5,13 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
-use plotters::style::RGBColor;
-use serde::Deserialize;
-
-use super::bars::si;
-use super::draw::color;
-use super::lines::{self, LineChart, Scale, Series};
-use super::{index_of, mean, read_csv, write_chart, ChartError};
+use crate::charts::bars::si;
+use crate::charts::lines::{self, LineChart, Scale, Series};
+use crate::charts::spec::{color, Rgb};
+use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::experiments::memory::MemoryRow;
 
 /// The CSV the memory experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "memory.csv";
@@ -19,28 +17,20 @@ const LOG: &str = "lua-log";
 /// How far either side of the threshold the zoom reaches.
 const ZOOM: u64 = 12;
 
-/// The columns the charts need; columns are matched by header name, extra ones are ignored.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct MemoryRow {
-    strategy: String,
-    limit: u64,
-    listpack_entries: u64,
-    bytes_per_client: f64,
-    encoding: String,
-}
-
 /// Series of the overview: the log once per setting (in order of appearance), then every other
 /// strategy; and the settings, for the cliff marks.
 pub(crate) fn overview(rows: &[MemoryRow]) -> (Vec<Series>, Vec<u64>) {
     let (mut keys, mut settings): (Vec<(String, u64)>, Vec<u64>) = (Vec::new(), Vec::new());
     let mut points: Vec<Vec<(f64, f64)>> = Vec::new();
     for r in rows {
-        let key = match r.strategy == LOG {
-            true => (r.strategy.clone(), r.listpack_entries),
+        let strategy = r.strategy.to_string();
+        let is_log = strategy == LOG;
+        let key = match is_log {
+            true => (strategy, r.listpack_entries),
             // Other strategies hold no sorted set: the setting does not matter to them.
-            false => (r.strategy.clone(), 0),
+            false => (strategy, 0),
         };
-        if r.strategy == LOG {
+        if is_log {
             index_of(&mut settings, r.listpack_entries);
         }
         let i = index_of(&mut keys, key);
@@ -69,7 +59,7 @@ pub(crate) fn overview(rows: &[MemoryRow]) -> (Vec<Series>, Vec<u64>) {
 /// The zoom: the log's rows of setting `t` within `ZOOM` of it, split by encoding.
 pub(crate) fn zoom(rows: &[MemoryRow], t: u64) -> Vec<Series> {
     let near = |r: &&MemoryRow| {
-        r.strategy == LOG && r.listpack_entries == t && r.limit.abs_diff(t) <= ZOOM
+        r.strategy.to_string() == LOG && r.listpack_entries == t && r.limit.abs_diff(t) <= ZOOM
     };
     let mut encodings: Vec<String> = Vec::new();
     let mut points: Vec<Vec<(f64, f64)>> = Vec::new();
@@ -80,7 +70,7 @@ pub(crate) fn zoom(rows: &[MemoryRow], t: u64) -> Vec<Series> {
         }
         points[i].push((r.limit as f64, r.bytes_per_client));
     }
-    let palette: [RGBColor; 2] = [color(2), color(1)];
+    let palette: [Rgb; 2] = [color(2), color(1)];
     encodings
         .into_iter()
         .zip(points)
@@ -106,7 +96,8 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
         .collect();
     let chart = LineChart {
         title: "memory: bytes per busy client at its limit",
-        note: "dots: one fill each (growth of used_memory / clients); dashed red: one entry past zset-max-listpack-entries, where the log becomes a skiplist",
+        note: "dots: one fill each (growth of used_memory / clients); dashed red: one entry past \
+zset-max-listpack-entries, where the log becomes a skiplist",
         x_desc: "limit (requests per window; log)",
         y_desc: "bytes per client (log)",
         x_scale: Scale::Log,
@@ -116,16 +107,16 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
         marks,
         label: &label,
     };
-    let mut svg = String::new();
-    lines::draw(&mut svg, &chart)?;
-    let mut written = write_chart(dir, "memory", &svg)?;
+    let mut written = write_spec(dir, "memory", &lines::spec(chart)?)?;
     let Some(&t) = settings.first() else {
         return Ok(written);
     };
     let series = zoom(&rows, t);
     let at = |limit: u64| {
         let v: Vec<f64> = (rows.iter())
-            .filter(|r| r.strategy == LOG && r.listpack_entries == t && r.limit == limit)
+            .filter(|r| {
+                r.strategy.to_string() == LOG && r.listpack_entries == t && r.limit == limit
+            })
             .map(|r| r.bytes_per_client)
             .collect();
         mean(&v)
@@ -148,9 +139,7 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
         marks,
         label: &label,
     };
-    let mut svg = String::new();
-    lines::draw(&mut svg, &chart)?;
-    written.extend(write_chart(dir, "memory_cliff", &svg)?);
+    written.extend(write_spec(dir, "memory_cliff", &lines::spec(chart)?)?);
     Ok(written)
 }
 
@@ -160,17 +149,19 @@ mod tests {
     use crate::charts::{csv_dir, render_experiment};
     use std::fs;
 
-    const HEADER: &str = "strategy,limit,clients,listpack_entries,bytes_per_client,encoding,extra";
+    const HEADER: &str = "strategy,limit,clients,listpack_entries,listpack_setting,over_threshold,repeat,\
+bytes_per_client,bytes_per_entry,mb_per_10k_clients,used_memory_before,used_memory_after,keys,sample_key_bytes,\
+encoding,listpack,member_len,sample_state,decisions,denied,cpu_us_per_decision,decisions_per_s,fill_s";
     const ROWS: &str = "\
-lua-log,10,100,128,480,listpack,x
-lua-log,127,10,128,3745,listpack,x
-lua-log,128,10,128,3745,listpack,x
-lua-log,129,10,128,19270,skiplist,x
-lua-log,130,10,128,19250,skiplist,x
-lua-log,1000,10,128,126500,skiplist,x
-lua-swc,1000,10,128,246,listpack,x
-lua-log,64,10,64,1970,listpack,x
-lua-log,65,10,64,10080,skiplist,x
+lua-log,10,100,128,default,0,0,480,1,1,0,0,100,1,listpack,1,14,1,1,0,1,1,1
+lua-log,127,10,128,default,0,0,3745,1,1,0,0,10,1,listpack,1,14,1,1,0,1,1,1
+lua-log,128,10,128,default,0,0,3745,1,1,0,0,10,1,listpack,1,14,1,1,0,1,1,1
+lua-log,129,10,128,default,0,0,19270,1,1,0,0,10,1,skiplist,1,14,1,1,0,1,1,1
+lua-log,130,10,128,default,0,0,19250,1,1,0,0,10,1,skiplist,1,14,1,1,0,1,1,1
+lua-log,1000,10,128,default,0,0,126500,1,1,0,0,10,1,skiplist,1,14,1,1,0,1,1,1
+lua-swc,1000,10,128,default,0,0,246,1,1,0,0,10,1,listpack,1,14,1,1,0,1,1,1
+lua-log,64,10,64,default,0,0,1970,1,1,0,0,10,1,listpack,1,14,1,1,0,1,1,1
+lua-log,65,10,64,default,0,0,10080,1,1,0,0,10,1,skiplist,1,14,1,1,0,1,1,1
 ";
 
     #[test]

@@ -2,20 +2,21 @@
 //! so charts can be regenerated (or restyled) without re-running anything against Redis.
 
 mod atomic;
-mod axes;
-mod bars;
+pub(crate) mod axes;
+pub(crate) mod bars;
 mod bigkey;
 mod calibrate;
 mod cost;
 mod draw;
 mod latency;
-mod lines;
+pub(crate) mod lines;
 mod memory;
 mod outage;
-mod outage_sweep;
 mod place;
 mod png;
 mod race;
+mod render;
+pub(crate) mod spec;
 mod tsmember;
 mod window_edge;
 
@@ -197,6 +198,17 @@ pub(crate) fn write_chart(dir: &Path, stem: &str, svg: &str) -> Result<Vec<PathB
     Ok(vec![svg_path, png_path])
 }
 
+/// Renders `chart` and writes it as `dir/{stem}.svg` and `.png`.
+pub(crate) fn write_spec(
+    dir: &Path,
+    stem: &str,
+    chart: &spec::Chart,
+) -> Result<Vec<PathBuf>, ChartError> {
+    let mut svg = String::new();
+    render::render(&mut svg, chart)?;
+    write_chart(dir, stem, &svg)
+}
+
 /// Converts any plotters drawing error into our error type (they are generic over the backend).
 pub(crate) fn plot_err<E: std::fmt::Display>(e: E) -> ChartError {
     ChartError::Plot(e.to_string())
@@ -285,7 +297,8 @@ seed001,incr-window,1,500,0,500,100,400,0,100,500,3.1,x
             tmp.path(),
             "calibrate",
             "calibrate.csv",
-            "command,tool,ops_per_s\nGET,x,1\n",
+            "command,tool,pair,ops,ops_per_s,client_cpu_s,duration_s,clients,keys,redis_cpu_us_per_op,\
+redis_busy_pct\nGET,x,0,1,1,0,1,1,1,0,0\n",
         );
         let (written, problems) = render_all(tmp.path());
         assert!(problems.is_empty(), "{problems:?}");

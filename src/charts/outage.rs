@@ -1,38 +1,32 @@
-//! The outage chart: every check's latency (log ms) against its place in the run, the phases
-//! shaded behind (healthy, dead, restarted, hung, resumed), one panel with the breaker off and one
-//! with it on; dots coloured by how the check was answered, so the 250 ms wall of the hung phase,
-//! the near-zero dead checks and the breaker's short circuits read at a glance.
+//! The outage charts. `outage.svg`: every check's latency (log ms) against its place in the run,
+//! the phases shaded behind (healthy, dead, restarted, hung, resumed), one panel with the breaker
+//! off and one with it on; dots coloured by how the check was answered, so the 250 ms wall of the
+//! hung phase, the near-zero dead checks and the breaker's short circuits read at a glance.
+//! `outage_sweep.svg`, seed 000's open question as a trade-off: x = how long the limiter kept
+//! answering by policy after Redis was back (log ms), y = how long users waited in total while
+//! Redis was hung (full-budget checks plus probes); one point per (K, cooldown) = mean over
+//! trials, coloured by K, and the breaker-off point for scale.
 
 use std::path::{Path, PathBuf};
 
-use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, VPos};
-use serde::Deserialize;
-
-use super::axes::{custom_ticks, log_points};
-use super::draw::{color, font, framed_canvas, Area, Frame, Marker, FONT};
-use super::{index_of, plot_err, read_csv, write_chart, ChartError};
+use crate::charts::axes::log_points;
+use crate::charts::spec::{
+    color, csv_name, dots_by_color, text, Anchor, Axis, Chart, Layer, Marker, Plot, Range,
+};
+use crate::charts::spec::{Shape, Ticks, BLACK};
+use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::experiments::outage::{CheckRow, SweepRow};
 
 /// The per-check CSV the outage experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "outage.csv";
-const SIZE: (u32, u32) = (1200, 900);
+/// The breaker sweep CSV, charted when present.
+pub(crate) const SWEEP_CSV: &str = "breaker_sweep.csv";
 const Y_LABEL_PX: u32 = 80;
-const LEGEND_LEFT: i32 = 10 + Y_LABEL_PX as i32;
-const LEGEND_RIGHT: i32 = SIZE.0 as i32 - 10;
 /// Latencies are drawn no lower than this (ms), so a 0 µs short circuit still has a place.
 const FLOOR_MS: f64 = 1e-4;
-
-/// The columns the chart needs; columns are matched by header name, extra ones are ignored.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct CheckRow {
-    breaker: String,
-    phase: String,
-    seq: u64,
-    latency_us: f64,
-    route: String,
-    #[serde(default)]
-    failure: String,
-}
+/// Blind times are drawn no lower than this (ms) on the log axis.
+const BLIND_FLOOR_MS: f64 = 0.1;
+const POINT_PX: i32 = 6;
 
 /// How a check was answered: the dot's colour.
 const KINDS: [&str; 5] = [
@@ -44,11 +38,12 @@ const KINDS: [&str; 5] = [
 ];
 
 fn kind(r: &CheckRow) -> usize {
-    match (r.route.as_str(), r.failure.as_str()) {
+    let failure = r.failure.as_ref().map(csv_name);
+    match (csv_name(&r.route).as_str(), failure.as_deref()) {
         ("open", _) => 3,
         ("probe", _) => 4,
-        (_, "timeout") => 1,
-        (_, "connection") | (_, "server") => 2,
+        (_, Some("timeout")) => 1,
+        (_, Some("connection")) | (_, Some("server")) => 2,
         _ => 0,
     }
 }
@@ -80,7 +75,7 @@ pub(crate) fn panels(rows: &[CheckRow]) -> Vec<Panel> {
             places.push(Vec::new());
         }
         let p = &mut out[i];
-        let phase = index_of(&mut p.phases, r.phase.clone());
+        let phase = index_of(&mut p.phases, r.phase.to_string());
         if phase == p.per_phase.len() {
             p.per_phase.push(0);
         }
@@ -100,19 +95,75 @@ pub(crate) fn panels(rows: &[CheckRow]) -> Vec<Panel> {
     out
 }
 
+/// One sweep point: its label, colour index (by K; off is 0) and mean (blind ms, hung cost ms).
+#[derive(Debug, PartialEq)]
+pub(crate) struct Point {
+    label: String,
+    series: usize,
+    x: f64,
+    y: f64,
+}
+
+/// Means over trials per (breaker, K, cooldown), in first-appearance order; a point whose every
+/// trial failed to recover has no blind time and is left out (the CSV keeps it).
+pub(crate) fn points(rows: &[SweepRow]) -> (Vec<String>, Vec<Point>) {
+    let mut keys: Vec<(String, u32, u64)> = Vec::new();
+    let mut groups: Vec<Vec<&SweepRow>> = Vec::new();
+    let mut series: Vec<String> = Vec::new();
+    for r in rows {
+        let i = index_of(&mut keys, (r.breaker.clone(), r.k, r.cooldown_ms));
+        if i == groups.len() {
+            groups.push(Vec::new());
+        }
+        groups[i].push(r);
+    }
+    let mut out = Vec::new();
+    for ((breaker, k, cooldown), rows) in keys.iter().zip(&groups) {
+        let name = match breaker.as_str() {
+            "on" => format!("K = {k}"),
+            _ => "breaker off".to_string(),
+        };
+        let s = index_of(&mut series, name);
+        let blind: Vec<f64> = rows.iter().filter_map(|r| r.blind_ms).collect();
+        let cost: Vec<f64> = rows.iter().map(|r| r.hung_cost_ms).collect();
+        let (Some(x), Some(y)) = (mean(&blind), mean(&cost)) else {
+            continue;
+        };
+        let label = match breaker.as_str() {
+            "on" => format!("K={k}, {cooldown} ms"),
+            _ => "off".to_string(),
+        };
+        out.push(Point {
+            label,
+            series: s,
+            x: x.max(BLIND_FLOOR_MS).log10(),
+            y: y / 1e3,
+        });
+    }
+    (series, out)
+}
+
 /// Renders `dir/outage.csv` into `outage.svg/.png`, and the breaker sweep if its CSV is there.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     let panels = panels(&read_csv::<CheckRow>(&dir.join(CSV_NAME))?);
-    let mut svg = String::new();
-    draw(&mut svg, &panels)?;
-    let mut written = write_chart(dir, "outage", &svg)?;
-    if dir.join(super::outage_sweep::CSV_NAME).is_file() {
-        written.extend(super::outage_sweep::render(dir)?);
+    let mut written = write_spec(dir, "outage", &outage_chart(&panels))?;
+    if dir.join(SWEEP_CSV).is_file() {
+        written.extend(render_sweep(dir)?);
     }
     Ok(written)
 }
 
-fn draw(svg: &mut String, panels: &[Panel]) -> Result<(), ChartError> {
+/// Renders `dir/breaker_sweep.csv` into `outage_sweep.svg/.png`.
+fn render_sweep(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
+    let csv_path = dir.join(SWEEP_CSV);
+    let (series, points) = points(&read_csv::<SweepRow>(&csv_path)?);
+    if points.is_empty() {
+        return Err(ChartError::Empty(csv_path));
+    }
+    write_spec(dir, "outage_sweep", &sweep_chart(&series, &points))
+}
+
+fn outage_chart(panels: &[Panel]) -> Chart {
     let all = panels.iter().flat_map(|p| p.dots.iter().map(|d| d.1));
     let (lo, hi) = all.fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
     // Headroom above the 250 ms wall so the phase names sit clear of the hung checks.
@@ -121,68 +172,81 @@ fn draw(svg: &mut String, panels: &[Panel]) -> Result<(), ChartError> {
     let y_ticks: Vec<(f64, String)> = (values.iter())
         .map(|v| (v.log10(), format!("{v}")))
         .collect();
-    let items: Vec<(Marker, &str)> = (KINDS.iter().enumerate())
-        .map(|(i, name)| (Marker::Dot(color(i)), *name))
-        .collect();
-    let frame = Frame {
-        size: SIZE,
-        legend_span: (LEGEND_LEFT, LEGEND_RIGHT),
-        heading: "outage: latency of each check (log ms)",
-        note: "every check of every run, in order; both policies drawn over each other (the policy changes the answer, not the time)",
-    };
-    let (root, body) = framed_canvas(svg, &frame, &items)?;
-    let areas = body.split_evenly((panels.len().max(1), 1));
-    for (panel, area) in panels.iter().zip(&areas) {
-        draw_panel(area, &root, panel, (y_lo, y_hi), &y_ticks)?;
-    }
-    root.present().map_err(plot_err)
+    let plots = panels.iter().map(|panel| {
+        let (mut under, mut start) = (Vec::new(), 0.0);
+        for (i, (name, n)) in panel.phases.iter().zip(&panel.per_phase).enumerate() {
+            let end = start + *n as f64;
+            let band = Layer::new(Shape::Rect([(start, y_lo), (end, y_hi)], 0), BLACK);
+            under.push(band.faded(if i % 2 == 0 { 0.06 } else { 0.0 }));
+            under.push(text(
+                ((start + end) / 2.0, y_hi),
+                (0, 4),
+                name,
+                BLACK,
+                Anchor::CenterTop,
+            ));
+            start = end;
+        }
+        let x_hi = panel.per_phase.iter().sum::<u64>().max(1) as f64;
+        let x_desc = format!("check, in run order (breaker {})", panel.breaker);
+        let mut x = Axis::new(
+            x_desc,
+            Range::Linear(0.0, x_hi),
+            Ticks::Auto(8, |v| format!("{v:.0}")),
+            40,
+        );
+        x.grid = false;
+        let y_range = Range::Linear(y_lo, y_hi);
+        let y = Axis::new(
+            "latency ms (log)",
+            y_range,
+            Ticks::Hand(y_ticks.clone()),
+            Y_LABEL_PX,
+        );
+        let dots = panel.dots.iter().map(|&(x, y, k)| ((x, y), color(k)));
+        let mut plot = Plot::new([10, 30, 0, 10], x, y, dots_by_color(dots, 0.7, 2));
+        (plot.font_px, plot.under) = ((13, 15), under);
+        plot
+    });
+    let note = "every check of every run, in order; both policies drawn over each other (the policy changes the \
+answer, not the time)";
+    let legend =
+        (KINDS.iter().enumerate()).map(|(i, name)| (Marker::Dot(color(i)), name.to_string()));
+    let title = "outage: latency of each check (log ms)";
+    Chart::new((1200, 900), title, note, plots.collect())
+        .legend(10 + Y_LABEL_PX as i32, legend.collect())
 }
 
-fn draw_panel(
-    area: &Area,
-    root: &Area,
-    panel: &Panel,
-    (y_lo, y_hi): (f64, f64),
-    y_ticks: &[(f64, String)],
-) -> Result<(), ChartError> {
-    let x_hi = panel.per_phase.iter().sum::<u64>().max(1) as f64;
-    let mut chart = ChartBuilder::on(area)
-        .margin_left(10)
-        .margin_right(30)
-        .margin_top(10)
-        .x_label_area_size(40)
-        .y_label_area_size(Y_LABEL_PX)
-        .build_cartesian_2d(0.0..x_hi, y_lo..y_hi)
-        .map_err(plot_err)?;
-    chart
-        .configure_mesh()
-        .disable_mesh()
-        .y_labels(0)
-        .x_labels(8)
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .x_desc(format!("check, in run order (breaker {})", panel.breaker))
-        .y_desc("latency ms (log)")
-        .label_style((FONT, 13))
-        .axis_desc_style((FONT, 15))
-        .draw()
-        .map_err(plot_err)?;
-    let mut start = 0.0;
-    for (i, (name, n)) in panel.phases.iter().zip(&panel.per_phase).enumerate() {
-        let end = start + *n as f64;
-        let shade = if i % 2 == 0 { 0.06 } else { 0.0 };
-        let band = Rectangle::new([(start, y_lo), (end, y_hi)], BLACK.mix(shade).filled());
-        chart.draw_series([band]).map_err(plot_err)?;
-        let (x, y) = chart.backend_coord(&((start + end) / 2.0, y_hi));
-        let style = font(14.0, &BLACK, HPos::Center, VPos::Top);
-        root.draw(&Text::new(name.as_str(), (x, y + 4), style))
-            .map_err(plot_err)?;
-        start = end;
-    }
-    custom_ticks(&chart, root, &[], y_ticks)?;
-    let dots =
-        (panel.dots.iter()).map(|&(x, y, k)| Circle::new((x, y), 2, color(k).mix(0.7).filled()));
-    chart.draw_series(dots).map_err(plot_err)?;
-    Ok(())
+fn sweep_chart(series: &[String], points: &[Point]) -> Chart {
+    let x_lo = points.iter().map(|p| p.x).fold(f64::MAX, f64::min) - 0.2;
+    let x_hi = points.iter().map(|p| p.x).fold(f64::MIN, f64::max) + 0.3;
+    let y_hi = points.iter().map(|p| p.y).fold(0.0, f64::max) * 1.15 + 0.1;
+    let (values, _) = log_points(10f64.powf(x_lo), 10f64.powf(x_hi));
+    let x_ticks: Vec<(f64, String)> = (values.iter())
+        .map(|v| (v.log10(), format!("{v}")))
+        .collect();
+    let dots = points.iter().map(|p| ((p.x, p.y), color(p.series)));
+    let mut layers = dots_by_color(dots, 1.0, POINT_PX as u32);
+    let labels = points.iter().map(|p| ((p.x, p.y), p.label.clone()));
+    layers.push(Layer::new(
+        Shape::PointLabels(labels.collect(), POINT_PX),
+        BLACK,
+    ));
+    let x_desc = "blind after SIGCONT: ms until the first normal answer (log)";
+    let x = Axis::new(x_desc, Range::Linear(x_lo, x_hi), Ticks::Hand(x_ticks), 60);
+    let y_desc = "users' total wait while hung, s (budget timeouts + probes)";
+    let y = Axis::new(
+        y_desc,
+        Range::Linear(0.0, y_hi),
+        Ticks::Auto(11, |v| format!("{v:.1}")),
+        70,
+    );
+    let note = "one point per (K, cooldown), mean over trials; lower = users waited less while Redis hung, left = \
+enforcement back sooner after SIGCONT";
+    let legend = (series.iter().enumerate()).map(|(i, name)| (Marker::Dot(color(i)), name.clone()));
+    let title = "outage: circuit breaker sweep, time users waited vs time blind";
+    let plot = Plot::new([0, 40, 10, 10], x, y, layers);
+    Chart::new((1200, 750), title, note, vec![plot]).legend(90, legend.collect())
 }
 
 #[cfg(test)]
@@ -192,7 +256,8 @@ mod tests {
     use std::fs;
 
     const CSV: &str = "\
-policy,breaker,k,cooldown_ms,phase,seq,at_ms,latency_us,outcome,route,failure,breaker_state,reconnected,script_reloaded,suspended
+policy,breaker,k,cooldown_ms,phase,seq,at_ms,latency_us,outcome,route,failure,breaker_state,\
+reconnected,script_reloaded,suspended
 fail-open,off,0,0,healthy,0,0,300,allowed,redis,,closed,false,false,false
 fail-open,off,0,0,healthy,1,2,250,allowed,redis,,closed,false,false,false
 fail-open,off,0,0,dead,0,0,60,degraded-allowed,redis,connection,closed,true,false,false
@@ -226,6 +291,48 @@ fail-open,on,3,250,hung,2,253,0,degraded-allowed,probe,timeout,open,true,false,f
         assert_eq!(paths, ["outage.svg", "outage.png"].map(|n| dir.join(n)));
         let svg = fs::read_to_string(&paths[0]).unwrap();
         for s in ["healthy", "hung", "breaker open: no call", "breaker on"] {
+            assert!(svg.contains(s), "svg lacks {s}");
+        }
+    }
+
+    const SWEEP: &str = "\
+breaker,k,cooldown_ms,probe_budget_ms,trial,jitter_ms,hung_ms,hung_checks,paid_budget,probes,hung_cost_ms,\
+blind_checks,blind_ms,suspended_checks
+off,0,0,25,0,100,3100,12,12,0,3010,0,0.05,0
+on,1,50,25,0,10,3010,1200,1,40,1250,5,20,0
+on,1,50,25,1,30,3030,1200,1,40,1270,7,30,0
+on,3,3000,25,0,10,3010,1200,3,1,775,800,1600,0
+on,3,250,25,0,10,3010,1200,3,11,1025,0,,0
+";
+
+    #[test]
+    fn means_over_trials_and_unrecovered_points_left_out() {
+        let mut reader = csv::Reader::from_reader(SWEEP.as_bytes());
+        let rows: Vec<SweepRow> = reader.deserialize().collect::<Result<_, _>>().unwrap();
+        let (series, points) = points(&rows);
+        assert_eq!(series, ["breaker off", "K = 1", "K = 3"]);
+        let labels: Vec<&str> = points.iter().map(|p| p.label.as_str()).collect();
+        assert_eq!(labels, ["off", "K=1, 50 ms", "K=3, 3000 ms"]);
+        assert_eq!(points[1].x, 25f64.log10());
+        assert_eq!(points[1].y, 1.26);
+        assert_eq!(
+            points[0].x,
+            0.1f64.log10(),
+            "below the floor is drawn on it"
+        );
+    }
+
+    #[test]
+    fn sweep_renders_svg_and_png() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = csv_dir(tmp.path(), "outage", SWEEP_CSV, SWEEP);
+        let paths = render_sweep(&dir).unwrap();
+        assert_eq!(
+            paths,
+            ["outage_sweep.svg", "outage_sweep.png"].map(|n| dir.join(n))
+        );
+        let svg = fs::read_to_string(&paths[0]).unwrap();
+        for s in ["K=1, 50 ms", "breaker off", "blind after SIGCONT"] {
             assert!(svg.contains(s), "svg lacks {s}");
         }
     }

@@ -2,6 +2,7 @@
 //! point that covers no other label and no point and stays inside the plot, so names never
 //! pile up where strategies cluster.
 
+use plotters::coord::ranged1d::Ranged;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
@@ -74,8 +75,8 @@ fn candidates((px, py): (i32, i32), size: (i32, i32), gap: i32) -> Vec<(Rect, bo
 
 /// Names each point (chart coordinates, coloured like series `i`) clear of the other names and
 /// points, with a leader line when a name had to move away from its point.
-pub(crate) fn draw_point_labels(
-    chart: &Plot,
+pub(crate) fn draw_point_labels<X: Ranged<ValueType = f64>, Y: Ranged<ValueType = f64>>(
+    chart: &Plot<X, Y>,
     root: &Area,
     points: &[((f64, f64), &str)],
     point_r: i32,

@@ -4,13 +4,12 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, VPos};
-use serde::Deserialize;
-
-use super::axes::log_axis;
-use super::draw::{color, font, legend, legend_rows, Area, CategoryLabels, Marker, LEGEND_ROW_PX};
-use super::{plot_err, read_csv, write_chart, ChartError};
+use crate::charts::spec::{
+    color, dots, limit_line, path, tag, Axis, Chart, Layer, Marker, Plot, Range, Ticks,
+};
+use crate::charts::spec::{BLACK, RED};
+use crate::charts::{read_csv, write_spec, ChartError};
+use crate::experiments::race::RaceRow;
 
 /// The CSV the race experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "race.csv";
@@ -21,27 +20,13 @@ const MARGIN_RIGHT: u32 = 60;
 const Y_LABEL_PX: u32 = 70;
 /// Horizontal pixels not available to slots; lets labels be laid out before plotters runs.
 const PLOT_INSET: u32 = MARGIN_LEFT + MARGIN_RIGHT + Y_LABEL_PX;
-/// Legend rows wrap before this x.
-const LEGEND_RIGHT: i32 = SIZE.0 as i32 - 10;
 /// Share of a slot's width used by the strategies' columns.
 const SLOT_FILL: f64 = 0.8;
-
-/// The columns the chart needs; columns are matched by header name, extra ones are ignored.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct RaceRow {
-    scenario: String,
-    strategy: String,
-    processes: u32,
-    in_flight: u32,
-    checks: u64,
-    admitted: u64,
-    limit: u64,
-}
 
 /// One x-axis slot: a (scenario, processes, in_flight) configuration.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Slot {
-    key: (String, u32, u32),
+    key: (String, usize, usize),
     label: String,
     /// Distinct limits seen in this slot, in first-appearance order.
     limits: Vec<u64>,
@@ -59,7 +44,7 @@ pub(crate) struct Grouped {
 }
 
 /// "1x500" for the matrix, "1x500 (seed 001)" for seeded scenarios, "1x500 (other)" otherwise.
-fn slot_label(scenario: &str, processes: u32, in_flight: u32) -> String {
+fn slot_label(scenario: &str, processes: usize, in_flight: usize) -> String {
     let config = format!("{processes}x{in_flight}");
     match scenario {
         "matrix" => config,
@@ -74,8 +59,9 @@ fn slot_label(scenario: &str, processes: u32, in_flight: u32) -> String {
 pub(crate) fn group(rows: &[RaceRow]) -> Grouped {
     let mut strategies: Vec<String> = Vec::new();
     for r in rows {
-        if !strategies.contains(&r.strategy) {
-            strategies.push(r.strategy.clone());
+        let name = r.strategy.to_string();
+        if !strategies.contains(&name) {
+            strategies.push(name);
         }
     }
     let mut slots: Vec<Slot> = Vec::new();
@@ -97,7 +83,7 @@ pub(crate) fn group(rows: &[RaceRow]) -> Grouped {
             slot.limits.push(r.limit);
         }
         // Every strategy was collected above, so the lookup always succeeds.
-        if let Some(s) = strategies.iter().position(|s| *s == r.strategy) {
+        if let Some(s) = strategies.iter().position(|s| *s == r.strategy.to_string()) {
             slot.admitted[s].push(r.admitted);
         }
     }
@@ -114,9 +100,7 @@ pub(crate) fn group(rows: &[RaceRow]) -> Grouped {
 /// Renders `dir/race.csv` into `dir/race.svg` and `dir/race.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     let grouped = group(&read_csv::<RaceRow>(&dir.join(CSV_NAME))?);
-    let mut svg = String::new();
-    draw(&mut svg, &grouped)?;
-    write_chart(dir, "race", &svg)
+    write_spec(dir, "race", &chart(&grouped))
 }
 
 /// Log y range: above 0, the limit (or smallest admitted) with room below, checks with room above.
@@ -132,82 +116,34 @@ fn y_range(g: &Grouped) -> (f64, f64) {
     (lo, (top.max(min_limit) * 1.3).max(lo * 4.0))
 }
 
-/// Draws the whole chart into `svg`; `Grouped` must hold at least one slot.
-fn draw(svg: &mut String, g: &Grouped) -> Result<(), ChartError> {
+/// The chart spec; `Grouped` must hold at least one slot.
+fn chart(g: &Grouped) -> Chart {
     let (lo, hi) = y_range(g);
     let limits: BTreeSet<u64> = g.slots.iter().flat_map(|s| s.limits.clone()).collect();
-    let limit_text: Vec<String> = limits.iter().map(u64::to_string).collect();
     let (n, ns) = (g.slots.len(), g.strategies.len().max(1));
-    let labels: Vec<String> = g.slots.iter().map(|s| s.label.clone()).collect();
     let slot_px = f64::from(SIZE.0 - PLOT_INSET) / n.max(1) as f64;
-    let category_labels = CategoryLabels::new(&labels, slot_px);
-
-    let mut items: Vec<(Marker, &str)> = (g.strategies.iter().enumerate())
-        .map(|(s, name)| (Marker::Dot(color(s)), name.as_str()))
+    let mut legend: Vec<(Marker, String)> = (g.strategies.iter().enumerate())
+        .map(|(s, name)| (Marker::Dot(color(s)), name.clone()))
         .collect();
-    items.push((Marker::Line(BLACK), "mean of trials"));
-    items.push((Marker::Dashed(RED), "limit"));
-    // The plot starts right of the y labels; many strategies wrap the legend onto more rows.
-    let rows = legend_rows(&items, (MARGIN_LEFT + Y_LABEL_PX) as i32, LEGEND_RIGHT);
-    let header_px = 56 + LEGEND_ROW_PX * rows.max(1) as i32;
-
-    let root: Area = SVGBackend::with_string(svg, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
-    let (header, body) = root.split_vertically(header_px); // title + legend band
-    let title = format!(
-        "race: admitted per configuration (limit = {}), each dot one trial",
-        limit_text.join(", ")
-    );
-    let title_font = font(22.0, &BLACK, HPos::Center, VPos::Top);
-    header
-        .draw(&Text::new(title, (SIZE.0 as i32 / 2, 14), title_font))
-        .map_err(plot_err)?;
-
-    let mut chart = ChartBuilder::on(&body)
-        .margin_left(MARGIN_LEFT)
-        .margin_right(MARGIN_RIGHT)
-        .margin_bottom(10)
-        .x_label_area_size(category_labels.area_px)
-        .y_label_area_size(Y_LABEL_PX)
-        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), log_axis(lo, hi))
-        .map_err(plot_err)?;
-    // x ticks are categorical, so plotters' numeric x labels are off and drawn by hand below.
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(0)
-        .bold_line_style(BLACK.mix(0.12))
-        .light_line_style(BLACK.mix(0.04))
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .x_desc("processes x in-flight per process")
-        .y_desc("admitted (log)")
-        .label_style((super::draw::FONT, 14))
-        .axis_desc_style((super::draw::FONT, 16))
-        .draw()
-        .map_err(plot_err)?;
+    legend.push((Marker::Line(BLACK), "mean of trials".into()));
+    legend.push((Marker::Dashed(RED), "limit".into()));
 
     // Slot separators; a darker one where the scenario changes (matrix -> seeded runs).
-    let separators = (1..n).map(|i| {
-        let strong = g.slots[i].key.0 != g.slots[i - 1].key.0;
-        let style = match strong {
-            true => BLACK.mix(0.45).stroke_width(2),
-            false => BLACK.mix(0.12).stroke_width(1),
-        };
-        let x = i as f64 - 0.5;
-        PathElement::new(vec![(x, lo), (x, hi)], style)
-    });
-    chart.draw_series(separators).map_err(plot_err)?;
-
+    let mut layers: Vec<Layer> = (1..n)
+        .map(|i| {
+            let strong = g.slots[i].key.0 != g.slots[i - 1].key.0;
+            let (alpha, width) = if strong { (0.45, 2) } else { (0.12, 1) };
+            let x = i as f64 - 0.5;
+            path(vec![(x, lo), (x, hi)], BLACK, width, None).faded(alpha)
+        })
+        .collect();
     // Limit: one segment per slot so differing limits per configuration stay honest.
-    let red = RED.stroke_width(2);
     for (i, slot) in g.slots.iter().enumerate() {
         for &limit in &slot.limits {
             let (x, y) = (i as f64, (limit as f64).max(lo));
-            let series = DashedLineSeries::new([(x - 0.5, y), (x + 0.5, y)], 8, 4, red);
-            chart.draw_series(series).map_err(plot_err)?;
+            layers.push(limit_line((x - 0.5, y), (x + 0.5, y)));
         }
     }
-
     let band = SLOT_FILL / ns as f64;
     // Jitter and mean dash scale with the band but stay compact when slots are wide.
     let (spread, half_dash) = (
@@ -223,31 +159,39 @@ fn draw(svg: &mut String, g: &Grouped) -> Result<(), ChartError> {
             // Mean first so the trial dots stay visible on top of it.
             let mean = (trials.iter().sum::<u64>() as f64 / trials.len() as f64).max(lo);
             let dash = vec![(cx - half_dash, mean), (cx + half_dash, mean)];
-            let dash = PathElement::new(dash, BLACK.stroke_width(2));
-            chart.draw_series(std::iter::once(dash)).map_err(plot_err)?;
+            layers.push(path(dash, BLACK, 2, None));
             // Deterministic golden-ratio jitter spreads identical trials into a visible cluster;
             // zero (impossible on a log axis) sits on the bottom edge.
-            let dots = trials.iter().enumerate().map(|(k, &a)| {
+            let at = trials.iter().enumerate().map(|(k, &a)| {
                 let j = ((k as f64 * 0.618_034) % 1.0 - 0.5) * spread;
-                Circle::new((cx + j, (a as f64).max(lo)), 4, color(s).mix(0.6).filled())
+                (cx + j, (a as f64).max(lo))
             });
-            chart.draw_series(dots).map_err(plot_err)?;
+            layers.push(dots(at.collect(), color(s), 4).faded(0.6));
         }
     }
-
-    // Category labels and "limit" tags go in pixels, outside the plot area.
-    category_labels.draw(&root, |i| chart.backend_coord(&(i as f64, lo)))?;
-    let red_font = font(14.0, &RED, HPos::Left, VPos::Center);
-    for &limit in &limits {
-        let (x, y) = chart.backend_coord(&(n as f64 - 0.5, (limit as f64).max(lo)));
-        root.draw(&Text::new("limit", (x + 6, y), red_font.clone()))
-            .map_err(plot_err)?;
-    }
-
-    let (plot_left, _) = chart.backend_coord(&(-0.5, lo));
-    legend(&header, (plot_left, 60), LEGEND_RIGHT, &items)?;
-    root.present().map_err(plot_err)?;
-    Ok(())
+    let tags = limits
+        .iter()
+        .map(|&l| tag((n as f64 - 0.5, (l as f64).max(lo)), "limit"));
+    let labels = g.slots.iter().map(|s| s.label.clone()).collect();
+    let x = Axis::category("processes x in-flight per process", labels);
+    let y = Axis::new(
+        "admitted (log)",
+        Range::Log(lo, hi),
+        Ticks::Auto(11, |v| format!("{v:.0}")),
+        Y_LABEL_PX,
+    );
+    let mut plot = Plot::new([0, MARGIN_RIGHT, 10, MARGIN_LEFT], x, y, layers);
+    plot.over = tags.collect();
+    let limit_text: Vec<String> = limits.iter().map(u64::to_string).collect();
+    let title = format!(
+        "race: admitted per configuration (limit = {}), each dot one trial",
+        limit_text.join(", ")
+    );
+    // The plot starts right of the y labels; many strategies wrap the legend onto more rows.
+    let mut chart =
+        Chart::new(SIZE, title, "", vec![plot]).legend((MARGIN_LEFT + Y_LABEL_PX) as i32, legend);
+    chart.legend_last = true;
+    chart
 }
 
 #[cfg(test)]
@@ -257,8 +201,13 @@ mod tests {
     /// Rows from "scenario,strategy,processes,in_flight,admitted" lines (checks 1000, limit 100);
     /// the columns are deliberately in a different order than the real CSV.
     fn rows(lines: &[&str]) -> Vec<RaceRow> {
-        let body: String = lines.iter().map(|l| format!("{l},1000,100\n")).collect();
-        let csv = format!("scenario,strategy,processes,in_flight,admitted,checks,limit\n{body}");
+        let body: String = lines
+            .iter()
+            .map(|l| format!("{l},1000,100,0,0,0,x,1\n"))
+            .collect();
+        let header = "scenario,strategy,processes,in_flight,admitted,checks,limit,trial,denied,errors,final_state,\
+elapsed_ms";
+        let csv = format!("{header}\n{body}");
         let mut reader = csv::Reader::from_reader(csv.as_bytes());
         reader.deserialize().collect::<Result<_, _>>().unwrap()
     }
@@ -283,7 +232,10 @@ mod tests {
 
     #[test]
     fn y_range_spans_half_limit_to_checks() {
-        let g = group(&rows(&["matrix,a,1,1,100", "matrix,a,1,2,40"]));
+        let g = group(&rows(&[
+            "matrix,lua-bucket,1,1,100",
+            "matrix,lua-bucket,1,2,40",
+        ]));
         let (lo, hi) = y_range(&g);
         assert!((lo - 40.0 / 1.5).abs() < 1e-9, "{lo}");
         assert!((hi - 1300.0).abs() < 1e-9, "{hi}");

@@ -4,33 +4,18 @@
 
 use std::path::{Path, PathBuf};
 
-use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, VPos};
-use serde::Deserialize;
-
-use super::axes::log_axis;
-use super::draw::{color, font, legend, legend_rows, title, Area, Marker, FONT, LEGEND_ROW_PX};
-use super::{index_of, mean, plot_err, read_csv, write_chart, ChartError};
+use crate::charts::spec::{
+    color, csv_name, dots, limit_line, path, tag, Axis, Chart, Layer, Marker, Plot, Range,
+};
+use crate::charts::spec::{Shape, Ticks, RED};
+use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::experiments::tsmember::TsmemberRow;
 
 /// The CSV the tsmember experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "tsmember.csv";
 const SIZE: (u32, u32) = (1200, 760);
-const LEGEND_LEFT: i32 = 90;
-const LEGEND_RIGHT: i32 = SIZE.0 as i32 - 10;
 /// Sideways spread of one rate's variants, as a factor on the log x axis, so dots stay apart.
 const DODGE: f64 = 0.035;
-
-/// The columns the chart needs; columns are matched by header name, extra ones are ignored.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct Row {
-    member: String,
-    clock: String,
-    rate: String,
-    admitted: f64,
-    limit: f64,
-    #[serde(default)]
-    requests_per_s: f64,
-}
 
 /// One member x clock variant: its trials per arrival rate, and its flat-out runs.
 #[derive(Debug, PartialEq)]
@@ -45,22 +30,23 @@ pub(crate) struct Variant {
 }
 
 /// Groups rows into variants in first-appearance order; pure so it is unit-testable.
-pub(crate) fn group(rows: &[Row]) -> Vec<Variant> {
+pub(crate) fn group(rows: &[TsmemberRow]) -> Vec<Variant> {
     let (mut members, mut names) = (Vec::new(), Vec::new());
     let mut out: Vec<Variant> = Vec::new();
-    for r in rows.iter().filter(|r| r.limit > 0.0) {
-        let member = index_of(&mut members, r.member.clone());
-        let i = index_of(&mut names, format!("{} / {}", r.member, r.clock));
+    for r in rows.iter().filter(|r| r.limit > 0) {
+        let member = index_of(&mut members, r.member);
+        let clock = csv_name(&r.clock);
+        let i = index_of(&mut names, format!("{} / {clock}", csv_name(&r.member)));
         if i == out.len() {
             out.push(Variant {
                 name: names[i].clone(),
                 member,
-                caller_clock: r.clock == "caller",
+                caller_clock: clock == "caller",
                 rates: Vec::new(),
                 flat_out: Vec::new(),
             });
         }
-        let ratio = r.admitted / r.limit;
+        let ratio = r.admitted as f64 / r.limit as f64;
         match r.rate.parse::<f64>() {
             Ok(rate) if rate > 0.0 => {
                 let v = &mut out[i].rates;
@@ -82,16 +68,14 @@ pub(crate) fn group(rows: &[Row]) -> Vec<Variant> {
 /// Renders `dir/tsmember.csv` into `dir/tsmember.svg` and `dir/tsmember.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     let csv_path = dir.join(CSV_NAME);
-    let variants = group(&read_csv::<Row>(&csv_path)?);
+    let variants = group(&read_csv::<TsmemberRow>(&csv_path)?);
     if variants
         .iter()
         .all(|v| v.rates.is_empty() && v.flat_out.is_empty())
     {
         return Err(ChartError::Empty(csv_path));
     }
-    let mut svg = String::new();
-    draw(&mut svg, &variants)?;
-    write_chart(dir, "tsmember", &svg)
+    write_spec(dir, "tsmember", &chart(&variants))
 }
 
 /// Log ranges that hold every point, the limit line at 1, and some room around them.
@@ -113,47 +97,17 @@ fn ranges(variants: &[Variant]) -> ((f64, f64), (f64, f64)) {
     )
 }
 
-/// Draws the chart; `variants` has at least one point.
-fn draw(svg: &mut String, variants: &[Variant]) -> Result<(), ChartError> {
+/// The chart spec; `variants` has at least one point.
+fn chart(variants: &[Variant]) -> Chart {
     let ((x_lo, x_hi), (y_lo, y_hi)) = ranges(variants);
-    let mut items: Vec<(Marker, &str)> = (variants.iter())
+    let mut legend: Vec<(Marker, String)> = (variants.iter())
         .map(|v| match v.caller_clock {
-            true => (Marker::Dashed(color(v.member)), v.name.as_str()),
-            false => (Marker::Line(color(v.member)), v.name.as_str()),
+            true => (Marker::Dashed(color(v.member)), v.name.clone()),
+            false => (Marker::Line(color(v.member)), v.name.clone()),
         })
         .collect();
-    items.push((Marker::Dashed(RED), "limit"));
-    let rows = legend_rows(&items, LEGEND_LEFT, LEGEND_RIGHT) as i32;
-    let root: Area = SVGBackend::with_string(svg, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
-    let (header, body) = root.split_vertically(84 + LEGEND_ROW_PX * rows);
-    let note = "line = mean of trials, dot = one trial (dodged sideways); hollow square = flat out (closed loop), at the rate it reached";
-    title(&header, "tsmember: admitted / limit by arrival rate", note)?;
-    legend(&header, (LEGEND_LEFT, 80), LEGEND_RIGHT, &items)?;
-
-    let mut chart = ChartBuilder::on(&body)
-        .margin_left(10)
-        .margin_right(60)
-        .margin_bottom(10)
-        .x_label_area_size(60)
-        .y_label_area_size(80)
-        .build_cartesian_2d(log_axis(x_lo, x_hi), log_axis(y_lo, y_hi))
-        .map_err(plot_err)?;
-    chart
-        .configure_mesh()
-        .bold_line_style(BLACK.mix(0.12))
-        .light_line_style(BLACK.mix(0.04))
-        .x_label_formatter(&|v| format!("{v}"))
-        .y_label_formatter(&|v| format!("{v}x"))
-        .x_desc("arrival rate, requests/s (log)")
-        .y_desc("admitted / limit (log)")
-        .label_style((FONT, 14))
-        .axis_desc_style((FONT, 16))
-        .draw()
-        .map_err(plot_err)?;
-    let limit = DashedLineSeries::new([(x_lo, 1.0), (x_hi, 1.0)], 8, 4, RED.stroke_width(2));
-    chart.draw_series(limit).map_err(plot_err)?;
-
+    legend.push((Marker::Dashed(RED), "limit".into()));
+    let mut layers = vec![limit_line((x_lo, 1.0), (x_hi, 1.0))];
     let n = variants.len() as f64;
     for (k, v) in variants.iter().enumerate() {
         let c = color(v.member);
@@ -161,33 +115,42 @@ fn draw(svg: &mut String, variants: &[Variant]) -> Result<(), ChartError> {
         let means: Vec<(f64, f64)> = (v.rates.iter())
             .filter_map(|(rate, trials)| Some((*rate, mean(trials)?)))
             .collect();
-        let style = c.stroke_width(2);
-        match v.caller_clock {
-            true => chart.draw_series(DashedLineSeries::new(means, 7, 4, style)),
-            false => chart.draw_series(LineSeries::new(means, style)),
+        layers.push(path(means, c, 2, v.caller_clock.then_some((7, 4))));
+        let dots_at = (v.rates.iter())
+            .flat_map(|(rate, trials)| trials.iter().map(move |&y| (rate * dodge, y)));
+        layers.push(dots(dots_at.collect(), c, 4).faded(0.7));
+        for &(x, y) in &v.flat_out {
+            layers.push(Layer::new(
+                Shape::Rect([(x / 1.04, y / 1.04), (x * 1.04, y * 1.04)], 2),
+                c,
+            ));
         }
-        .map_err(plot_err)?;
-        let dots = (v.rates.iter()).flat_map(|(rate, trials)| {
-            let at = rate * dodge;
-            trials
-                .iter()
-                .map(move |&y| Circle::new((at, y), 4, c.mix(0.7).filled()))
-        });
-        chart.draw_series(dots).map_err(plot_err)?;
-        let squares = (v.flat_out.iter()).map(|&(x, y)| {
-            Rectangle::new(
-                [(x / 1.04, y / 1.04), (x * 1.04, y * 1.04)],
-                c.stroke_width(2),
-            )
-        });
-        chart.draw_series(squares).map_err(plot_err)?;
     }
-    let (x, y) = chart.backend_coord(&(x_hi, 1.0));
-    let tag = font(14.0, &RED, HPos::Left, VPos::Center);
-    root.draw(&Text::new("limit", (x + 6, y), tag))
-        .map_err(plot_err)?;
-    root.present().map_err(plot_err)?;
-    Ok(())
+    let x = Axis::new(
+        "arrival rate, requests/s (log)",
+        Range::Log(x_lo, x_hi),
+        Ticks::Auto(11, |v| format!("{v}")),
+        60,
+    );
+    let y = Axis::new(
+        "admitted / limit (log)",
+        Range::Log(y_lo, y_hi),
+        Ticks::Auto(11, |v| format!("{v}x")),
+        80,
+    );
+    let mut plot = Plot::new([0, 60, 10, 10], x, y, layers);
+    plot.over = vec![tag((x_hi, 1.0), "limit")];
+    let note = "line = mean of trials, dot = one trial (dodged sideways); hollow square = flat out (closed loop), \
+at the rate it reached";
+    let mut chart = Chart::new(
+        SIZE,
+        "tsmember: admitted / limit by arrival rate",
+        note,
+        vec![plot],
+    )
+    .legend(90, legend);
+    chart.header_pad = 8;
+    chart
 }
 
 #[cfg(test)]
@@ -196,14 +159,14 @@ mod tests {
     use crate::charts::{csv_dir, render_experiment};
     use std::fs;
 
-    const HEADER: &str =
-        "member,clock,rate,trial,offered,admitted,denied,limit,requests_per_s,extra";
+    const HEADER: &str = "member,clock,rate,trial,duration_s,offered,admitted,denied,limit,admitted_per_limit,\
+log_entries,p50_us,p99_us,max_us,p99_late_us,max_late_us,late_starts,generator_cpu_s,requests_per_s";
     const ROWS: &str = "\
-time-ms,redis,1000,0,2000,189,1811,100,1000,x
-time-ms,redis,100,0,200,109,91,100,100,x
-time-ms,redis,1000,1,2000,191,1809,100,1000,x
-unique-id,caller,100,0,200,100,100,100,100,x
-time-ms,redis,flat-out,0,90000,51000,39000,1000,45000,x
+time-ms,redis,1000,0,2,2000,189,1811,100,1,189,1,1,1,1,1,0,0,1000
+time-ms,redis,100,0,2,200,109,91,100,1,109,1,1,1,1,1,0,0,100
+time-ms,redis,1000,1,2,2000,191,1809,100,1,191,1,1,1,1,1,0,0,1000
+unique-id,caller,100,0,2,200,100,100,100,1,100,1,1,1,1,1,0,0,100
+time-ms,redis,flat-out,0,2,90000,51000,39000,1000,1,51000,1,1,1,1,1,0,0,45000
 ";
 
     #[test]
@@ -235,7 +198,7 @@ time-ms,redis,flat-out,0,90000,51000,39000,1000,45000,x
     fn groups_trials_by_rate_and_keeps_flat_out_apart() {
         let csv = format!("{HEADER}\n{ROWS}");
         let mut reader = csv::Reader::from_reader(csv.as_bytes());
-        let rows: Vec<Row> = reader.deserialize().collect::<Result<_, _>>().unwrap();
+        let rows: Vec<TsmemberRow> = reader.deserialize().collect::<Result<_, _>>().unwrap();
         let g = group(&rows);
         assert_eq!(g.len(), 2);
         assert_eq!(

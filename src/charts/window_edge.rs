@@ -4,25 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use plotters::style::{RGBColor, BLACK, RED};
-use serde::Deserialize;
-
-use super::bars::{self, si, Bar, BarChart, Slot};
-use super::draw::{color, Marker};
-use super::{index_of, mean, read_csv, write_chart, ChartError};
+use crate::charts::bars::{self, si, BarChart};
+use crate::charts::spec::{color, Bar, Marker, Rgb, Slot, BLACK, RED};
+use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::experiments::window_edge::WindowEdgeRow;
 
 /// The CSV the window-edge experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "window-edge.csv";
-const GREY: RGBColor = RGBColor(150, 150, 150);
-
-/// The columns the chart needs; columns are matched by header name, extra ones are ignored.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct Row {
-    strategy: String,
-    limit: f64,
-    max_admitted_in_1s: f64,
-    smooth_bound: f64,
-}
+const GREY: Rgb = Rgb(150, 150, 150);
 
 /// One strategy's trials.
 #[derive(Debug, PartialEq)]
@@ -34,20 +23,20 @@ pub(crate) struct Strategy {
 }
 
 /// Groups rows by strategy in first-appearance order; pure so it is unit-testable.
-pub(crate) fn group(rows: &[Row]) -> Vec<Strategy> {
+pub(crate) fn group(rows: &[WindowEdgeRow]) -> Vec<Strategy> {
     let mut names = Vec::new();
     let mut out: Vec<Strategy> = Vec::new();
     for r in rows {
-        let i = index_of(&mut names, r.strategy.clone());
+        let i = index_of(&mut names, r.strategy);
         if i == out.len() {
             out.push(Strategy {
-                name: r.strategy.clone(),
-                limit: r.limit,
+                name: r.strategy.to_string(),
+                limit: r.limit as f64,
                 max: Vec::new(),
                 bound: Vec::new(),
             });
         }
-        out[i].max.push(r.max_admitted_in_1s);
+        out[i].max.push(r.max_admitted_in_1s as f64);
         out[i].bound.push(r.smooth_bound);
     }
     out
@@ -55,10 +44,8 @@ pub(crate) fn group(rows: &[Row]) -> Vec<Strategy> {
 
 /// Renders `dir/window-edge.csv` into `dir/window-edge.svg` and `dir/window-edge.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let strategies = group(&read_csv::<Row>(&dir.join(CSV_NAME))?);
-    let mut svg = String::new();
-    bars::draw(&mut svg, &chart(&strategies))?;
-    write_chart(dir, "window-edge", &svg)
+    let strategies = group(&read_csv::<WindowEdgeRow>(&dir.join(CSV_NAME))?);
+    write_spec(dir, "window-edge", &bars::spec(chart(&strategies)))
 }
 
 fn chart(strategies: &[Strategy]) -> BarChart<'static> {
@@ -70,27 +57,17 @@ fn chart(strategies: &[Strategy]) -> BarChart<'static> {
             true => format!("{:.2}x", height / s.limit),
             false => String::new(),
         };
-        let most = Bar {
-            color: color(i),
-            height,
-            dots: s.max.clone(),
-            note,
-        };
-        let bound = Bar {
-            color: GREY,
-            height: mean(&s.bound).unwrap_or(0.0),
-            dots: Vec::new(),
-            note: String::new(),
-        };
-        Slot {
-            label: s.name.clone(),
-            bars: vec![most, bound],
-            note: String::new(),
-        }
+        let most = Bar::new(color(i), height, s.max.clone(), note);
+        let bound = Bar::new(GREY, mean(&s.bound).unwrap_or(0.0), Vec::new(), "");
+        (s.name.clone(), Slot(vec![most, bound], String::new()))
     });
     BarChart {
         title: "window-edge: most admitted in any 1 s, limit sent at both sides of a window edge",
-        subtitle: format!("L = {} sent just before a window boundary and L just after; bar and number = mean of trials, dot = one trial", si(limit)),
+        subtitle: format!(
+            "L = {} sent just before a window boundary and L just after; bar and number = mean of trials, \
+dot = one trial",
+            si(limit)
+        ),
         x_desc: "strategy",
         y_desc: "requests admitted",
         y_format: si,
@@ -111,11 +88,12 @@ mod tests {
     use std::fs;
 
     const HEADER: &str =
-        "strategy,trial,limit,offered,admitted,max_admitted_in_1s,smooth_bound,extra";
+        "strategy,trial,limit,offered,admitted,admitted_before_edge,admitted_after_edge,\
+max_admitted_in_1s,max_per_limit,admit_span_ms,smooth_bound,boundary_unix_ms,max_late_us";
     const ROWS: &str = "\
-incr-window,0,100,200,200,200,110,x
-lua-bucket,0,100,200,109,109,109.4,x
-incr-window,1,100,200,194,194,109,x
+incr-window,0,100,200,200,100,100,200,2.0,99,110,0,250
+lua-bucket,0,100,200,109,100,9,109,1.09,94,109.4,0,250
+incr-window,1,100,200,194,100,94,194,1.94,90,109,0,250
 ";
 
     #[test]
@@ -150,7 +128,7 @@ incr-window,1,100,200,194,194,109,x
     fn groups_trials_by_strategy() {
         let csv = format!("{HEADER}\n{ROWS}");
         let mut reader = csv::Reader::from_reader(csv.as_bytes());
-        let rows: Vec<Row> = reader.deserialize().collect::<Result<_, _>>().unwrap();
+        let rows: Vec<WindowEdgeRow> = reader.deserialize().collect::<Result<_, _>>().unwrap();
         let g = group(&rows);
         assert_eq!(g[0].max, [200.0, 194.0]);
         assert_eq!(g[1].bound, [109.4]);
