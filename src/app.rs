@@ -146,30 +146,15 @@ fn finish_experiment(experiment: &dyn Experiment, dir: &Path) {
 /// Redraws the charts of every experiment that has results under `dir`.
 fn chart(dir: &Path) -> anyhow::Result<()> {
     anyhow::ensure!(dir.is_dir(), "{} is not a results directory", dir.display());
-    let mut written = Vec::new();
-    let mut problems = 0;
-    for experiment in experiments::ALL {
-        let exp_dir = dir.join(experiment.id());
-        // Experiments that were never run simply have no CSV; that is not a problem.
-        let Some(first) = experiment.tables().first().copied() else {
-            continue;
-        };
-        if !exp_dir.join(first.file).is_file() {
-            continue;
-        }
-        match experiment.charts(&exp_dir) {
-            Ok(paths) => written.extend(paths),
-            Err(e) => {
-                eprintln!("ratelab: chart {} failed: {e}", experiment.id());
-                problems += 1;
-            }
-        }
-    }
+    let (written, problems) = experiments::draw_all(dir);
     for path in &written {
         println!("chart: {}", path.display());
     }
+    for (id, err) in &problems {
+        eprintln!("ratelab: chart {id} failed: {err}");
+    }
     anyhow::ensure!(
-        problems == 0 || !written.is_empty(),
+        problems.is_empty() || !written.is_empty(),
         "no chart could be drawn"
     );
     anyhow::ensure!(

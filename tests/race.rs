@@ -198,7 +198,10 @@ fn experiment_writes_csvs_meta_trace_and_chart_then_stops_its_server() {
         .get_connection_with_timeout(Duration::from_millis(300))
         .is_err());
 
-    let charts = ratelab::charts::render_experiment("race", &dir).unwrap();
+    let charts = ratelab::experiments::find("race")
+        .expect("registered")
+        .charts(&dir)
+        .unwrap();
     assert!(charts.iter().any(|p| p.ends_with("race.svg")));
 }
 

@@ -111,6 +111,29 @@ pub fn find(id: &str) -> Result<&'static dyn Experiment, ExperimentError> {
     })
 }
 
+/// Redraws the charts of every experiment that has results under `results_dir`, returning the
+/// files written and, apart, the experiments whose charts failed, so one bad CSV never hides the
+/// others. Experiments that were never run (no first CSV) are skipped.
+pub fn draw_all(results_dir: &Path) -> (Vec<PathBuf>, Vec<(&'static str, ChartError)>) {
+    let mut written = Vec::new();
+    let mut problems = Vec::new();
+    for e in ALL {
+        let dir = results_dir.join(e.id());
+        let ran = e
+            .tables()
+            .first()
+            .is_some_and(|t| dir.join(t.file).is_file());
+        if !ran {
+            continue;
+        }
+        match e.charts(&dir) {
+            Ok(paths) => written.extend(paths),
+            Err(err) => problems.push((e.id(), err)),
+        }
+    }
+    (written, problems)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,6 +193,37 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn draw_all_skips_what_never_ran_and_reports_a_bad_csv_without_hiding_the_rest() {
+        let tmp = tempfile::tempdir().unwrap();
+        for e in ALL {
+            let err = e.charts(&tmp.path().join(e.id())).unwrap_err();
+            assert!(matches!(err, ChartError::Missing(_)), "{}: {err}", e.id());
+        }
+        let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/reference");
+        for (id, file) in [("calibrate", "calibrate.csv"), ("mystery", "calibrate.csv")] {
+            std::fs::create_dir_all(tmp.path().join(id)).unwrap();
+            std::fs::copy(
+                reference.join("calibrate").join(file),
+                tmp.path().join(id).join(file),
+            )
+            .unwrap();
+        }
+        std::fs::create_dir_all(tmp.path().join("race")).unwrap();
+        std::fs::write(
+            tmp.path().join("race/race.csv"),
+            "scenario,strategy\nmatrix,x\n",
+        )
+        .unwrap();
+        let (written, problems) = draw_all(tmp.path());
+        assert_eq!(
+            written,
+            ["calibrate.svg", "calibrate.png"].map(|n| tmp.path().join("calibrate").join(n))
+        );
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].0, "race");
     }
 
     fn toml_text(id: &str) -> String {

@@ -20,6 +20,7 @@
 //!
 //! Writes `bigkey/bigkey.csv` (one row per operation), `bigkey/meta.json`.
 
+mod charts;
 mod ops;
 mod report;
 mod rows;
@@ -57,7 +58,7 @@ impl Definition for Bigkey {
         vec![Table::of::<BigkeyRow>("bigkey.csv")]
     }
     fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        crate::charts::render_experiment(Self::ID, dir)
+        charts::render(dir)
     }
     fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
         report::summary(dir)

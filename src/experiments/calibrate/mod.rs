@@ -12,6 +12,7 @@
 //! Writes `calibrate/calibrate.csv` (one row per run), `calibrate/meta.json`.
 
 mod body;
+mod charts;
 mod report;
 mod rows;
 
@@ -45,7 +46,7 @@ impl Definition for Calibrate {
         vec![Table::of::<CalibrateRow>("calibrate.csv")]
     }
     fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        crate::charts::render_experiment(Self::ID, dir)
+        charts::render(dir)
     }
     fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
         report::summary(dir)

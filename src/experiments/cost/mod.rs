@@ -12,6 +12,7 @@
 //!
 //! Writes `cost/cost.csv` (one row per run), `cost/meta.json`.
 
+mod charts;
 mod report;
 mod rows;
 
@@ -40,7 +41,7 @@ impl Definition for Cost {
         vec![Table::of::<CostRow>("cost.csv")]
     }
     fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        crate::charts::render_experiment(Self::ID, dir)
+        charts::render(dir)
     }
     fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
         report::summary(dir)

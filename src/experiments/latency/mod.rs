@@ -12,6 +12,7 @@
 //! Writes `latency/latency.csv` (percentiles per strategy and run), `latency/latency_hist.csv`
 //! (every recorded bucket: strategy, run, value_us, count), `latency/meta.json`.
 
+mod charts;
 mod report;
 mod rows;
 
@@ -42,7 +43,7 @@ impl Definition for Latency {
         ]
     }
     fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        crate::charts::render_experiment(Self::ID, dir)
+        charts::render(dir)
     }
     fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
         report::summary(dir)

@@ -79,7 +79,12 @@ pub(super) fn fill(s: &FillSetup, f: &Fill) -> Result<Filled, ExperimentError> {
     let worker = WorkerSpec {
         connections: s.connections,
         in_flight: s.in_flight,
-        ..WorkerSpec::new(f.strategy, spec, keys, Stop::AfterChecks(f.clients * f.limit))
+        ..WorkerSpec::new(
+            f.strategy,
+            spec,
+            keys,
+            Stop::AfterChecks(f.clients * f.limit),
+        )
     };
     let plan = s.session.closed_loop(1, worker);
     let measured = measure(target, &plan, &what)?;

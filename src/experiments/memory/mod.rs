@@ -19,6 +19,7 @@
 //!
 //! Writes `memory/memory.csv` (one row per fill), `memory/meta.json`.
 
+mod charts;
 mod derived;
 mod fill;
 mod report;
@@ -53,7 +54,7 @@ impl Definition for Memory {
         vec![Table::of::<MemoryRow>("memory.csv")]
     }
     fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        crate::charts::render_experiment(Self::ID, dir)
+        charts::render(dir)
     }
     fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
         report::summary(dir)

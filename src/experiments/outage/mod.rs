@@ -22,6 +22,7 @@
 //! median / p99 / max, checks and time to the first normal answer), `outage/breaker_sweep.csv` (one
 //! row per sweep point and trial), `outage/meta.json`.
 
+mod charts;
 mod phases;
 mod report;
 mod rows;
@@ -64,7 +65,7 @@ impl Definition for Outage {
         ]
     }
     fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        crate::charts::render_experiment(Self::ID, dir)
+        charts::render(dir)
     }
     fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
         report::summary(dir)

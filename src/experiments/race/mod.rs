@@ -14,6 +14,7 @@
 //! `race/trace.csv` (one row per command MONITOR saw), `race/meta.json`.
 
 mod body;
+mod charts;
 mod report;
 mod rows;
 
@@ -43,7 +44,7 @@ impl Definition for Race {
         ]
     }
     fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        crate::charts::render_experiment(Self::ID, dir)
+        charts::render(dir)
     }
     fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
         report::summary(dir)

@@ -15,6 +15,7 @@
 //! Writes `tsmember/tsmember.csv` (one row per run; `rate` is the arrival rate or `flat-out`),
 //! `tsmember/meta.json`.
 
+mod charts;
 mod report;
 mod rows;
 mod runs;
@@ -44,7 +45,7 @@ impl Definition for Tsmember {
         vec![Table::of::<TsmemberRow>("tsmember.csv")]
     }
     fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        crate::charts::render_experiment(Self::ID, dir)
+        charts::render(dir)
     }
     fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
         report::summary(dir)

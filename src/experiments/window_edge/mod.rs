@@ -16,6 +16,7 @@
 //! per request, times in ms from the window boundary), `window-edge/meta.json`.
 
 mod bursts;
+mod charts;
 mod report;
 mod rows;
 
@@ -47,7 +48,7 @@ impl Definition for WindowEdge {
         ]
     }
     fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        crate::charts::render_experiment(Self::ID, dir)
+        charts::render(dir)
     }
     fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
         report::summary(dir)

@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::HistRow;
 use crate::charts::axes::log_points;
 use crate::charts::spec::{color, path, Axis, Chart, Marker, Plot, Range, Ticks};
 use crate::charts::{index_of, read_csv, write_spec, ChartError};
-use crate::experiments::latency::HistRow;
 
 /// The CSV of recorded histogram buckets the latency experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "latency_hist.csv";
@@ -129,7 +129,7 @@ are evenly spaced";
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::charts::{csv_dir, render_experiment};
+    use crate::charts::csv_dir;
     use std::fs;
 
     const HEADER: &str = "strategy,run,value_us,count,extra";
@@ -153,7 +153,7 @@ incr-window,0,900,1,x
             CSV_NAME,
             &format!("{HEADER}\n{ROWS}"),
         );
-        let paths = render_experiment("latency", &dir).unwrap();
+        let paths = render(&dir).unwrap();
         assert_eq!(
             paths,
             ["latency_cdf.svg", "latency_cdf.png"].map(|n| dir.join(n))
@@ -169,7 +169,7 @@ incr-window,0,900,1,x
     fn header_only_is_empty() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = csv_dir(tmp.path(), "latency", CSV_NAME, &format!("{HEADER}\n"));
-        let err = render_experiment("latency", &dir).unwrap_err();
+        let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }
 

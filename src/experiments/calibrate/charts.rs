@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::CalibrateRow;
 use crate::charts::bars::{self, si, BarChart};
 use crate::charts::spec::{color, Bar, Marker, Slot, BLACK};
 use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
-use crate::experiments::calibrate::CalibrateRow;
 
 /// The CSV the calibrate experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "calibrate.csv";
@@ -96,7 +96,7 @@ fn chart(g: &Grouped) -> BarChart<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::charts::{csv_dir, render_experiment};
+    use crate::charts::csv_dir;
     use std::fs;
 
     const HEADER: &str =
@@ -115,7 +115,7 @@ EVALSHA,redis-benchmark,0,520000,52000,3.1,10,50,1,7,80
         let tmp = tempfile::tempdir().unwrap();
         let csv = format!("{HEADER}\n{ROWS}");
         let dir = csv_dir(tmp.path(), "calibrate", CSV_NAME, &csv);
-        let paths = render_experiment("calibrate", &dir).unwrap();
+        let paths = render(&dir).unwrap();
         assert_eq!(
             paths,
             ["calibrate.svg", "calibrate.png"].map(|n| dir.join(n))
@@ -139,7 +139,7 @@ EVALSHA,redis-benchmark,0,520000,52000,3.1,10,50,1,7,80
     fn header_only_is_empty() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = csv_dir(tmp.path(), "calibrate", CSV_NAME, &format!("{HEADER}\n"));
-        let err = render_experiment("calibrate", &dir).unwrap_err();
+        let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }
 

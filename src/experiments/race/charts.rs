@@ -4,12 +4,12 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use super::RaceRow;
 use crate::charts::spec::{
     color, dots, limit_line, path, tag, Axis, Chart, Layer, Marker, Plot, Range, Ticks,
 };
 use crate::charts::spec::{BLACK, RED};
 use crate::charts::{read_csv, write_spec, ChartError};
-use crate::experiments::race::RaceRow;
 
 /// The CSV the race experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "race.csv";
@@ -239,5 +239,53 @@ elapsed_ms";
         let (lo, hi) = y_range(&g);
         assert!((lo - 40.0 / 1.5).abs() < 1e-9, "{lo}");
         assert!((hi - 1300.0).abs() < 1e-9, "{hi}");
+    }
+
+    /// The real race.csv layout plus an unknown trailing column, which must be ignored.
+    const CSV: &str = "\
+scenario,strategy,processes,in_flight,trial,checks,admitted,denied,errors,limit,final_state,elapsed_ms,note
+matrix,naive-bucket,1,1,0,1000,100,900,0,100,0,12.5,x
+matrix,naive-bucket,1,2,0,1000,200,800,0,100,0,10.1,x
+matrix,lua-bucket,1,1,0,1000,100,900,0,100,0,9.0,x
+matrix,lua-bucket,1,2,0,1000,100,900,0,100,0,9.0,x
+seed001,naive-window,1,500,0,500,500,0,0,100,500,3.2,x
+seed001,incr-window,1,500,0,500,100,400,0,100,500,3.1,x
+";
+
+    fn race_dir(root: &std::path::Path, csv: &str) -> PathBuf {
+        let dir = root.join("race");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("race.csv"), csv).unwrap();
+        dir
+    }
+
+    #[test]
+    fn race_renders_svg_and_png() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = race_dir(tmp.path(), CSV);
+        let paths = render(&dir).unwrap();
+        assert_eq!(paths, vec![dir.join("race.svg"), dir.join("race.png")]);
+        let svg = std::fs::read_to_string(dir.join("race.svg")).unwrap();
+        assert!(svg.contains("<svg"));
+        assert!(svg.contains("limit"));
+        for s in ["naive-bucket", "lua-bucket", "naive-window", "incr-window"] {
+            assert!(svg.contains(s), "svg lacks strategy {s}");
+        }
+        let png = std::fs::read(dir.join("race.png")).unwrap();
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+        assert!(!dir.join("race.svg.tmp").exists() && !dir.join("race.png.tmp").exists());
+    }
+
+    #[test]
+    fn header_only_csv_is_empty_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let header = CSV.lines().next().unwrap();
+        let dir = race_dir(tmp.path(), &format!("{header}\n"));
+        let err = render(&dir).unwrap_err();
+        assert!(
+            matches!(err, ChartError::Empty(ref p) if p.ends_with("race.csv")),
+            "{err}"
+        );
+        assert!(!dir.join("race.svg").exists());
     }
 }

@@ -5,11 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
+use super::MemoryRow;
 use crate::charts::bars::si;
 use crate::charts::lines::{self, LineChart, Scale, Series};
 use crate::charts::spec::{color, Rgb};
 use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
-use crate::experiments::memory::MemoryRow;
 
 /// The CSV the memory experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "memory.csv";
@@ -146,7 +146,7 @@ zset-max-listpack-entries, where the log becomes a skiplist",
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::charts::{csv_dir, render_experiment};
+    use crate::charts::csv_dir;
     use std::fs;
 
     const HEADER: &str = "strategy,limit,clients,listpack_entries,listpack_setting,over_threshold,repeat,\
@@ -168,7 +168,7 @@ lua-log,65,10,64,default,0,0,10080,1,1,0,0,10,1,skiplist,1,14,1,1,0,1,1,1
     fn renders_both_charts_with_the_cliff_marked() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = csv_dir(tmp.path(), "memory", CSV_NAME, &format!("{HEADER}\n{ROWS}"));
-        let paths = render_experiment("memory", &dir).unwrap();
+        let paths = render(&dir).unwrap();
         let names = [
             "memory.svg",
             "memory.png",
@@ -195,7 +195,7 @@ lua-log,65,10,64,default,0,0,10080,1,1,0,0,10,1,skiplist,1,14,1,1,0,1,1,1
     fn header_only_is_empty() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = csv_dir(tmp.path(), "memory", CSV_NAME, &format!("{HEADER}\n"));
-        let err = render_experiment("memory", &dir).unwrap_err();
+        let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }
 }

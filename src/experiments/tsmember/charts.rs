@@ -4,12 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
+use super::TsmemberRow;
 use crate::charts::spec::{
     color, csv_name, dots, limit_line, path, tag, Axis, Chart, Layer, Marker, Plot, Range,
 };
 use crate::charts::spec::{Shape, Ticks, RED};
 use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
-use crate::experiments::tsmember::TsmemberRow;
 
 /// The CSV the tsmember experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "tsmember.csv";
@@ -156,7 +156,7 @@ at the rate it reached";
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::charts::{csv_dir, render_experiment};
+    use crate::charts::csv_dir;
     use std::fs;
 
     const HEADER: &str = "member,clock,rate,trial,duration_s,offered,admitted,denied,limit,admitted_per_limit,\
@@ -178,7 +178,7 @@ time-ms,redis,flat-out,0,2,90000,51000,39000,1000,1,51000,1,1,1,1,1,0,0,45000
             CSV_NAME,
             &format!("{HEADER}\n{ROWS}"),
         );
-        let paths = render_experiment("tsmember", &dir).unwrap();
+        let paths = render(&dir).unwrap();
         assert_eq!(paths, ["tsmember.svg", "tsmember.png"].map(|n| dir.join(n)));
         let svg = fs::read_to_string(&paths[0]).unwrap();
         for s in ["time-ms / redis", "unique-id / caller", "limit", "1000"] {
@@ -190,7 +190,7 @@ time-ms,redis,flat-out,0,2,90000,51000,39000,1000,1,51000,1,1,1,1,1,0,0,45000
     fn header_only_is_empty() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = csv_dir(tmp.path(), "tsmember", CSV_NAME, &format!("{HEADER}\n"));
-        let err = render_experiment("tsmember", &dir).unwrap_err();
+        let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }
 

@@ -9,13 +9,13 @@
 
 use std::path::{Path, PathBuf};
 
+use super::{CheckRow, SweepRow};
 use crate::charts::axes::log_points;
 use crate::charts::spec::{
     color, csv_name, dots_by_color, text, Anchor, Axis, Chart, Layer, Marker, Plot, Range,
 };
 use crate::charts::spec::{Shape, Ticks, BLACK};
 use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
-use crate::experiments::outage::{CheckRow, SweepRow};
 
 /// The per-check CSV the outage experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "outage.csv";
@@ -252,7 +252,7 @@ enforcement back sooner after SIGCONT";
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::charts::{csv_dir, render_experiment};
+    use crate::charts::csv_dir;
     use std::fs;
 
     const CSV: &str = "\
@@ -287,7 +287,7 @@ fail-open,on,3,250,hung,2,253,0,degraded-allowed,probe,timeout,open,true,false,f
     fn renders_svg_and_png_with_phases() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = csv_dir(tmp.path(), "outage", CSV_NAME, CSV);
-        let paths = render_experiment("outage", &dir).unwrap();
+        let paths = render(&dir).unwrap();
         assert_eq!(paths, ["outage.svg", "outage.png"].map(|n| dir.join(n)));
         let svg = fs::read_to_string(&paths[0]).unwrap();
         for s in ["healthy", "hung", "breaker open: no call", "breaker on"] {

@@ -5,10 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::BigkeyRow;
 use crate::charts::lines::{self, LineChart, Scale, Series};
 use crate::charts::spec::{color, csv_name, Rgb};
 use crate::charts::{index_of, read_csv, write_spec, ChartError};
-use crate::experiments::bigkey::BigkeyRow;
 
 /// The CSV the bigkey experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "bigkey.csv";
@@ -85,7 +85,7 @@ dots: one operation each",
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::charts::{csv_dir, render_experiment};
+    use crate::charts::csv_dir;
     use std::fs;
 
     const HEADER: &str =
@@ -106,7 +106,7 @@ expire,1000000,yes,0,1000000,1,,,6.7,0.1,0.4,1,0,,,1,1
     fn renders_one_line_per_operation_and_setting() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = csv_dir(tmp.path(), "bigkey", CSV_NAME, &format!("{HEADER}\n{ROWS}"));
-        let paths = render_experiment("bigkey", &dir).unwrap();
+        let paths = render(&dir).unwrap();
         assert_eq!(paths, ["bigkey.svg", "bigkey.png"].map(|n| dir.join(n)));
         let svg = fs::read_to_string(&paths[0]).unwrap();
         for s in [

@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::CostRow;
 use crate::charts::bars::{self, si, BarChart};
 use crate::charts::spec::{color, Bar, Marker, Rgb, Slot, BLACK, RED};
 use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
-use crate::experiments::cost::CostRow;
 
 /// The CSV the cost experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "cost.csv";
@@ -166,7 +166,7 @@ fn throughput_chart<'a>(labels: &[Label], colors: &[Rgb]) -> BarChart<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::charts::{csv_dir, render_experiment};
+    use crate::charts::csv_dir;
     use std::fs;
 
     const HEADER: &str = "strategy,variant,run,clients,keys,duration_s,decisions,decisions_per_s,\
@@ -184,7 +184,7 @@ lua-log,L=100,1,8,1,1,1000,21000,900,100,0,40000,40.0,99,get,39.8,39.8,1
     fn renders_both_charts_with_labels() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = csv_dir(tmp.path(), "cost", CSV_NAME, &format!("{HEADER}\n{ROWS}"));
-        let paths = render_experiment("cost", &dir).unwrap();
+        let paths = render(&dir).unwrap();
         let names = [
             "cost.svg",
             "cost.png",
@@ -204,10 +204,10 @@ lua-log,L=100,1,8,1,1,1000,21000,900,100,0,40000,40.0,99,get,39.8,39.8,1
     #[test]
     fn header_only_is_empty_and_missing_is_missing() {
         let tmp = tempfile::tempdir().unwrap();
-        let err = render_experiment("cost", &tmp.path().join("cost")).unwrap_err();
+        let err = render(&tmp.path().join("cost")).unwrap_err();
         assert!(matches!(err, ChartError::Missing(_)), "{err}");
         let dir = csv_dir(tmp.path(), "cost", CSV_NAME, &format!("{HEADER}\n"));
-        let err = render_experiment("cost", &dir).unwrap_err();
+        let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }
 

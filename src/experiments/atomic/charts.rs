@@ -4,11 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
+use super::AtomicRow;
 use crate::charts::spec::{
     color, dots, limit_line, path, tag, Axis, Chart, Layer, Plot, Range, Shape, Ticks, BLACK,
 };
 use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
-use crate::experiments::atomic::AtomicRow;
 
 /// The CSV the atomic experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "atomic.csv";
@@ -155,7 +155,7 @@ below 0 refuses requests it should admit";
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::charts::{csv_dir, render_experiment};
+    use crate::charts::csv_dir;
     use std::fs;
 
     const HEADER: &str =
@@ -172,7 +172,7 @@ watch-bucket,4,8,0,100,1000,58,942,0,310,40,3000,45000,45.0,10,x
     fn renders_svg_and_png_with_strategy_labels() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = csv_dir(tmp.path(), "atomic", CSV_NAME, &format!("{HEADER}\n{ROWS}"));
-        let paths = render_experiment("atomic", &dir).unwrap();
+        let paths = render(&dir).unwrap();
         assert_eq!(paths, ["atomic.svg", "atomic.png"].map(|n| dir.join(n)));
         assert!(paths.iter().all(|p| p.is_file()));
         let svg = fs::read_to_string(&paths[0]).unwrap();
@@ -191,7 +191,7 @@ watch-bucket,4,8,0,100,1000,58,942,0,310,40,3000,45000,45.0,10,x
     fn header_only_is_empty() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = csv_dir(tmp.path(), "atomic", CSV_NAME, &format!("{HEADER}\n"));
-        let err = render_experiment("atomic", &dir).unwrap_err();
+        let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }
 

@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::WindowEdgeRow;
 use crate::charts::bars::{self, si, BarChart};
 use crate::charts::spec::{color, Bar, Marker, Rgb, Slot, BLACK, RED};
 use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
-use crate::experiments::window_edge::WindowEdgeRow;
 
 /// The CSV the window-edge experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "window-edge.csv";
@@ -84,7 +84,7 @@ dot = one trial",
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::charts::{csv_dir, render_experiment};
+    use crate::charts::csv_dir;
     use std::fs;
 
     const HEADER: &str =
@@ -105,7 +105,7 @@ incr-window,1,100,200,194,100,94,194,1.94,90,109,0,250
             CSV_NAME,
             &format!("{HEADER}\n{ROWS}"),
         );
-        let paths = render_experiment("window-edge", &dir).unwrap();
+        let paths = render(&dir).unwrap();
         assert_eq!(
             paths,
             ["window-edge.svg", "window-edge.png"].map(|n| dir.join(n))
@@ -120,7 +120,7 @@ incr-window,1,100,200,194,100,94,194,1.94,90,109,0,250
     fn header_only_is_empty() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = csv_dir(tmp.path(), "window-edge", CSV_NAME, &format!("{HEADER}\n"));
-        let err = render_experiment("window-edge", &dir).unwrap_err();
+        let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }
 
