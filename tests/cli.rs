@@ -191,6 +191,18 @@ fn a_server_crash_mid_run_is_reported_with_its_log() {
     assert!(!out.path().join("race").exists());
 }
 
+/// Runs `ratelab all --profile quick` into `out` with `args`, expects it to fail, returns stderr.
+fn all_failing(out: &std::path::Path, args: &[&str]) -> String {
+    let assert = ratelab()
+        .args(["all", "--profile", "quick", "--quiet"])
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .assert()
+        .failure();
+    String::from_utf8_lossy(&assert.get_output().stderr).into_owned()
+}
+
 /// `all` runs on past a failed experiment, keeps the previous results of the ones that failed,
 /// and still writes REPORT.md saying which failed and why; it exits non-zero naming them.
 #[test]
@@ -202,20 +214,7 @@ fn all_survives_failures_and_reports_them() {
     for name in ["race.csv", "trace.csv", "meta.json"] {
         std::fs::copy(reference.join(name), earlier.join(name)).unwrap();
     }
-    let assert = ratelab()
-        .args([
-            "all",
-            "--profile",
-            "quick",
-            "--quiet",
-            "--redis-server",
-            "/nonexistent/redis-server",
-            "--out",
-        ])
-        .arg(out.path())
-        .assert()
-        .failure();
-    let err = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    let err = all_failing(out.path(), &["--redis-server", "/nonexistent/redis-server"]);
     assert!(
         err.contains("experiment `race` failed") && err.contains("experiment `bigkey` failed"),
         "{err}"
@@ -241,20 +240,7 @@ fn all_survives_failures_and_reports_them() {
 #[test]
 fn all_against_a_users_server_skips_what_must_own_it() {
     let out = tempfile::tempdir().unwrap();
-    let assert = ratelab()
-        .args([
-            "all",
-            "--profile",
-            "quick",
-            "--quiet",
-            "--redis-url",
-            "redis://127.0.0.1:1/",
-            "--out",
-        ])
-        .arg(out.path())
-        .assert()
-        .failure();
-    let err = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    let err = all_failing(out.path(), &["--redis-url", "redis://127.0.0.1:1/"]);
     for id in ["outage", "memory", "bigkey"] {
         assert!(
             err.contains(&format!(

@@ -149,7 +149,7 @@ pub fn run<D: Definition>(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
         prefix,
         id: D::ID,
     };
-    let outcome = D::body(&mut session, &params);
+    let outcome = (D::BODY)(&mut session, &params);
     // Our keys only, whether the body succeeded or not; a managed server dies with them anyway.
     let cleaned = session.target.delete_keys_with_prefix(&session.prefix);
     outcome?;

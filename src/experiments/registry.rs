@@ -30,14 +30,21 @@ pub trait Definition: Sync + 'static {
         Ok(())
     }
     /// The measurement, in the frame.
-    fn body(s: &mut Session, p: &Self::Params) -> Result<(), ExperimentError>;
+    const BODY: Body<Self::Params>;
+    /// Its charts, drawn from its CSVs in `dir`.
+    const CHARTS: Render;
+    /// Its summary table(s) for REPORT.md, from its CSVs in `dir`.
+    const SUMMARY: Summarize;
     /// Every CSV it writes, with the row type's columns.
     fn tables() -> Vec<Table>;
-    /// Its charts, drawn from its CSVs in `dir`.
-    fn charts(dir: &Path) -> Result<Vec<PathBuf>, ChartError>;
-    /// Its summary table(s) for REPORT.md, from its CSVs in `dir`.
-    fn summary(dir: &Path) -> Result<String, AnalysisError>;
 }
+
+/// An experiment's measurement: rows into the session's sinks.
+pub type Body<P> = fn(&mut Session, &P) -> Result<(), ExperimentError>;
+/// Draws an experiment's charts from its results directory.
+pub type Render = fn(&Path) -> Result<Vec<PathBuf>, ChartError>;
+/// Writes an experiment's summary for REPORT.md from its results directory.
+pub type Summarize = fn(&Path) -> Result<String, AnalysisError>;
 
 /// An experiment as the registry holds it (object-safe; every [`Definition`] is one).
 pub trait Experiment: Sync {
@@ -79,10 +86,10 @@ impl<D: Definition> Experiment for D {
         D::tables()
     }
     fn charts(&self, dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-        D::charts(dir)
+        (D::CHARTS)(dir)
     }
     fn summary(&self, dir: &Path) -> Result<String, AnalysisError> {
-        D::summary(dir)
+        (D::SUMMARY)(dir)
     }
 }
 

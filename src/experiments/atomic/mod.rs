@@ -19,12 +19,11 @@ mod rows;
 pub use rows::AtomicRow;
 
 use super::measure::measure;
-use super::{Concurrency, Definition, ExperimentError, Session, Validate};
+use super::{Body, Concurrency, Definition, ExperimentError, Render, Session, Summarize, Validate};
 use crate::limiter::{unix_ms, LimitSpec, Strategy};
 use crate::load::WorkerSpec;
 use crate::record::Table;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 
 /// The atomic experiment.
 pub struct Atomic;
@@ -34,17 +33,12 @@ impl Definition for Atomic {
     const TOML: &'static str = include_str!("../../../experiments/atomic.toml");
     type Params = Params;
 
-    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-        body(s, p)
-    }
+    const BODY: Body<Params> = body;
+    const CHARTS: Render = charts::render;
+    const SUMMARY: Summarize = report::summary;
+
     fn tables() -> Vec<Table> {
         vec![Table::of::<AtomicRow>("atomic.csv")]
-    }
-    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        charts::render(dir)
-    }
-    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
-        report::summary(dir)
     }
 }
 

@@ -28,14 +28,15 @@ mod rows;
 pub use ops::{Operation, YesNo};
 pub use rows::BigkeyRow;
 
-use super::{Definition, ExperimentError, Phase, PhaseError, Session, Validate};
+use super::{
+    Body, Definition, ExperimentError, Phase, PhaseError, Render, Session, Summarize, Validate,
+};
 use crate::load::probe::{Probe, ProbeLog};
 use crate::load::rng::SplitMix64;
 use crate::record::Table;
 use crate::server::{admin, Target};
 use ops::{Log, Outcome};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The bigkey experiment.
@@ -49,19 +50,12 @@ impl Definition for Bigkey {
     );
     type Params = Params;
 
-    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-        let configured = configure(&s.target).phase(|| "configuring the latency monitor".into())?;
-        s.note(format!("Server configured for this run: {configured}."));
-        body(s, p)
-    }
+    const BODY: Body<Params> = body;
+    const CHARTS: Render = charts::render;
+    const SUMMARY: Summarize = report::summary;
+
     fn tables() -> Vec<Table> {
         vec![Table::of::<BigkeyRow>("bigkey.csv")]
-    }
-    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        charts::render(dir)
-    }
-    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
-        report::summary(dir)
     }
 }
 
@@ -121,6 +115,8 @@ fn configure(target: &Target) -> Result<String, crate::server::ServerError> {
 }
 
 fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    let configured = configure(&s.target).phase(|| "configuring the latency monitor".into())?;
+    s.note(format!("Server configured for this run: {configured}."));
     let mut rows = s.csv::<BigkeyRow>("bigkey.csv")?;
     let total = p.repeats as usize * p.entries.len() * p.lazyfree.len() * p.operations.len();
     let bar = s.progress(total as u64);

@@ -19,11 +19,10 @@ mod rows;
 pub use body::parse_benchmark_rps;
 pub use rows::CalibrateRow;
 
-use super::{Definition, ExperimentError, Phase, Session, Validate};
+use super::{Body, Definition, ExperimentError, Phase, Render, Summarize, Validate};
 use crate::limiter::Strategy;
 use crate::record::Table;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 
 /// The calibrate experiment.
 pub struct Calibrate;
@@ -39,17 +38,12 @@ impl Definition for Calibrate {
             .map(|_| ())
             .phase(|| "finding redis-benchmark".into())
     }
-    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-        body::body(s, p)
-    }
+    const BODY: Body<Params> = body::body;
+    const CHARTS: Render = charts::render;
+    const SUMMARY: Summarize = report::summary;
+
     fn tables() -> Vec<Table> {
         vec![Table::of::<CalibrateRow>("calibrate.csv")]
-    }
-    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        charts::render(dir)
-    }
-    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
-        report::summary(dir)
     }
 }
 

@@ -19,12 +19,11 @@ mod rows;
 pub use rows::CostRow;
 
 use super::measure::{measure, Measured};
-use super::{Definition, ExperimentError, Session, Validate};
+use super::{Body, Definition, ExperimentError, Render, Session, Summarize, Validate};
 use crate::limiter::{LimitSpec, Strategy};
 use crate::load::{KeyChoice, Stop, WorkerSpec};
 use crate::record::Table;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 
 /// The cost experiment.
 pub struct Cost;
@@ -34,17 +33,12 @@ impl Definition for Cost {
     const TOML: &'static str = include_str!("../../../experiments/cost.toml");
     type Params = Params;
 
-    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-        body(s, p)
-    }
+    const BODY: Body<Params> = body;
+    const CHARTS: Render = charts::render;
+    const SUMMARY: Summarize = report::summary;
+
     fn tables() -> Vec<Table> {
         vec![Table::of::<CostRow>("cost.csv")]
-    }
-    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        charts::render(dir)
-    }
-    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
-        report::summary(dir)
     }
 }
 

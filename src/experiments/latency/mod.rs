@@ -18,12 +18,11 @@ mod rows;
 
 pub use rows::{HistRow, LatencyRow};
 
-use super::{Definition, ExperimentError, Phase, Session, Validate};
+use super::{Body, Definition, ExperimentError, Phase, Render, Session, Summarize, Validate};
 use crate::limiter::{LimitSpec, Strategy};
 use crate::load::{run_closed_loop, KeyChoice, Stop, WorkerSpec};
 use crate::record::Table;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 
 /// The latency experiment.
 pub struct Latency;
@@ -33,20 +32,15 @@ impl Definition for Latency {
     const TOML: &'static str = include_str!("../../../experiments/latency.toml");
     type Params = Params;
 
-    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-        body(s, p)
-    }
+    const BODY: Body<Params> = body;
+    const CHARTS: Render = charts::render;
+    const SUMMARY: Summarize = report::summary;
+
     fn tables() -> Vec<Table> {
         vec![
             Table::of::<LatencyRow>("latency.csv"),
             Table::of::<HistRow>("latency_hist.csv"),
         ]
-    }
-    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        charts::render(dir)
-    }
-    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
-        report::summary(dir)
     }
 }
 

@@ -29,13 +29,12 @@ mod setting;
 pub use rows::MemoryRow;
 pub use setting::ListpackSetting;
 
-use super::{Definition, ExperimentError, Phase, Session, Validate};
+use super::{Body, Definition, ExperimentError, Phase, Render, Session, Summarize, Validate};
 use crate::limiter::Strategy;
 use crate::record::Table;
 use fill::{fill, Fill, FillSetup};
 use serde::{Deserialize, Serialize};
 use setting::{apply_setting, LISTPACK_CONFIG};
-use std::path::{Path, PathBuf};
 
 /// The memory experiment.
 pub struct Memory;
@@ -47,17 +46,12 @@ impl Definition for Memory {
         Some("it sets zset-max-listpack-entries and flushes the server between fills");
     type Params = Params;
 
-    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-        body(s, p)
-    }
+    const BODY: Body<Params> = body;
+    const CHARTS: Render = charts::render;
+    const SUMMARY: Summarize = report::summary;
+
     fn tables() -> Vec<Table> {
         vec![Table::of::<MemoryRow>("memory.csv")]
-    }
-    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        charts::render(dir)
-    }
-    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
-        report::summary(dir)
     }
 }
 

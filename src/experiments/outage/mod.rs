@@ -31,7 +31,9 @@ mod sweep;
 pub use rows::{CheckRow, Phase, PhaseRow, RunLabel};
 pub use sweep::SweepRow;
 
-use super::{Definition, ExperimentError, Phase as _, PhaseError, Session, Validate};
+use super::{
+    Body, Definition, ExperimentError, Phase as _, PhaseError, Render, Session, Summarize, Validate,
+};
 use crate::context::Ctx;
 use crate::fault;
 use crate::limiter::{LimitSpec, Limiter, Strategy};
@@ -39,7 +41,6 @@ use crate::record::{RunRecord, Table};
 use crate::server::{RedisServer, ServerError};
 use crate::store::{BreakerSettings, Policy, Store, StoreSettings};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 const ID: &str = Outage::ID;
@@ -54,21 +55,16 @@ impl Definition for Outage {
         Some("it SIGKILLs, restarts, SIGSTOPs and SIGCONTs the server");
     type Params = Params;
 
-    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-        body(s, p)
-    }
+    const BODY: Body<Params> = body;
+    const CHARTS: Render = charts::render;
+    const SUMMARY: Summarize = report::summary;
+
     fn tables() -> Vec<Table> {
         vec![
             Table::of::<CheckRow>("outage.csv"),
             Table::of::<PhaseRow>("phases.csv"),
             Table::of::<SweepRow>("breaker_sweep.csv"),
         ]
-    }
-    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        charts::render(dir)
-    }
-    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
-        report::summary(dir)
     }
 }
 

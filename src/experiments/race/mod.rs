@@ -20,11 +20,10 @@ mod rows;
 
 pub use rows::{RaceRow, TraceRow};
 
-use super::{Concurrency, Definition, ExperimentError, Session, Validate};
+use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
 use crate::limiter::Strategy;
 use crate::record::Table;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 
 /// The race experiment.
 pub struct Race;
@@ -34,20 +33,15 @@ impl Definition for Race {
     const TOML: &'static str = include_str!("../../../experiments/race.toml");
     type Params = Params;
 
-    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-        body::run(s, p)
-    }
+    const BODY: Body<Params> = body::run;
+    const CHARTS: Render = charts::render;
+    const SUMMARY: Summarize = report::summary;
+
     fn tables() -> Vec<Table> {
         vec![
             Table::of::<RaceRow>("race.csv"),
             Table::of::<TraceRow>("trace.csv"),
         ]
-    }
-    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        charts::render(dir)
-    }
-    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
-        report::summary(dir)
     }
 }
 

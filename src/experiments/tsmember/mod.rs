@@ -22,13 +22,12 @@ mod runs;
 
 pub use rows::TsmemberRow;
 
-use super::{Definition, ExperimentError, Session, Validate};
+use super::{Body, Definition, ExperimentError, Render, Session, Summarize, Validate};
 use crate::limiter::{LogClock, LogMember, LogVariant};
 use crate::load::rng::SplitMix64;
 use crate::record::Table;
 use runs::One;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 
 /// The tsmember experiment.
 pub struct Tsmember;
@@ -38,17 +37,12 @@ impl Definition for Tsmember {
     const TOML: &'static str = include_str!("../../../experiments/tsmember.toml");
     type Params = Params;
 
-    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-        body(s, p)
-    }
+    const BODY: Body<Params> = body;
+    const CHARTS: Render = charts::render;
+    const SUMMARY: Summarize = report::summary;
+
     fn tables() -> Vec<Table> {
         vec![Table::of::<TsmemberRow>("tsmember.csv")]
-    }
-    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        charts::render(dir)
-    }
-    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
-        report::summary(dir)
     }
 }
 

@@ -22,13 +22,14 @@ mod rows;
 
 pub use rows::{RequestRow, WindowEdgeRow};
 
-use super::{Definition, ExperimentError, Phase, PhaseError, Session, Validate};
+use super::{
+    Body, Definition, ExperimentError, Phase, PhaseError, Render, Session, Summarize, Validate,
+};
 use crate::limiter::Strategy;
 use crate::load::run_open_loop;
 use crate::record::Table;
 use crate::server::Target;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 
 /// The window-edge experiment.
 pub struct WindowEdge;
@@ -38,20 +39,15 @@ impl Definition for WindowEdge {
     const TOML: &'static str = include_str!("../../../experiments/window-edge.toml");
     type Params = Params;
 
-    fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-        body(s, p)
-    }
+    const BODY: Body<Params> = body;
+    const CHARTS: Render = charts::render;
+    const SUMMARY: Summarize = report::summary;
+
     fn tables() -> Vec<Table> {
         vec![
             Table::of::<WindowEdgeRow>("window-edge.csv"),
             Table::of::<RequestRow>("requests.csv"),
         ]
-    }
-    fn charts(dir: &Path) -> Result<Vec<PathBuf>, crate::charts::ChartError> {
-        charts::render(dir)
-    }
-    fn summary(dir: &Path) -> Result<String, crate::analysis::AnalysisError> {
-        report::summary(dir)
     }
 }
 /// The seed's window, and the sliding span admissions are counted over.
