@@ -14,8 +14,6 @@ use std::path::{Path, PathBuf};
 pub enum AnalysisError {
     #[error("csv {path}: {source}")]
     Csv { path: PathBuf, source: csv::Error },
-    #[error("{}: no column `{column}`", path.display())]
-    Column { path: PathBuf, column: String },
     #[error("claims file: {0}")]
     Claims(String),
     #[error("{path}: {source}")]

@@ -1,4 +1,5 @@
-//! CSVs read back as rows of named string fields: analysis works on whatever columns a file has.
+//! CSVs read back: as the experiments' own row types for summary tables, or as rows of named
+//! string fields for the claims file, which names its columns as data.
 
 use super::AnalysisError;
 use std::collections::BTreeMap;
@@ -29,46 +30,32 @@ pub fn read_rows(path: &Path) -> Result<Vec<Row>, AnalysisError> {
     Ok(rows)
 }
 
-/// The summary table of the CSV at `path` (see [`summary_table`]); a column it names that the
-/// file lacks is an error, never an empty cell, so a renamed column cannot go unnoticed.
-pub fn summarize(
-    path: &Path,
-    keys: &[&str],
-    columns: &[(&str, &str)],
-) -> Result<String, AnalysisError> {
-    let rows = read_rows(path)?;
-    let header = header(path)?;
-    let names = keys.iter().chain(columns.iter().map(|c| &c.1));
-    for name in names {
-        let present = match *name {
-            "config" => {
-                header.iter().any(|h| h == "processes") && header.iter().any(|h| h == "in_flight")
-            }
-            n => header.iter().any(|h| h == n),
-        };
-        if !present {
-            return Err(AnalysisError::Column {
-                path: path.to_path_buf(),
-                column: name.to_string(),
-            });
-        }
-    }
-    Ok(summary_table(&rows, keys, columns))
-}
+/// A grouping column of a summary table: its title and its value in a row.
+pub type Key<R> = (&'static str, fn(&R) -> String);
+/// A statistic column of a summary table: its title and its value in a row (None: no value).
+pub type Stat<R> = (&'static str, fn(&R) -> Option<f64>);
 
-/// The header of a CSV.
-pub fn header(path: &Path) -> Result<Vec<String>, AnalysisError> {
+/// Reads every row of a CSV into the experiment's own row type: a column the type has and the
+/// file lacks (a renamed column) is an error naming the file.
+pub fn read_typed<R: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<R>, AnalysisError> {
     let csv_err = |source| AnalysisError::Csv {
         path: path.to_path_buf(),
         source,
     };
     let mut reader = csv::Reader::from_path(path).map_err(csv_err)?;
-    Ok(reader
-        .headers()
-        .map_err(csv_err)?
-        .iter()
-        .map(str::to_string)
-        .collect())
+    reader
+        .deserialize()
+        .collect::<Result<_, _>>()
+        .map_err(csv_err)
+}
+
+/// The summary table of the CSV at `path`, read as rows of type `R` (see [`summary_table`]).
+pub fn summarize<R: serde::de::DeserializeOwned>(
+    path: &Path,
+    keys: &[Key<R>],
+    stats: &[Stat<R>],
+) -> Result<String, AnalysisError> {
+    Ok(summary_table(&read_typed::<R>(path)?, keys, stats))
 }
 
 /// A row's `processes x in_flight` label.
@@ -126,31 +113,20 @@ mod tests {
     }
 }
 
-/// A markdown table: rows grouped by `keys` (first-seen order; `config` is P x F), and for each
-/// `(title, column)` the group's mean with its min-max when they differ.
-pub fn summary_table(rows: &[Row], keys: &[&str], columns: &[(&str, &str)]) -> String {
-    let mut groups: Vec<(Vec<String>, Vec<&Row>)> = Vec::new();
+/// A markdown table: rows grouped by `keys` (first-seen order), and for each statistic the
+/// group's mean with its min-max when they differ.
+pub fn summary_table<R>(rows: &[R], keys: &[Key<R>], stats: &[Stat<R>]) -> String {
+    let mut groups: Vec<(Vec<String>, Vec<&R>)> = Vec::new();
     for row in rows {
-        let key: Vec<String> = keys
-            .iter()
-            .map(|k| {
-                if *k == "config" {
-                    config_label(row)
-                } else {
-                    row.get(*k).cloned().unwrap_or_default()
-                }
-            })
-            .collect();
+        let key: Vec<String> = keys.iter().map(|k| (k.1)(row)).collect();
         match groups.iter_mut().find(|g| g.0 == key) {
             Some(g) => g.1.push(row),
             None => groups.push((key, vec![row])),
         }
     }
-    let titles: Vec<&str> = keys
-        .iter()
-        .copied()
+    let titles: Vec<&str> = (keys.iter().map(|k| k.0))
         .chain(std::iter::once("n"))
-        .chain(columns.iter().map(|c| c.0))
+        .chain(stats.iter().map(|c| c.0))
         .collect();
     let mut out = format!(
         "| {} |\n|{}\n",
@@ -160,8 +136,8 @@ pub fn summary_table(rows: &[Row], keys: &[&str], columns: &[(&str, &str)]) -> S
     for (key, members) in &groups {
         let mut cells = key.clone();
         cells.push(members.len().to_string());
-        for (_, column) in columns {
-            let values: Vec<f64> = members.iter().filter_map(|r| number(r, column)).collect();
+        for stat in stats {
+            let values: Vec<f64> = members.iter().filter_map(|r| (stat.1)(r)).collect();
             cells.push(match super::stats::Summary::of(&values) {
                 Some(s) if s.min == s.max => short(s.mean),
                 Some(s) => format!("{} ({}-{})", short(s.mean), short(s.min), short(s.max)),
@@ -190,26 +166,21 @@ pub fn short(x: f64) -> String {
 mod summary_tests {
     use super::*;
 
+    struct R {
+        strategy: &'static str,
+        admitted: u64,
+    }
+
     #[test]
     fn groups_in_first_seen_order_with_ranges() {
-        let mk = |s: &str, a: &str| -> Row {
-            [
-                ("strategy", s),
-                ("processes", "1"),
-                ("in_flight", "2"),
-                ("admitted", a),
-            ]
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-        };
-        let rows = vec![
-            mk("naive", "200"),
-            mk("lua", "100"),
-            mk("naive", "166"),
-            mk("lua", "100"),
+        let rows = [("naive", 200), ("lua", 100), ("naive", 166), ("lua", 100)]
+            .map(|(strategy, admitted)| R { strategy, admitted });
+        let keys: [Key<R>; 2] = [
+            ("strategy", |r| r.strategy.into()),
+            ("config", |_| "1x2".into()),
         ];
-        let t = summary_table(&rows, &["strategy", "config"], &[("admitted", "admitted")]);
+        let stats: [Stat<R>; 1] = [("admitted", |r| Some(r.admitted as f64))];
+        let t = summary_table(&rows, &keys, &stats);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], "| strategy | config | n | admitted |");
         assert_eq!(lines[2], "| naive | 1x2 | 2 | 183 (166-200) |");

@@ -304,9 +304,4 @@ pub(crate) fn dots_by_color(
 }
 
 /// The name a CSV gives an enum value (its serde name), for labels of types without Display.
-pub(crate) fn csv_name<T: serde::Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => String::from("?"),
-    }
-}
+pub(crate) use crate::record::csv_text as csv_name;

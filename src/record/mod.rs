@@ -10,7 +10,7 @@ mod staging;
 pub use meta::{git_commit, host_meta, suspend_offset_ns, HostMeta, Meta, RedisMeta, SuspendCheck};
 pub use monitor::{parse_monitor_line, MonitorCapture, MonitorLine};
 pub use run::RunRecord;
-pub use schema::{columns, Table};
+pub use schema::{columns, csv_text, Table};
 pub use staging::{CsvSink, Staging};
 
 /// What can go wrong writing results.

@@ -11,6 +11,16 @@ pub fn columns<'de, R: Deserialize<'de>>() -> &'static [&'static str] {
     found.unwrap_or(&[])
 }
 
+/// A value as its CSV cell reads (an enum's serde name, a number's digits), for labels and keys.
+pub fn csv_text<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(serde_json::Value::Null) => String::new(),
+        Ok(other) => other.to_string(),
+        Err(_) => String::from("?"),
+    }
+}
+
 /// A file an experiment writes, with its columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Table {

@@ -1,21 +1,24 @@
 //! atomic's summary for REPORT.md.
 
-use crate::analysis::table::summarize;
+use super::AtomicRow;
+use crate::analysis::table::{summarize, Key, Stat};
 use crate::analysis::AnalysisError;
 use std::path::Path;
 
 /// Admission, WATCH retries, round trips and Redis CPU per strategy, capacity and P x F.
 pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
-    summarize(
-        &dir.join("atomic.csv"),
-        &["strategy", "capacity", "config"],
-        &[
-            ("admitted", "admitted"),
-            ("refused", "refused"),
-            ("WATCH retries", "watch_retries"),
-            ("aborts", "watch_aborts"),
-            ("round trips", "redis_calls"),
-            ("Redis CPU µs/decision", "cpu_us_per_decision"),
-        ],
-    )
+    let keys: [Key<AtomicRow>; 3] = [
+        ("strategy", |r| r.strategy.to_string()),
+        ("capacity", |r| r.capacity.to_string()),
+        ("config", |r| format!("{}x{}", r.processes, r.in_flight)),
+    ];
+    let stats: [Stat<AtomicRow>; 6] = [
+        ("admitted", |r| Some(r.admitted as f64)),
+        ("refused", |r| Some(r.refused as f64)),
+        ("WATCH retries", |r| Some(r.watch_retries as f64)),
+        ("aborts", |r| Some(r.watch_aborts as f64)),
+        ("round trips", |r| Some(r.redis_calls as f64)),
+        ("Redis CPU µs/decision", |r| Some(r.cpu_us_per_decision)),
+    ];
+    summarize(&dir.join("atomic.csv"), &keys, &stats)
 }

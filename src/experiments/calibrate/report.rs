@@ -1,20 +1,22 @@
 //! calibrate's summary for REPORT.md.
 
-use crate::analysis::table::summarize;
+use super::CalibrateRow;
+use crate::analysis::table::{summarize, Key, Stat};
 use crate::analysis::AnalysisError;
 use std::path::Path;
 
 /// Both tools side by side per command.
 pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
-    summarize(
-        &dir.join("calibrate.csv"),
-        &["command", "tool"],
-        &[
-            ("ops/s", "ops_per_s"),
-            ("client CPU s", "client_cpu_s"),
-            ("duration s", "duration_s"),
-            ("Redis CPU µs/op", "redis_cpu_us_per_op"),
-            ("Redis busy %", "redis_busy_pct"),
-        ],
-    )
+    let keys: [Key<CalibrateRow>; 2] = [
+        ("command", |r| r.command.clone()),
+        ("tool", |r| r.tool.clone()),
+    ];
+    let stats: [Stat<CalibrateRow>; 5] = [
+        ("ops/s", |r| Some(r.ops_per_s)),
+        ("client CPU s", |r| Some(r.client_cpu_s)),
+        ("duration s", |r| Some(r.duration_s)),
+        ("Redis CPU µs/op", |r| Some(r.redis_cpu_us_per_op)),
+        ("Redis busy %", |r| Some(r.redis_busy_pct)),
+    ];
+    summarize(&dir.join("calibrate.csv"), &keys, &stats)
 }

@@ -1,21 +1,23 @@
 //! cost's summary for REPORT.md.
 
-use crate::analysis::table::summarize;
+use super::CostRow;
+use crate::analysis::table::{summarize, Key, Stat};
 use crate::analysis::AnalysisError;
 use std::path::Path;
 
 /// Throughput, Redis CPU and script time per strategy and variant.
 pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
-    summarize(
-        &dir.join("cost.csv"),
-        &["strategy", "variant"],
-        &[
-            ("decisions/s", "decisions_per_s"),
-            ("Redis CPU µs/decision", "cpu_us_per_decision"),
-            ("busy %", "redis_busy_pct"),
-            ("µs per call", "usec_per_call"),
-            ("allowed", "allowed"),
-            ("denied", "denied"),
-        ],
-    )
+    let keys: [Key<CostRow>; 2] = [
+        ("strategy", |r| r.strategy.to_string()),
+        ("variant", |r| r.variant.clone()),
+    ];
+    let stats: [Stat<CostRow>; 6] = [
+        ("decisions/s", |r| Some(r.decisions_per_s)),
+        ("Redis CPU µs/decision", |r| Some(r.cpu_us_per_decision)),
+        ("busy %", |r| Some(r.redis_busy_pct)),
+        ("µs per call", |r| Some(r.usec_per_call)),
+        ("allowed", |r| Some(r.allowed as f64)),
+        ("denied", |r| Some(r.denied as f64)),
+    ];
+    summarize(&dir.join("cost.csv"), &keys, &stats)
 }

@@ -7,29 +7,33 @@
 //! No marginal slope is given below the cliff: a listpack is one allocation rounded up to an
 //! allocator size class, so over a few entries its size moves in steps, not per entry.
 
+use super::MemoryRow;
 use crate::analysis::stats::Summary;
-use crate::analysis::table::{number, short, Row};
+use crate::analysis::table::short;
+use crate::limiter::Strategy;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// How far past the cliff the marginal bytes-per-entry slope may reach.
 const SLOPE_REACH: i64 = 16;
 
+/// A figure of one fill.
+type Figure = fn(&MemoryRow) -> f64;
+
 /// Mean of `column` over the sliding-log rows of setting `t` at `limit`.
-fn log_mean(rows: &[&Row], t: u64, limit: i64, column: &str) -> Option<f64> {
+fn log_mean(rows: &[&MemoryRow], t: u64, limit: i64, column: Figure) -> Option<f64> {
     let values: Vec<f64> = rows
         .iter()
-        .filter(|r| number(r, "listpack_entries") == Some(t as f64))
-        .filter(|r| number(r, "limit") == Some(limit as f64))
-        .filter_map(|r| number(r, column))
+        .filter(|r| r.listpack_entries == t && r.limit as i64 == limit)
+        .map(|r| column(r))
         .collect();
     Summary::of(&values).map(|s| s.mean)
 }
 
 /// Extra bytes per client for each extra entry between two limits.
-fn slope(rows: &[&Row], t: u64, from: i64, to: i64) -> Option<f64> {
-    let a = log_mean(rows, t, from, "bytes_per_client")?;
-    let b = log_mean(rows, t, to, "bytes_per_client")?;
+fn slope(rows: &[&MemoryRow], t: u64, from: i64, to: i64) -> Option<f64> {
+    let a = log_mean(rows, t, from, |r| r.bytes_per_client)?;
+    let b = log_mean(rows, t, to, |r| r.bytes_per_client)?;
     (to != from).then(|| (b - a) / (to - from) as f64)
 }
 
@@ -38,16 +42,14 @@ fn cell(v: Option<f64>) -> String {
 }
 
 /// The derived-figures section of the memory summary (empty without sliding-log rows).
-pub fn memory(rows: &[Row]) -> String {
-    let log: Vec<&Row> = rows
+pub fn memory(rows: &[MemoryRow]) -> String {
+    let log: Vec<&MemoryRow> = rows
         .iter()
-        .filter(|r| r.get("strategy").map(String::as_str) == Some("lua-log"))
+        .filter(|r| r.strategy == Strategy::LuaLog)
         .collect();
     let mut settings: BTreeMap<u64, ()> = BTreeMap::new();
     for r in &log {
-        if let Some(t) = number(r, "listpack_entries") {
-            settings.insert(t as u64, ());
-        }
+        settings.insert(r.listpack_entries, ());
     }
     let mut out = String::new();
     if !settings.is_empty() {
@@ -60,18 +62,18 @@ pub fn memory(rows: &[Row]) -> String {
     }
     for &t in settings.keys() {
         let ti = t as i64;
-        let at = log_mean(&log, t, ti, "bytes_per_client");
-        let past = log_mean(&log, t, ti + 1, "bytes_per_client");
+        let at = log_mean(&log, t, ti, |r| r.bytes_per_client);
+        let past = log_mean(&log, t, ti + 1, |r| r.bytes_per_client);
         let limits: Vec<i64> = (log.iter())
-            .filter(|r| number(r, "listpack_entries") == Some(t as f64))
-            .filter_map(|r| number(r, "limit").map(|l| l as i64))
+            .filter(|r| r.listpack_entries == t)
+            .map(|r| r.limit as i64)
             .collect();
         let above = (limits.iter().copied())
             .filter(|&l| l > ti + 1 && l <= ti + 1 + SLOPE_REACH)
             .max();
         let jump = at.zip(past).filter(|(a, _)| *a > 0.0).map(|(a, p)| p / a);
-        let per_entry = |limit: i64| cell(log_mean(&log, t, limit, "bytes_per_entry"));
-        let cpu = |limit: i64| cell(log_mean(&log, t, limit, "cpu_us_per_decision"));
+        let per_entry = |limit: i64| cell(log_mean(&log, t, limit, |r| r.bytes_per_entry));
+        let cpu = |limit: i64| cell(log_mean(&log, t, limit, |r| r.cpu_us_per_decision));
         let _ = writeln!(
             out,
             "| {t} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -98,16 +100,14 @@ pub fn memory(rows: &[Row]) -> String {
 
 /// One limit under every setting: a listpack under one, a skiplist under another, so what a
 /// higher threshold saves in memory and costs in CPU per decision reads off one line.
-fn across_settings(log: &[&Row], settings: &[u64]) -> String {
+fn across_settings(log: &[&MemoryRow], settings: &[u64]) -> String {
     let mut limits: Vec<i64> = Vec::new();
     for r in log {
-        if let Some(l) = number(r, "limit").map(|l| l as i64) {
-            let shared = settings
-                .iter()
-                .all(|&t| log_mean(log, t, l, "bytes_per_client").is_some());
-            if shared && !limits.contains(&l) {
-                limits.push(l);
-            }
+        let l = r.limit as i64;
+        let shared =
+            (settings.iter()).all(|&t| log_mean(log, t, l, |r| r.bytes_per_client).is_some());
+        if shared && !limits.contains(&l) {
+            limits.push(l);
         }
     }
     if settings.len() < 2 || limits.is_empty() {
@@ -126,11 +126,12 @@ One limit under each setting (bytes per client / Redis CPU µs per decision whil
     for l in limits {
         let cells: Vec<String> = (settings.iter())
             .map(|&t| {
-                let listpack = log_mean(log, t, l, "listpack").is_some_and(|v| v >= 0.5);
+                let listpack =
+                    log_mean(log, t, l, |r| f64::from(r.listpack)).is_some_and(|v| v >= 0.5);
                 format!(
                     "{} / {}{}",
-                    cell(log_mean(log, t, l, "bytes_per_client")),
-                    cell(log_mean(log, t, l, "cpu_us_per_decision")),
+                    cell(log_mean(log, t, l, |r| r.bytes_per_client)),
+                    cell(log_mean(log, t, l, |r| r.cpu_us_per_decision)),
                     if listpack { " *" } else { "" }
                 )
             })
@@ -141,15 +142,13 @@ One limit under each setting (bytes per client / Redis CPU µs per decision whil
 }
 
 /// One line: 10,000 busy clients at limit 1,000, per strategy (first setting's rows).
-fn ten_thousand_clients(rows: &[Row]) -> String {
+fn ten_thousand_clients(rows: &[MemoryRow]) -> String {
     let mut per: Vec<(String, Vec<f64>)> = Vec::new();
-    for r in rows.iter().filter(|r| number(r, "limit") == Some(1000.0)) {
-        let (Some(s), Some(mb)) = (r.get("strategy"), number(r, "mb_per_10k_clients")) else {
-            continue;
-        };
-        match per.iter_mut().find(|p| &p.0 == s) {
+    for r in rows.iter().filter(|r| r.limit == 1000) {
+        let (s, mb) = (r.strategy.to_string(), r.mb_per_10k_clients);
+        match per.iter_mut().find(|p| p.0 == s) {
             Some(p) => p.1.push(mb),
-            None => per.push((s.clone(), vec![mb])),
+            None => per.push((s, vec![mb])),
         }
     }
     if per.is_empty() {
@@ -169,18 +168,32 @@ fn ten_thousand_clients(rows: &[Row]) -> String {
 mod tests {
     use super::*;
 
-    fn row(strategy: &str, t: u64, limit: u64, bpc: f64, cpu: f64) -> Row {
-        let mut r = Row::new();
-        let mut put = |k: &str, v: String| r.insert(k.to_string(), v);
-        put("strategy", strategy.into());
-        put("listpack_entries", t.to_string());
-        put("limit", limit.to_string());
-        put("bytes_per_client", bpc.to_string());
-        put("bytes_per_entry", (bpc / limit as f64).to_string());
-        put("mb_per_10k_clients", (bpc * 1e4 / 1e6).to_string());
-        put("cpu_us_per_decision", cpu.to_string());
-        put("listpack", u8::from(limit <= t).to_string());
-        r
+    fn row(strategy: &str, t: u64, limit: u64, bpc: f64, cpu: f64) -> MemoryRow {
+        MemoryRow {
+            strategy: serde_json::from_value(serde_json::json!(strategy)).unwrap(),
+            limit,
+            clients: 1,
+            listpack_entries: t,
+            listpack_setting: "set".into(),
+            over_threshold: limit as i64 - t as i64,
+            repeat: 0,
+            bytes_per_client: bpc,
+            bytes_per_entry: bpc / limit as f64,
+            mb_per_10k_clients: bpc * 1e4 / 1e6,
+            used_memory_before: 0,
+            used_memory_after: 0,
+            keys: 1,
+            sample_key_bytes: 0,
+            encoding: String::new(),
+            listpack: u8::from(limit <= t),
+            member_len: 0.0,
+            sample_state: String::new(),
+            decisions: limit,
+            denied: 0,
+            cpu_us_per_decision: cpu,
+            decisions_per_s: 0.0,
+            fill_s: 0.0,
+        }
     }
 
     #[test]

@@ -1,45 +1,53 @@
 //! outage's summary for REPORT.md: per run and phase, then the breaker sweep when it was run.
 
-use crate::analysis::table::summarize;
+use super::{PhaseRow, SweepRow};
+use crate::analysis::table::{summarize, Key, Stat};
 use crate::analysis::AnalysisError;
+use crate::record::csv_text;
 use std::path::Path;
 
 /// Per run and phase (phases.csv), then the breaker sweep when it was run.
 pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
-    let mut out = summarize(
-        &dir.join("phases.csv"),
-        &["policy", "breaker", "phase"],
-        &[
-            ("median ms", "median_ms"),
-            ("p99 ms", "p99_ms"),
-            ("max ms", "max_ms"),
-            ("allowed", "allowed"),
-            ("degraded allowed", "degraded_allowed"),
-            ("degraded denied", "degraded_denied"),
-            ("paid the budget", "paid_budget"),
-            ("breaker open", "short_circuited"),
-            ("checks to 1st normal", "first_normal_seq"),
-            ("ms to 1st normal", "first_normal_ms"),
-            ("reconnects", "reconnects"),
-            ("script reloads", "script_reloads"),
-            ("suspended", "suspended_checks"),
-        ],
-    )?;
+    let keys: [Key<PhaseRow>; 3] = [
+        ("policy", |r| csv_text(&r.policy)),
+        ("breaker", |r| r.breaker.clone()),
+        ("phase", |r| r.phase.to_string()),
+    ];
+    let stats: [Stat<PhaseRow>; 13] = [
+        ("median ms", |r| Some(r.median_ms)),
+        ("p99 ms", |r| Some(r.p99_ms)),
+        ("max ms", |r| Some(r.max_ms)),
+        ("allowed", |r| Some(r.allowed as f64)),
+        ("degraded allowed", |r| Some(r.degraded_allowed as f64)),
+        ("degraded denied", |r| Some(r.degraded_denied as f64)),
+        ("paid the budget", |r| Some(r.paid_budget as f64)),
+        ("breaker open", |r| Some(r.short_circuited as f64)),
+        ("checks to 1st normal", |r| {
+            r.first_normal_seq.map(|n| n as f64)
+        }),
+        ("ms to 1st normal", |r| r.first_normal_ms),
+        ("reconnects", |r| Some(r.reconnects as f64)),
+        ("script reloads", |r| Some(r.script_reloads as f64)),
+        ("suspended", |r| Some(r.suspended_checks as f64)),
+    ];
+    let mut out = summarize(&dir.join("phases.csv"), &keys, &stats)?;
     let sweep = dir.join("breaker_sweep.csv");
     if sweep.is_file() {
         out.push_str("\nBreaker sweep (mean over trials; min-max in brackets):\n\n");
-        out.push_str(&summarize(
-            &sweep,
-            &["breaker", "k", "cooldown_ms"],
-            &[
-                ("paid the budget", "paid_budget"),
-                ("probes", "probes"),
-                ("users' wait while hung ms", "hung_cost_ms"),
-                ("blind checks", "blind_checks"),
-                ("blind ms", "blind_ms"),
-                ("suspended", "suspended_checks"),
-            ],
-        )?);
+        let keys: [Key<SweepRow>; 3] = [
+            ("breaker", |r| r.breaker.clone()),
+            ("k", |r| r.k.to_string()),
+            ("cooldown_ms", |r| r.cooldown_ms.to_string()),
+        ];
+        let stats: [Stat<SweepRow>; 6] = [
+            ("paid the budget", |r| Some(r.paid_budget as f64)),
+            ("probes", |r| Some(r.probes as f64)),
+            ("users' wait while hung ms", |r| Some(r.hung_cost_ms)),
+            ("blind checks", |r| Some(r.blind_checks as f64)),
+            ("blind ms", |r| r.blind_ms),
+            ("suspended", |r| Some(r.suspended_checks as f64)),
+        ];
+        out.push_str(&summarize(&sweep, &keys, &stats)?);
     }
     Ok(out)
 }
