@@ -12,16 +12,15 @@
 //!
 //! Writes `atomic/atomic.csv` (one row per trial), `atomic/meta.json`.
 
+mod body;
 mod charts;
 mod report;
 mod rows;
 
 pub use rows::AtomicRow;
 
-use super::measure::measure;
-use super::{Body, Concurrency, Definition, ExperimentError, Render, Session, Summarize, Validate};
-use crate::limiter::{unix_ms, LimitSpec, Strategy};
-use crate::load::WorkerSpec;
+use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
+use crate::limiter::Strategy;
 use crate::record::Table;
 use serde::{Deserialize, Serialize};
 
@@ -33,7 +32,7 @@ impl Definition for Atomic {
     const TOML: &'static str = include_str!("../../../experiments/atomic.toml");
     type Params = Params;
 
-    const BODY: Body<Params> = body;
+    const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
     const SUMMARY: Summarize = report::summary;
 
@@ -66,53 +65,4 @@ impl Validate for Params {
         }
         Ok(())
     }
-}
-
-fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-    let mut rows = s.csv::<AtomicRow>("atomic.csv")?;
-    let total = p.trials as usize * p.configs.len() * p.strategies.len() * p.capacities.len();
-    let bar = s.progress(total as u64);
-    for trial in 0..p.trials {
-        for &capacity in &p.capacities {
-            for &config in &p.configs {
-                for &strategy in &p.strategies {
-                    let what =
-                        || format!("trial {trial} of {strategy} at {config}, capacity {capacity}");
-                    let key = s.key(format!("{strategy}:{config}:{capacity}:{trial}"));
-                    let limit = LimitSpec {
-                        capacity,
-                        refill_per_sec: 0.0,
-                        window_ms: p.window_ms,
-                        window_origin_ms: unix_ms(),
-                        watch_retries: p.watch_retries,
-                        ..LimitSpec::default()
-                    };
-                    let spec =
-                        WorkerSpec::one_key(strategy, limit, &key, p.checks, config.in_flight);
-                    let m = measure(&s.target, &s.closed_loop(config.processes, spec), &what)?;
-                    let t = &m.tally;
-                    rows.write(&AtomicRow {
-                        strategy,
-                        processes: config.processes,
-                        in_flight: config.in_flight,
-                        trial,
-                        capacity,
-                        checks: t.total(),
-                        admitted: t.admitted,
-                        refused: t.denied,
-                        errors: t.errors,
-                        watch_retries: t.retries,
-                        watch_aborts: t.aborted,
-                        redis_calls: t.redis_calls,
-                        redis_cpu_us: m.server.main_thread_cpu_us,
-                        cpu_us_per_decision: m.cpu_us_per_decision(),
-                        elapsed_ms: t.elapsed_ns as f64 / 1e6,
-                    })?;
-                    bar.inc(1);
-                }
-            }
-        }
-    }
-    bar.finish_and_clear();
-    Ok(())
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-pub(super) fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let benchmark = redis_benchmark().phase(|| "finding redis-benchmark".into())?;
     let mut rows = s.csv::<CalibrateRow>("calibrate.csv")?;
     let bar = s.progress((p.commands.len() as u32 * p.pairs * 2) as u64);

@@ -38,7 +38,7 @@ impl Definition for Calibrate {
             .map(|_| ())
             .phase(|| "finding redis-benchmark".into())
     }
-    const BODY: Body<Params> = body::body;
+    const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
     const SUMMARY: Summarize = report::summary;
 

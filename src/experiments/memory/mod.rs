@@ -19,6 +19,7 @@
 //!
 //! Writes `memory/memory.csv` (one row per fill), `memory/meta.json`.
 
+mod body;
 mod charts;
 mod derived;
 mod fill;
@@ -29,12 +30,11 @@ mod setting;
 pub use rows::MemoryRow;
 pub use setting::ListpackSetting;
 
-use super::{Body, Definition, ExperimentError, Phase, Render, Session, Summarize, Validate};
+use super::{Body, Definition, Render, Summarize, Validate};
 use crate::limiter::Strategy;
 use crate::record::Table;
-use fill::{fill, Fill, FillSetup};
+use fill::Fill;
 use serde::{Deserialize, Serialize};
-use setting::{apply_setting, LISTPACK_CONFIG};
 
 /// The memory experiment.
 pub struct Memory;
@@ -46,7 +46,7 @@ impl Definition for Memory {
         Some("it sets zset-max-listpack-entries and flushes the server between fills");
     type Params = Params;
 
-    const BODY: Body<Params> = body;
+    const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
     const SUMMARY: Summarize = report::summary;
 
@@ -128,48 +128,6 @@ impl Validate for Params {
         }
         Ok(())
     }
-}
-
-fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-    let mut rows = s.csv::<MemoryRow>("memory.csv")?;
-    let bar = s.progress(p.listpack_entries.len() as u64);
-    for (i, &setting) in p.listpack_entries.iter().enumerate() {
-        let what = || format!("listpack_entries {}", setting.label());
-        // A fresh server per setting: a skiplist stays one until a reload, and a clean baseline.
-        if i > 0 {
-            s.fresh_server().phase(what)?;
-        }
-        let (threshold, label, value_limit) = apply_setting(&s.target, setting).phase(what)?;
-        s.note(format!(
-            "Setting {i} ({label}): {LISTPACK_CONFIG} = {threshold}, zset-max-listpack-value = \
-            {value_limit}, on a fresh server."
-        ));
-        let setup = FillSetup {
-            session: s,
-            window_ms: p.window_ms,
-            connections: p.connections,
-            in_flight: p.in_flight,
-            prefix: &s.prefix,
-            threshold,
-        };
-        let fills = plan(p, threshold, i == 0);
-        // Excluded warm-up: the first fill of each strategy on a server also pays one-off
-        // allocations (measured: tens of KB that FLUSHALL does not give back).
-        for strategy in &p.strategies {
-            if let Some(f) = fills.iter().find(|f| f.strategy == *strategy) {
-                fill(&setup, f)?;
-            }
-        }
-        for repeat in 0..p.repeats {
-            for f in &fills {
-                let m = fill(&setup, f)?;
-                rows.write(&m.row(f, threshold, label, repeat))?;
-            }
-        }
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    Ok(())
 }
 
 #[cfg(test)]

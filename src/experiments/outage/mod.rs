@@ -22,6 +22,7 @@
 //! median / p99 / max, checks and time to the first normal answer), `outage/breaker_sweep.csv` (one
 //! row per sweep point and trial), `outage/meta.json`.
 
+mod body;
 mod charts;
 mod phases;
 mod report;
@@ -31,17 +32,12 @@ mod sweep;
 pub use rows::{CheckRow, Phase, PhaseRow, RunLabel};
 pub use sweep::SweepRow;
 
-use super::{
-    Body, Definition, ExperimentError, Phase as _, PhaseError, Render, Session, Summarize, Validate,
-};
-use crate::context::Ctx;
-use crate::fault;
+use super::{Body, Definition, Render, Summarize, Validate};
 use crate::limiter::{LimitSpec, Limiter, Strategy};
-use crate::record::{RunRecord, Table};
-use crate::server::{RedisServer, ServerError};
-use crate::store::{BreakerSettings, Policy, Store, StoreSettings};
+use crate::record::Table;
+use crate::store::{BreakerSettings, Policy, StoreSettings};
 use serde::{Deserialize, Serialize};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const ID: &str = Outage::ID;
 
@@ -55,7 +51,7 @@ impl Definition for Outage {
         Some("it SIGKILLs, restarts, SIGSTOPs and SIGCONTs the server");
     type Params = Params;
 
-    const BODY: Body<Params> = body;
+    const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
     const SUMMARY: Summarize = report::summary;
 
@@ -133,86 +129,6 @@ impl Validate for Params {
             None => Ok(()),
         }
     }
-}
-
-fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-    let why = Outage::MUST_OWN_SERVER.unwrap_or_default();
-    let server = s
-        .target
-        .managed(why)
-        .phase(|| "checking the target".into())?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(ServerError::from)
-        .phase(|| "building the async runtime".into())?;
-    let suspended = main_runs(s.ctx, p, &rt, server, &mut s.run, &s.prefix)?
-        + sweep::run(s.ctx, p, &rt, server, &mut s.run)?;
-    if suspended > 0 {
-        let warning = format!(
-            "WARNING: the machine was suspended during {suspended} check(s) (CLOCK_BOOTTIME \
-            - CLOCK_MONOTONIC grew); their latencies are sleep, not Redis (column `suspended`)"
-        );
-        eprintln!("ratelab: outage: {warning}");
-        s.run.note(warning);
-    }
-    Ok(())
-}
-
-/// The four runs (policy x breaker off/on) through all five phases; returns suspended checks.
-fn main_runs(
-    ctx: &Ctx,
-    p: &Params,
-    rt: &tokio::runtime::Runtime,
-    server: &mut RedisServer,
-    run: &mut RunRecord,
-    prefix: &str,
-) -> Result<u64, ExperimentError> {
-    let mut checks = run.staging.csv::<CheckRow>("outage.csv")?;
-    let mut phase_rows = run.staging.csv::<PhaseRow>("phases.csv")?;
-    let runs: Vec<(Policy, Option<(u32, u64)>)> = (p.policies.iter())
-        .flat_map(|&policy| {
-            [None, Some((p.breaker_failures, p.breaker_cooldown_ms))].map(|b| (policy, b))
-        })
-        .collect();
-    let bar = super::frame::progress_bar(ctx, ID, (runs.len() * 5) as u64);
-    let mut suspended = 0;
-    for (policy, breaker) in runs {
-        let label = RunLabel::new(policy, breaker);
-        let what = || format!("{label}");
-        let key = format!("{prefix}{label}");
-        let store = Store::new(&server.url(), p.limiter(), p.settings(policy, breaker))
-            .map_err(|e| PhaseError::Invalid(format!("store: {e}")))
-            .phase(what)?;
-        let mut driver = phases::Driver {
-            rt,
-            store: &store,
-            key: &key,
-            label,
-            interval: Duration::from_millis(p.interval_ms),
-            checks: &mut checks,
-        };
-        driver.warm_up(p.warmup).phase(what)?;
-        let mut measure = |phase: Phase, fault_at: Instant| -> Result<(), ExperimentError> {
-            let row = driver.phase(phase, fault_at, p.checks_per_phase);
-            let row = row.phase(|| format!("{label}, {phase} phase"))?;
-            suspended += row.suspended_checks;
-            phase_rows.write(&row)?;
-            bar.inc(1);
-            Ok(())
-        };
-        measure(Phase::Healthy, Instant::now())?;
-        measure(Phase::Dead, fault::kill(server).phase(what)?)?;
-        measure(Phase::Restarted, fault::restart(server).phase(what)?)?;
-        let hung = fault::suspend(server).phase(what)?;
-        measure(Phase::Hung, hung.at)?;
-        // An error above drops `hung`, which continues the server.
-        measure(Phase::Resumed, hung.resume().phase(what)?)?;
-        let counters = serde_json::to_string(&store.counters()).unwrap_or_default();
-        run.note(format!("{label}: store counters {counters}"));
-    }
-    bar.finish_and_clear();
-    Ok(suspended)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::load::{run_closed_loop, WorkerSpec};
 use crate::record::MonitorCapture;
 
 /// Runs every trial, then the trace.
-pub fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut rows = s.csv::<RaceRow>("race.csv")?;
     let matrix_trials = p.trials as u64 * (p.configs.len() * p.strategies.len()) as u64;
     let burst_trials = p.trials as u64 * p.seed001_strategies.len() as u64;

@@ -15,6 +15,7 @@
 //! Writes `tsmember/tsmember.csv` (one row per run; `rate` is the arrival rate or `flat-out`),
 //! `tsmember/meta.json`.
 
+mod body;
 mod charts;
 mod report;
 mod rows;
@@ -22,11 +23,9 @@ mod runs;
 
 pub use rows::TsmemberRow;
 
-use super::{Body, Definition, ExperimentError, Render, Session, Summarize, Validate};
+use super::{Body, Definition, Render, Summarize, Validate};
 use crate::limiter::{LogClock, LogMember, LogVariant};
-use crate::load::rng::SplitMix64;
 use crate::record::Table;
-use runs::One;
 use serde::{Deserialize, Serialize};
 
 /// The tsmember experiment.
@@ -37,7 +36,7 @@ impl Definition for Tsmember {
     const TOML: &'static str = include_str!("../../../experiments/tsmember.toml");
     type Params = Params;
 
-    const BODY: Body<Params> = body;
+    const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
     const SUMMARY: Summarize = report::summary;
 
@@ -83,59 +82,6 @@ impl Validate for Params {
         Err("trials, limit, window_ms, duration_s, rates, connections, processes (and flat-out clients and \
             seconds) must be > 0; members and clocks non-empty".into())
     }
-}
-
-fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-    let mut rows = s.csv::<TsmemberRow>("tsmember.csv")?;
-    let variants: Vec<LogVariant> = (p.members.iter())
-        .flat_map(|&member| {
-            p.clocks
-                .iter()
-                .map(move |&clock| LogVariant { member, clock })
-        })
-        .collect();
-    let flat: Vec<LogVariant> = variants
-        .iter()
-        .filter(|v| p.flat_out_members.contains(&v.member))
-        .copied()
-        .collect();
-    let total = p.trials as usize * p.rates.len() * variants.len()
-        + p.flat_out_trials as usize * flat.len();
-    let bar = s.progress(total as u64);
-    for trial in 0..p.trials {
-        for (r, &rate) in p.rates.iter().enumerate() {
-            // One schedule per trial and rate, replayed by every variant.
-            let seed = SplitMix64::new(s.ctx.seed, (u64::from(trial) << 16) | r as u64).next_u64();
-            for &v in &variants {
-                let one = One {
-                    v,
-                    rate: Some(rate),
-                    trial,
-                    limit: p.limit,
-                    key: s.key(format!("{}:{rate}:{trial}", label(v))),
-                    seed,
-                };
-                rows.write(&one.measure(s, p)?)?;
-                bar.inc(1);
-            }
-        }
-    }
-    for trial in 0..p.flat_out_trials {
-        for &v in &flat {
-            let one = One {
-                v,
-                rate: None,
-                trial,
-                limit: p.flat_out_limit,
-                key: s.key(format!("{}:flat:{trial}", label(v))),
-                seed: s.ctx.seed,
-            };
-            rows.write(&one.measure(s, p)?)?;
-            bar.inc(1);
-        }
-    }
-    bar.finish_and_clear();
-    Ok(())
 }
 
 /// `time-ms/redis`: how phases and keys name a variant (the CSV's names; a test checks).

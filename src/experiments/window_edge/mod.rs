@@ -15,6 +15,7 @@
 //! Writes `window-edge/window-edge.csv` (one row per trial), `window-edge/requests.csv` (one row
 //! per request, times in ms from the window boundary), `window-edge/meta.json`.
 
+mod body;
 mod bursts;
 mod charts;
 mod report;
@@ -22,11 +23,8 @@ mod rows;
 
 pub use rows::{RequestRow, WindowEdgeRow};
 
-use super::{
-    Body, Definition, ExperimentError, Phase, PhaseError, Render, Session, Summarize, Validate,
-};
+use super::{Body, Definition, PhaseError, Render, Summarize, Validate};
 use crate::limiter::Strategy;
-use crate::load::run_open_loop;
 use crate::record::Table;
 use crate::server::Target;
 use serde::{Deserialize, Serialize};
@@ -39,7 +37,7 @@ impl Definition for WindowEdge {
     const TOML: &'static str = include_str!("../../../experiments/window-edge.toml");
     type Params = Params;
 
-    const BODY: Body<Params> = body;
+    const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
     const SUMMARY: Summarize = report::summary;
 
@@ -109,39 +107,6 @@ fn on_caller_clock(s: Strategy) -> bool {
         s,
         Strategy::NaiveWindow | Strategy::IncrWindow | Strategy::LuaWindow | Strategy::MultiWindow
     )
-}
-
-fn body(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-    let (offset_ns, rtt_ns) =
-        redis_clock_offset(&s.target).phase(|| "reading Redis TIME".into())?;
-    s.note(format!("Redis's clock minus ours: {:.3} ms (TIME round trip {:.3} ms); schedules for strategies on \
-        Redis TIME are aligned to Redis's window boundaries with it.", offset_ns as f64 / 1e6, rtt_ns as f64 / 1e6));
-    let mut rows = s.csv::<WindowEdgeRow>("window-edge.csv")?;
-    let mut requests = s.csv::<RequestRow>("requests.csv")?;
-    let bar = s.progress(u64::from(p.trials) * p.strategies.len() as u64);
-    for trial in 0..p.trials {
-        for &strategy in &p.strategies {
-            let what = || format!("trial {trial} of {strategy}");
-            let offset = if on_caller_clock(strategy) {
-                0
-            } else {
-                offset_ns
-            };
-            let key = s.key(format!("{strategy}:{trial}"));
-            let plan = s.open_loop(1, bursts::spec(s.ctx, p, strategy, offset, &key));
-            let tally = run_open_loop(&plan).phase(what)?;
-            s.fail_on_errors(&tally.checks).phase(what)?;
-            s.run.open_loop_run(&what(), &tally);
-            let (row, per_request) = bursts::summarize(p, strategy, trial, &tally);
-            for r in &per_request {
-                requests.write(r)?;
-            }
-            rows.write(&row)?;
-            bar.inc(1);
-        }
-    }
-    bar.finish_and_clear();
-    Ok(())
 }
 
 #[cfg(test)]

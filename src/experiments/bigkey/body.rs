@@ -1,0 +1,127 @@
+//! bigkey's measurement.
+
+use super::ops::{Log, Outcome};
+use super::ops::{Operation, YesNo};
+use super::rows::BigkeyRow;
+use super::{configure, ops, Params};
+use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
+use crate::load::probe::{Probe, ProbeLog};
+use crate::load::rng::SplitMix64;
+use crate::server::admin;
+use std::time::Duration;
+
+pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    let configured = configure(&s.target).phase(|| "configuring the latency monitor".into())?;
+    s.note(format!("Server configured for this run: {configured}."));
+    let mut rows = s.csv::<BigkeyRow>("bigkey.csv")?;
+    let total = p.repeats as usize * p.entries.len() * p.lazyfree.len() * p.operations.len();
+    let bar = s.progress(total as u64);
+    let member_prefix = SplitMix64::new(s.ctx.seed, 0).next_u64() >> 16;
+    for repeat in 0..p.repeats {
+        for &entries in &p.entries {
+            for &lazy in &p.lazyfree {
+                for &op in &p.operations {
+                    let what = || {
+                        format!(
+                            "{op:?} of {entries} entries, lazyfree-lazy-expire {}, repeat {repeat}",
+                            lazy.as_str()
+                        )
+                    };
+                    let key = s.key(format!("{entries}:{}:{repeat}:{op:?}", lazy.as_str()));
+                    let log = Log {
+                        key: &key,
+                        entries,
+                        window_ms: p.window_ms,
+                        member_prefix,
+                    };
+                    rows.write(&one(s, p, &log, op, lazy, repeat).phase(what)?)?;
+                    bar.inc(1);
+                }
+            }
+        }
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+/// Builds one log, runs one operation on it under the probe, and reads what everyone saw.
+fn one(
+    s: &Session,
+    p: &Params,
+    log: &Log,
+    op: Operation,
+    lazy: YesNo,
+    repeat: u32,
+) -> Result<BigkeyRow, PhaseError> {
+    let (ctx, target) = (s.ctx, &s.target);
+    let mut con = target.connection()?;
+    admin::config_set(&mut con, "lazyfree-lazy-expire", lazy.as_str())?;
+    let build_s = ops::build(&mut con, log, p.zadd_batch, p.pipeline)?;
+    let key_bytes: u64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(log.key)
+        .query(&mut con)?;
+    redis::cmd("LATENCY").arg("RESET").query::<()>(&mut con)?;
+    let probe = Probe::start(
+        &target.url(),
+        Duration::from_micros(p.probe_period_us),
+        ctx.timeouts,
+    )?;
+    let probe_started = std::time::Instant::now();
+    std::thread::sleep(Duration::from_millis(p.baseline_ms));
+    let outcome = match op {
+        Operation::Trim => ops::trim(&mut con, log),
+        Operation::Expire => ops::expire(&mut con, log, p.expire_after_ms),
+    };
+    // Stop the probe whatever happened, so its thread never outlives the operation.
+    let seen = probe.stop()?;
+    let outcome = outcome?;
+    if outcome.removed != log.entries {
+        return Err(PhaseError::Invalid(format!(
+            "removed {} of {} entries",
+            outcome.removed, log.entries
+        )));
+    }
+    probe_ok(&seen)?;
+    let events = ops::latency_latest(&mut con)?;
+    let server_blocked_ms = (events.iter())
+        .filter(|(name, _)| ops::is_own_event(op, name))
+        .map(|e| e.1)
+        .fold(0.0, f64::max);
+    let latency_events: Vec<String> = events.iter().map(|(n, ms)| format!("{n}={ms}")).collect();
+    let baseline = seen.histogram(probe_started, outcome.from)?;
+    Ok(BigkeyRow {
+        operation: op,
+        entries: log.entries,
+        lazyfree: lazy,
+        repeat,
+        removed: outcome.removed,
+        key_bytes,
+        command_ms: outcome.command_ms,
+        slowlog_ms: outcome.slowlog_ms,
+        probe_max_stall_ms: seen.max_overlapping_ns(outcome.from, outcome.to) as f64 / 1e6,
+        probe_p50_ms: baseline.value_at_quantile(0.5) as f64 / 1e6,
+        probe_baseline_max_ms: baseline.max() as f64 / 1e6,
+        probe_pings: seen.overlapping(outcome.from, outcome.to).count() as u64,
+        server_blocked_ms,
+        latency_events: latency_events.join(" "),
+        background_free_ms: outcome.background_free_ms,
+        span_ms: span_ms(&outcome),
+        build_s,
+    })
+}
+
+fn span_ms(o: &Outcome) -> f64 {
+    o.to.saturating_duration_since(o.from).as_secs_f64() * 1e3
+}
+
+/// A PING that failed is a lost measurement, not a latency: the run is invalid.
+fn probe_ok(seen: &ProbeLog) -> Result<(), PhaseError> {
+    match seen.errors {
+        0 => Ok(()),
+        n => Err(PhaseError::Invalid(format!(
+            "{n} probe PINGs failed; first: {}",
+            seen.first_error.clone().unwrap_or_default()
+        ))),
+    }
+}

@@ -1,0 +1,61 @@
+//! tsmember's measurement.
+
+use super::rows::TsmemberRow;
+use super::runs::One;
+use super::{label, Params};
+use crate::experiments::{ExperimentError, Session};
+use crate::limiter::LogVariant;
+use crate::load::rng::SplitMix64;
+
+pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    let mut rows = s.csv::<TsmemberRow>("tsmember.csv")?;
+    let variants: Vec<LogVariant> = (p.members.iter())
+        .flat_map(|&member| {
+            p.clocks
+                .iter()
+                .map(move |&clock| LogVariant { member, clock })
+        })
+        .collect();
+    let flat: Vec<LogVariant> = variants
+        .iter()
+        .filter(|v| p.flat_out_members.contains(&v.member))
+        .copied()
+        .collect();
+    let total = p.trials as usize * p.rates.len() * variants.len()
+        + p.flat_out_trials as usize * flat.len();
+    let bar = s.progress(total as u64);
+    for trial in 0..p.trials {
+        for (r, &rate) in p.rates.iter().enumerate() {
+            // One schedule per trial and rate, replayed by every variant.
+            let seed = SplitMix64::new(s.ctx.seed, (u64::from(trial) << 16) | r as u64).next_u64();
+            for &v in &variants {
+                let one = One {
+                    v,
+                    rate: Some(rate),
+                    trial,
+                    limit: p.limit,
+                    key: s.key(format!("{}:{rate}:{trial}", label(v))),
+                    seed,
+                };
+                rows.write(&one.measure(s, p)?)?;
+                bar.inc(1);
+            }
+        }
+    }
+    for trial in 0..p.flat_out_trials {
+        for &v in &flat {
+            let one = One {
+                v,
+                rate: None,
+                trial,
+                limit: p.flat_out_limit,
+                key: s.key(format!("{}:flat:{trial}", label(v))),
+                seed: s.ctx.seed,
+            };
+            rows.write(&one.measure(s, p)?)?;
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
