@@ -171,3 +171,147 @@ fn copy_reference() -> tempfile::TempDir {
     }
     tmp
 }
+
+/// The cells to change in one row (None: leave it), given a reader of the row's cells by column.
+type Change = fn(&dyn Fn(&str) -> String) -> Option<Vec<(&'static str, String)>>;
+
+/// Rewrites `file` of a copy of the reference run, changing each row `change` picks.
+fn mutate(dir: &Path, file: &str, change: Change) {
+    let path = dir.join(file);
+    let mut reader = csv::Reader::from_path(&path).unwrap();
+    let header: Vec<String> = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .map(str::to_string)
+        .collect();
+    let rows: Vec<Vec<String>> = reader
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_string).collect())
+        .collect();
+    let mut writer = csv::Writer::from_path(&path).unwrap();
+    writer.write_record(&header).unwrap();
+    for mut row in rows {
+        let get = |c: &str| {
+            header
+                .iter()
+                .position(|h| h == c)
+                .map(|i| row[i].clone())
+                .unwrap_or_default()
+        };
+        if let Some(edits) = change(&get) {
+            for (column, value) in edits {
+                let i = header
+                    .iter()
+                    .position(|h| h == column)
+                    .expect("column exists");
+                row[i] = value;
+            }
+        }
+        writer.write_record(&row).unwrap();
+    }
+    writer.flush().unwrap();
+}
+
+/// A wrong measurement of each kind, written into a copy of the reference run, turns the claim it
+/// bears on away from `holds`; the claim held on the unchanged run.
+#[test]
+fn a_wrong_measurement_fails_its_claim() {
+    let cases: [(&str, &str, &str, Change); 10] = [
+        // all_above: one trial whose bucket emptied.
+        ("race.never-empties-state", "race", "race.csv", |g| {
+            let four_by_eight = g("processes") == "4" && g("in_flight") == "8";
+            (four_by_eight && g("strategy") == "naive-bucket" && g("trial") == "3")
+                .then(|| vec![("final_state", "0".into())])
+        }),
+        // a missing statistic: the fail-closed client never answered normally after SIGCONT.
+        ("outage.resumed-next-check", "outage", "phases.csv", |g| {
+            (g("phase") == "resumed" && g("breaker") == "off" && g("policy") == "fail-closed")
+                .then(|| vec![("first_normal_seq", String::new())])
+        }),
+        // all_equal against a column: one seed-001 trial admitted one less than its hits.
+        ("race.seed001-allowed", "race", "race.csv", |g| {
+            (g("scenario") == "seed001" && g("strategy") == "naive-window" && g("trial") == "0")
+                .then(|| vec![("admitted", "499".into())])
+        }),
+        // times_column: 1 x 4 admitted 399, not limit x in_flight.
+        ("race.one-process-four-in-flight", "race", "race.csv", |g| {
+            (g("strategy") == "naive-bucket"
+                && g("processes") == "1"
+                && g("in_flight") == "4"
+                && g("trial") == "5")
+                .then(|| vec![("admitted", "399".into())])
+        }),
+        // mean_within: time-ms members at 1,000/s admitted only the limit.
+        ("tsmember.ms-1000", "tsmember", "tsmember.csv", |g| {
+            (g("member") == "time-ms" && g("rate") == "1000")
+                .then(|| vec![("admitted_per_limit", "1".into())])
+        }),
+        // all_at_least: one hung check answered in 10 ms.
+        (
+            "outage.hung-every-check-waits",
+            "outage",
+            "phases.csv",
+            |g| {
+                (g("phase") == "hung" && g("breaker") == "off" && g("policy") == "fail-open")
+                    .then(|| vec![("min_ms", "10".into())])
+            },
+        ),
+        // all_at_most: one bucket trial admitted past its bound.
+        (
+            "window-edge.bucket-bounded",
+            "window-edge",
+            "window-edge.csv",
+            |g| {
+                (g("strategy") == "lua-bucket" && g("trial") == "1")
+                    .then(|| vec![("max_admitted_in_1s", "150".into())])
+            },
+        ),
+        // range: the fixed window passed only 1.5x its limit.
+        (
+            "window-edge.fixed-2x",
+            "window-edge",
+            "window-edge.csv",
+            |g| (g("strategy") == "incr-window").then(|| vec![("max_per_limit", "1.5".into())]),
+        ),
+        // a ratio: a dead check as slow as a hung one.
+        (
+            "outage.dead-faster-than-healthy",
+            "outage",
+            "phases.csv",
+            |g| {
+                (g("phase") == "dead" && g("breaker") == "off")
+                    .then(|| vec![("median_ms", "250".into())])
+            },
+        ),
+        // trace_order: the second read came after the first write.
+        ("race.trace-order", "race", "trace.csv", |g| {
+            (g("on_trace_key") == "true" && g("seq") == "1")
+                .then(|| vec![("command", "HSET".into())])
+        }),
+    ];
+    let all = claims::all().unwrap();
+    for (id, experiment, file, change) in cases {
+        let claim = all
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("no claim {id}"));
+        let copy = copy_reference();
+        let dir = copy.path().join(experiment);
+        let before = claims::judge(claim, &dir);
+        assert_eq!(
+            before.holds,
+            Some(true),
+            "{id} must hold on the reference run: {}",
+            before.measured
+        );
+        mutate(&dir, file, change);
+        let after = claims::judge(claim, &dir);
+        assert_eq!(
+            after.holds,
+            Some(false),
+            "{id} still holds after the mutation: {}",
+            after.measured
+        );
+    }
+}

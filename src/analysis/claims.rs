@@ -23,6 +23,10 @@ pub struct Claim {
     pub published: f64,
     #[serde(default)]
     pub published_column: Option<String>,
+    /// Multiplies what each row should be by this column of the row (e.g. `in_flight`: one
+    /// process admits limit x in-flight), so the claim follows the run's parameters.
+    #[serde(default)]
+    pub times_column: Option<String>,
     #[serde(default)]
     pub tolerance: f64,
     /// Per row, the statistic as a percentage of this column (e.g. refused of checks).
@@ -47,6 +51,9 @@ pub enum Judge {
     MeanWithin,
     /// Every selected row is at least `published` (or its `published_column`).
     AllAtLeast,
+    /// Every selected row is strictly above `published` (or its `published_column`): "never
+    /// empties" is a bucket with tokens left in every trial.
+    AllAbove,
     /// Every selected row is at most `published` (or its `published_column`): "no run ever
     /// exceeded", which a mean cannot judge.
     AllAtMost,
@@ -99,7 +106,21 @@ pub fn judge(claim: &Claim, experiment_dir: &Path) -> Verdict {
 /// The numeric judges: each row's statistic against `published` (or its `published_column`), or
 /// the mean (or a ratio of means) against a tolerance or a range.
 fn judge_numbers(claim: &Claim, selected: &[&Row], all_rows: &[Row]) -> Verdict {
-    let pairs = row_values(claim, selected);
+    let judged = row_values(claim, selected);
+    let pairs: Vec<(f64, f64)> = judged.iter().flatten().copied().collect();
+    let missing = judged.len() - pairs.len();
+    if missing > 0 {
+        // A row without the statistic is a measurement that did not happen: it fails the claim
+        // instead of vanishing from it.
+        return Verdict {
+            measured: format!(
+                "{missing} of {} rows have no {}",
+                judged.len(),
+                claim.statistic
+            ),
+            holds: Some(false),
+        };
+    }
     let values: Vec<f64> = pairs.iter().map(|p| p.0).collect();
     let Some(s) = Summary::of(&values) else {
         return Verdict {
@@ -117,7 +138,11 @@ fn judge_numbers(claim: &Claim, selected: &[&Row], all_rows: &[Row]) -> Verdict 
     let mut value = s.mean;
     if let Some(den_select) = &claim.denominator {
         let den: Vec<&Row> = all_rows.iter().filter(|r| matches(r, den_select)).collect();
-        let den_values: Vec<f64> = row_values(claim, &den).iter().map(|p| p.0).collect();
+        let den_values: Vec<f64> = row_values(claim, &den)
+            .iter()
+            .flatten()
+            .map(|p| p.0)
+            .collect();
         match Summary::of(&den_values).filter(|d| d.mean != 0.0) {
             Some(d) => {
                 value = s.mean / d.mean;
@@ -141,6 +166,7 @@ fn judge_numbers(claim: &Claim, selected: &[&Row], all_rows: &[Row]) -> Verdict 
     let holds = match claim.judge {
         Judge::AllEqual => pairs.iter().all(|(v, w)| v == w),
         Judge::AllAtLeast => pairs.iter().all(|(v, w)| v >= w),
+        Judge::AllAbove => pairs.iter().all(|(v, w)| v > w),
         Judge::AllAtMost => pairs.iter().all(|(v, w)| v <= w),
         Judge::MeanWithin => {
             (value - claim.published).abs() <= claim.tolerance * claim.published.abs()
@@ -156,22 +182,25 @@ fn judge_numbers(claim: &Claim, selected: &[&Row], all_rows: &[Row]) -> Verdict 
     }
 }
 
-/// (value, what it should be) per row: the statistic, as a percentage when `percent_of` is set.
-fn row_values(claim: &Claim, rows: &[&Row]) -> Vec<(f64, f64)> {
-    rows.iter()
-        .filter_map(|r| {
-            let mut value = number(r, &claim.statistic)?;
-            if let Some(of) = &claim.percent_of {
-                let base = number(r, of).filter(|b| *b != 0.0)?;
-                value = 100.0 * value / base;
-            }
-            let want = match &claim.published_column {
-                Some(col) => number(r, col)?,
-                None => claim.published,
-            };
-            Some((value, want))
-        })
-        .collect()
+/// (value, what it should be) per row, or None for a row without them: the statistic, as a
+/// percentage when `percent_of` is set.
+fn row_values(claim: &Claim, rows: &[&Row]) -> Vec<Option<(f64, f64)>> {
+    let one = |r: &Row| {
+        let mut value = number(r, &claim.statistic)?;
+        if let Some(of) = &claim.percent_of {
+            let base = number(r, of).filter(|b| *b != 0.0)?;
+            value = 100.0 * value / base;
+        }
+        let mut want = match &claim.published_column {
+            Some(col) => number(r, col)?,
+            None => claim.published,
+        };
+        if let Some(times) = &claim.times_column {
+            want *= number(r, times)?;
+        }
+        Some((value, want))
+    };
+    rows.iter().map(|r| one(r)).collect()
 }
 
 /// Seed 000's order: on the traced key, HMGET, HMGET, HSET, HSET from one client.
@@ -271,6 +300,7 @@ mod tests {
             select: [("lazyfree".to_string(), "yes".to_string())].into(),
             published: 1.0,
             published_column: None,
+            times_column: None,
             tolerance: 0.0,
             percent_of: None,
             denominator: None,

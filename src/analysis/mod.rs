@@ -118,6 +118,10 @@ pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, Analysi
 }
 
 fn published(claim: &claims::Claim) -> String {
+    if let Some(times) = &claim.times_column {
+        let of = claim.published_column.as_deref().unwrap_or("?");
+        return format!("{} (= {of} x {times})", claim.published);
+    }
     match (&claim.published_column, claim.judge) {
         (_, claims::Judge::TraceOrder) => "HMGET, HMGET, HSET, HSET; 1 client".into(),
         (_, claims::Judge::Range) => match claim.range {
@@ -126,6 +130,7 @@ fn published(claim: &claims::Claim) -> String {
             None => "?".into(),
         },
         (Some(col), claims::Judge::AllAtMost) => format!("<= {col}"),
+        (_, claims::Judge::AllAbove) => format!("> {} in every row", claim.published),
         (Some(col), _) => format!("{} (= {col})", claim.published),
         (None, claims::Judge::AllAtMost) => format!("<= {} in every row", claim.published),
         (None, claims::Judge::MeanWithin) => {
