@@ -217,7 +217,7 @@ fn mutate(dir: &Path, file: &str, change: Change) {
 /// bears on away from `holds`; the claim held on the unchanged run.
 #[test]
 fn a_wrong_measurement_fails_its_claim() {
-    let cases: [(&str, &str, &str, Change); 10] = [
+    let cases: [(&str, &str, &str, Change); 11] = [
         // all_above: one trial whose bucket emptied.
         ("race.never-empties-state", "race", "race.csv", |g| {
             let four_by_eight = g("processes") == "4" && g("in_flight") == "8";
@@ -284,6 +284,12 @@ fn a_wrong_measurement_fails_its_claim() {
                     .then(|| vec![("median_ms", "250".into())])
             },
         ),
+        // percent_of: one WATCH trial at 4 x 8 made exactly one round trip per decision.
+        ("atomic.watch-adds-load", "atomic", "atomic.csv", |g| {
+            let four_by_eight = g("processes") == "4" && g("in_flight") == "8";
+            (four_by_eight && g("strategy") == "watch-bucket" && g("trial") == "0")
+                .then(|| vec![("redis_calls", g("checks"))])
+        }),
         // trace_order: the second read came after the first write.
         ("race.trace-order", "race", "trace.csv", |g| {
             (g("on_trace_key") == "true" && g("seq") == "1")

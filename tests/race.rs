@@ -116,9 +116,11 @@ fn fixed_windows_one_process_burst_of_500() {
         100,
         "w:naive",
     );
-    assert!(
-        naive > 100,
-        "GET then MULTI INCR EXPIRE over-admits a pipelined burst: {naive}"
+    // Seed 001: all 500 allowed. One event loop writes all 500 GETs before the first reply
+    // is read, so every check sees the counter at 0: exact, not a matter of timing.
+    assert_eq!(
+        naive, 500,
+        "GET then MULTI INCR EXPIRE lets the whole pipelined burst through"
     );
     let incr = admitted(
         &server.url(),

@@ -161,6 +161,8 @@ pub(super) fn expire(
             "{keys} keys in the database: the big log must be alone to see when it has gone"
         )));
     }
+    // What the expiry will remove, counted on the server: the whole set goes with its key.
+    let removed: u64 = redis::cmd("ZCARD").arg(log.key).query(con)?;
     let set_at = Instant::now();
     redis::cmd("PEXPIRE")
         .arg(log.key)
@@ -174,7 +176,7 @@ pub(super) fn expire(
     Ok(Outcome {
         from: deadline.min(gone),
         to: freed,
-        removed: log.entries,
+        removed,
         command_ms: None,
         slowlog_ms: None,
         background_free_ms: Some(freed.duration_since(gone).as_secs_f64() * 1e3),

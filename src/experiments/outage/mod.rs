@@ -178,6 +178,24 @@ mod tests {
             row(Some((3, 250)), Phase::Hung, 0.001, None, 0),
             row(Some((3, 250)), Phase::Restarted, 0.3, Some(4), 1),
         ];
+        // Dead and hung checks are all answered by policy: allowed (fail-open), denied (fail-closed).
+        let mut rows = rows.to_vec();
+        for r in rows
+            .iter_mut()
+            .filter(|r| matches!(r.phase, Phase::Dead | Phase::Hung))
+        {
+            (r.checks, r.degraded_allowed) = (300, 300);
+        }
+        let closed: Vec<PhaseRow> = (rows.iter())
+            .filter(|r| matches!(r.phase, Phase::Dead | Phase::Hung))
+            .map(|r| PhaseRow {
+                policy: Policy::FailClosed,
+                degraded_allowed: 0,
+                degraded_denied: 300,
+                ..r.clone()
+            })
+            .collect();
+        rows.extend(closed);
         for r in &rows {
             sink.write(r).unwrap();
         }

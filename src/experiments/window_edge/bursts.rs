@@ -1,7 +1,7 @@
 //! The two bursts of one window-edge trial, and what they show: how many passed on each side of
 //! the boundary and the most inside any 1-second span.
 
-use super::{Params, RequestRow, WindowEdgeRow, WINDOW_MS};
+use super::{Params, RequestRow, WindowEdgeRow};
 use crate::context::Ctx;
 use crate::limiter::{LimitSpec, Strategy};
 use crate::load::{Arrivals, Burst, KeyChoice, OpenSpec, OpenTally, Start};
@@ -26,8 +26,8 @@ pub(super) fn spec(
         strategy,
         limit: LimitSpec {
             capacity: p.limit,
-            refill_per_sec: p.limit as f64 * 1000.0 / WINDOW_MS as f64,
-            window_ms: WINDOW_MS,
+            refill_per_sec: p.limit as f64 * 1000.0 / p.window_ms as f64,
+            window_ms: p.window_ms,
             // Windows aligned to the epoch, as in production.
             window_origin_ms: 0,
             ..LimitSpec::default()
@@ -35,8 +35,8 @@ pub(super) fn spec(
         keys: KeyChoice::One(key.to_string()),
         arrivals: Arrivals::Bursts(vec![burst(0.0), burst(edge)]),
         start: Start::Aligned {
-            period_ms: WINDOW_MS,
-            phase_ms: WINDOW_MS - p.edge_ms,
+            period_ms: p.window_ms,
+            phase_ms: p.window_ms - p.edge_ms,
             offset_ns,
             lead_ms: p.lead_ms,
         },
@@ -76,7 +76,7 @@ pub(super) fn summarize(
     let first_sent = sent.first().copied().unwrap_or(0);
     let last_done = admitted.iter().map(|r| r.done_ns).max().unwrap_or(0);
     let span_ms = last_done.saturating_sub(first_sent) as f64 / 1e6;
-    let max = max_in_span(&sent, WINDOW_MS * 1_000_000);
+    let max = max_in_span(&sent, p.window_ms * 1_000_000);
     let before = admitted.iter().filter(|r| r.intended_ns < edge_ns).count() as u64;
     let row = WindowEdgeRow {
         strategy,
@@ -89,7 +89,7 @@ pub(super) fn summarize(
         max_admitted_in_1s: max,
         max_per_limit: max as f64 / p.limit as f64,
         admit_span_ms: span_ms,
-        smooth_bound: p.limit as f64 * (1.0 + span_ms / WINDOW_MS as f64),
+        smooth_bound: p.limit as f64 * (1.0 + span_ms / p.window_ms as f64),
         boundary_unix_ms: (tally.origin_unix_ns + edge_ns) / 1_000_000,
         max_late_us: tally.max_lateness_ns as f64 / 1e3,
     };
@@ -129,6 +129,7 @@ mod tests {
         let p = Params {
             trials: 1,
             limit: 2,
+            window_ms: 1000,
             edge_ms: 50,
             strategies: vec![Strategy::IncrWindow],
             connections: 1,

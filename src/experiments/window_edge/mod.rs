@@ -48,8 +48,6 @@ impl Definition for WindowEdge {
         ]
     }
 }
-/// The seed's window, and the sliding span admissions are counted over.
-const WINDOW_MS: u64 = 1000;
 
 /// Parameters; defaults in `experiments/window-edge.toml`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -57,6 +55,8 @@ const WINDOW_MS: u64 = 1000;
 pub struct Params {
     pub trials: u32,
     pub limit: u64,
+    /// The fixed window, and the sliding span admissions are counted over (the seed's 1 s).
+    pub window_ms: u64,
     pub edge_ms: u64,
     pub strategies: Vec<Strategy>,
     pub connections: usize,
@@ -68,9 +68,12 @@ impl Validate for Params {
         if self.trials == 0
             || self.limit == 0
             || self.connections == 0
-            || !(1..500).contains(&self.edge_ms)
+            || self.edge_ms == 0
+            || 2 * self.edge_ms >= self.window_ms
         {
-            return Err("trials, limit, connections must be >= 1 and edge_ms within 1..499".into());
+            return Err(
+                "trials, limit, connections, edge_ms must be >= 1 and edge_ms under half of window_ms".into(),
+            );
         }
         Ok(())
     }
