@@ -98,15 +98,10 @@ fn all(ctx: &Ctx) -> anyhow::Result<()> {
 
 /// REPORT.md over every registered experiment; `not_run` says which did not run this time and why.
 fn write_report(dir: &Path, not_run: &[(&str, String)]) -> anyhow::Result<PathBuf> {
-    anyhow::ensure!(dir.is_dir(), "{} is not a results directory", dir.display());
-    let summaries: Vec<_> = experiments::ALL
-        .iter()
-        .map(|&e| move |d: &Path| e.summary(d))
-        .collect();
-    let sections: Vec<Section> = (experiments::ALL.iter().zip(&summaries))
-        .map(|(e, summary)| Section {
+    let sections: Vec<Section> = (experiments::ALL.iter())
+        .map(|&e| Section {
             id: e.id(),
-            summary,
+            summary: Box::new(move |d| e.summary(d)),
             not_run: not_run.iter().find(|n| n.0 == e.id()).map(|n| n.1.clone()),
         })
         .collect();

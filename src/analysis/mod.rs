@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 pub enum AnalysisError {
     #[error("csv {path}: {source}")]
     Csv { path: PathBuf, source: csv::Error },
+    #[error("{} is not a results directory", .0.display())]
+    NotResults(PathBuf),
     #[error("claims file: {0}")]
     Claims(String),
     #[error("{path}: {source}")]
@@ -23,12 +25,15 @@ pub enum AnalysisError {
     },
 }
 
+/// Writes one experiment's summary from its results directory.
+pub type SummaryOf<'a> = Box<dyn Fn(&Path) -> Result<String, AnalysisError> + 'a>;
+
 /// One experiment's part of REPORT.md, as the caller (who knows the experiments) describes it.
 pub struct Section<'a> {
     /// The experiment id: its results subdirectory and its claims' `experiment`.
     pub id: &'a str,
     /// Its summary table(s) from the CSVs in its directory.
-    pub summary: &'a dyn Fn(&Path) -> Result<String, AnalysisError>,
+    pub summary: SummaryOf<'a>,
     /// Why this run has no fresh results for it (failed, or skipped up front), if so.
     pub not_run: Option<String>,
 }
@@ -36,10 +41,7 @@ pub struct Section<'a> {
 /// Writes `dir/REPORT.md`: per experiment, its setup, summary, charts and claims.
 pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, AnalysisError> {
     if !dir.is_dir() {
-        return Err(AnalysisError::Io {
-            path: dir.to_path_buf(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such results directory"),
-        });
+        return Err(AnalysisError::NotResults(dir.to_path_buf()));
     }
     let claims = claims::all()?;
     let mut out = String::from(
@@ -61,26 +63,20 @@ pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, Analysi
     for section in sections {
         let id = section.id;
         let exp_dir = dir.join(id);
-        if let Some(why) = &section.not_run {
-            let earlier = match exp_dir.is_dir() {
-                true => " The results below are from an earlier run (see its setup line).",
-                false => "",
-            };
-            let _ = write!(
-                out,
-                "\n## {id}\n\n**This run did not produce results: {why}.**{earlier}\n"
-            );
-        }
-        if !exp_dir.is_dir() {
-            if section.not_run.is_none() {
-                let _ = write!(out, "\n## {id}\n\nNot run.\n");
+        let _ = write!(out, "\n## {id}\n\n");
+        match (&section.not_run, exp_dir.is_dir()) {
+            (None, false) => {
+                out.push_str("Not run.\n");
+                continue;
             }
-            continue;
-        }
-        if section.not_run.is_none() {
-            let _ = write!(out, "\n## {id}\n\n");
-        } else {
-            out.push('\n');
+            (None, true) => {}
+            (Some(why), earlier) => {
+                let _ = writeln!(out, "**This run did not produce results: {why}.**");
+                if !earlier {
+                    continue;
+                }
+                out.push_str("The results below are from an earlier run (see its setup line).\n\n");
+            }
         }
         out.push_str(&setup_line(&exp_dir));
         out.push_str(&(section.summary)(&exp_dir)?);
