@@ -57,8 +57,12 @@ fn every_claim_names_a_table_and_columns_its_experiment_writes() {
         named.extend(claim.select.keys().map(String::as_str));
         named.extend(claim.published_column.as_deref());
         named.extend(claim.percent_of.as_deref());
-        if let Some(den) = &claim.denominator {
-            named.extend(den.keys().map(String::as_str));
+        named.extend(claim.times_column.as_deref());
+        named.extend(claim.minus_column.as_deref());
+        named.extend(claim.among.as_deref());
+        named.extend(claim.pair_by.iter().map(String::as_str));
+        if let Some(other) = &claim.other {
+            named.extend(other.keys().map(String::as_str));
         }
         for column in named {
             assert!(
@@ -217,7 +221,7 @@ fn mutate(dir: &Path, file: &str, change: Change) {
 /// bears on away from `holds`; the claim held on the unchanged run.
 #[test]
 fn a_wrong_measurement_fails_its_claim() {
-    let cases: [(&str, &str, &str, Change); 11] = [
+    let cases: [(&str, &str, &str, Change); 16] = [
         // all_above: one trial whose bucket emptied.
         ("race.never-empties-state", "race", "race.csv", |g| {
             let four_by_eight = g("processes") == "4" && g("in_flight") == "8";
@@ -290,6 +294,47 @@ fn a_wrong_measurement_fails_its_claim() {
             (four_by_eight && g("strategy") == "watch-bucket" && g("trial") == "0")
                 .then(|| vec![("redis_calls", g("checks"))])
         }),
+        // range, run by run: one fixed-window trial passed only 1.5x, the mean stays inside.
+        (
+            "window-edge.fixed-2x",
+            "window-edge",
+            "window-edge.csv",
+            |g| {
+                (g("strategy") == "incr-window" && g("trial") == "3")
+                    .then(|| vec![("max_per_limit", "1.5".into())])
+            },
+        ),
+        // above, paired: in one pair redis-benchmark's GET ran faster than ratelab's.
+        ("calibrate.get", "calibrate", "calibrate.csv", |g| {
+            (g("command") == "GET" && g("tool") == "ratelab" && g("pair") == "1")
+                .then(|| vec![("ops_per_s", "90000".into())])
+        }),
+        // below, among every other option: MULTI cost more than a Lua script in one run.
+        ("cost.multi-cheapest", "cost", "cost.csv", |g| {
+            (g("strategy") == "multi-window" && g("run") == "2")
+                .then(|| vec![("cpu_us_per_decision", "30".into())])
+        }),
+        // a pair without its partner: one trial of Redis's clock at 1,000/s is missing.
+        ("tsmember.clock-1000", "tsmember", "tsmember.csv", |g| {
+            (g("member") == "time-ms"
+                && g("clock") == "redis"
+                && g("rate") == "1000"
+                && g("trial") == "2")
+                .then(|| vec![("member", "gone".into())])
+        }),
+        // all_equal by column: one breaker sweep row paid the budget for a probe (k + 1).
+        (
+            "outage.probe-paid-by-no-user",
+            "outage",
+            "breaker_sweep.csv",
+            |g| {
+                (g("breaker") == "on"
+                    && g("k") == "3"
+                    && g("cooldown_ms") == "250"
+                    && g("trial") == "0")
+                    .then(|| vec![("paid_budget", "4".into())])
+            },
+        ),
         // trace_order: the second read came after the first write.
         ("race.trace-order", "race", "trace.csv", |g| {
             (g("on_trace_key") == "true" && g("seq") == "1")

@@ -1,13 +1,16 @@
 //! Published claims (analysis/claims.toml, embedded) judged against this run's CSVs.
 
-use super::stats::Summary;
-use super::table::{matches, number, read_rows, short, Row};
+use super::judge;
+use super::table::{matches, read_rows, Row};
 use super::AnalysisError;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 const CLAIMS: &str = include_str!("../../analysis/claims.toml");
+
+/// Which rows of the claim's file a claim reads: column = value, or `a|b|c` for any of them.
+pub type Select = BTreeMap<String, String>;
 
 /// One published figure and how to judge it.
 #[derive(Debug, Clone, Deserialize)]
@@ -19,7 +22,7 @@ pub struct Claim {
     pub file: String,
     pub statistic: String,
     #[serde(default)]
-    pub select: BTreeMap<String, String>,
+    pub select: Select,
     pub published: f64,
     #[serde(default)]
     pub published_column: Option<String>,
@@ -32,9 +35,25 @@ pub struct Claim {
     /// Per row, the statistic as a percentage of this column (e.g. refused of checks).
     #[serde(default)]
     pub percent_of: Option<String>,
-    /// Judge mean(select) / mean(denominator) instead of mean(select).
+    /// Per row, the statistic minus this column (e.g. a stall minus the probe's own baseline).
     #[serde(default)]
-    pub denominator: Option<BTreeMap<String, String>>,
+    pub minus_column: Option<String>,
+    /// The rows the selection is compared with (`combine`): a GET beside a Lua decision.
+    #[serde(default, alias = "denominator")]
+    pub other: Option<Select>,
+    /// How a selected value and its `other` combine.
+    #[serde(default)]
+    pub combine: Combine,
+    /// Pairs each selected row with the `other` rows equal on these columns (the same run), so
+    /// every run is judged beside its own reference; without it the means are compared once.
+    #[serde(default)]
+    pub pair_by: Vec<String>,
+    /// How a pair's `other` rows reduce to one value (several per-check rows per run).
+    #[serde(default)]
+    pub other_stat: OtherStat,
+    /// Compare with every group of `other` rows by this column ("cheapest of every option").
+    #[serde(default)]
+    pub among: Option<String>,
     /// For `range`: the published interval, inclusive.
     #[serde(default)]
     pub range: Option<[f64; 2]>,
@@ -57,10 +76,33 @@ pub enum Judge {
     /// Every selected row is at most `published` (or its `published_column`): "no run ever
     /// exceeded", which a mean cannot judge.
     AllAtMost,
-    /// The mean (or ratio) lies inside `range`.
+    /// Every run lies inside `range`: a published range is what each run measured.
     Range,
+    /// "Cheaper" / "faster": every run below `published`, and the mean further below it than
+    /// the runs' own spread (one standard deviation), so noise cannot pass for a difference.
+    Below,
+    /// "Costs more" / "beats": as `Below`, above `published`.
+    Above,
     /// Seed 000's MONITOR order.
     TraceOrder,
+}
+
+/// How a selected value combines with its `other` value.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Combine {
+    #[default]
+    Ratio,
+    Difference,
+}
+
+/// How several `other` rows reduce to the one a selected row is set beside.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum OtherStat {
+    #[default]
+    Mean,
+    Median,
 }
 
 #[derive(Deserialize)]
@@ -84,123 +126,34 @@ pub struct Verdict {
     pub holds: Option<bool>,
 }
 
+impl Verdict {
+    pub(super) fn no_data(why: impl Into<String>) -> Self {
+        Verdict {
+            measured: why.into(),
+            holds: None,
+        }
+    }
+
+    pub(super) fn fails(why: impl Into<String>) -> Self {
+        Verdict {
+            measured: why.into(),
+            holds: Some(false),
+        }
+    }
+}
+
 /// Judges a claim against the experiment directory's CSV.
 pub fn judge(claim: &Claim, experiment_dir: &Path) -> Verdict {
     let path = experiment_dir.join(&claim.file);
     let rows = match read_rows(&path) {
         Ok(rows) => rows,
-        Err(e) => {
-            return Verdict {
-                measured: format!("no data ({e})"),
-                holds: None,
-            }
-        }
+        Err(e) => return Verdict::no_data(format!("no data ({e})")),
     };
     let selected: Vec<&Row> = rows.iter().filter(|r| matches(r, &claim.select)).collect();
     match claim.judge {
         Judge::TraceOrder => trace_order(&selected),
-        _ => judge_numbers(claim, &selected, &rows),
+        _ => judge::numbers(claim, &selected, &rows),
     }
-}
-
-/// The numeric judges: each row's statistic against `published` (or its `published_column`), or
-/// the mean (or a ratio of means) against a tolerance or a range.
-fn judge_numbers(claim: &Claim, selected: &[&Row], all_rows: &[Row]) -> Verdict {
-    let judged = row_values(claim, selected);
-    let pairs: Vec<(f64, f64)> = judged.iter().flatten().copied().collect();
-    let missing = judged.len() - pairs.len();
-    if missing > 0 {
-        // A row without the statistic is a measurement that did not happen: it fails the claim
-        // instead of vanishing from it.
-        return Verdict {
-            measured: format!(
-                "{missing} of {} rows have no {}",
-                judged.len(),
-                claim.statistic
-            ),
-            holds: Some(false),
-        };
-    }
-    let values: Vec<f64> = pairs.iter().map(|p| p.0).collect();
-    let Some(s) = Summary::of(&values) else {
-        return Verdict {
-            measured: "no matching rows".into(),
-            holds: None,
-        };
-    };
-    let mut measured = format!(
-        "mean {}, min {}, max {} (n = {})",
-        short(s.mean),
-        short(s.min),
-        short(s.max),
-        s.n
-    );
-    let mut value = s.mean;
-    if let Some(den_select) = &claim.denominator {
-        let den: Vec<&Row> = all_rows.iter().filter(|r| matches(r, den_select)).collect();
-        let den_values: Vec<f64> = row_values(claim, &den)
-            .iter()
-            .flatten()
-            .map(|p| p.0)
-            .collect();
-        match Summary::of(&den_values).filter(|d| d.mean != 0.0) {
-            Some(d) => {
-                value = s.mean / d.mean;
-                measured = format!(
-                    "ratio {} ({} / {}; n = {} / {})",
-                    short(value),
-                    short(s.mean),
-                    short(d.mean),
-                    s.n,
-                    d.n
-                );
-            }
-            None => {
-                return Verdict {
-                    measured: "no rows for the denominator".into(),
-                    holds: None,
-                }
-            }
-        }
-    }
-    let holds = match claim.judge {
-        Judge::AllEqual => pairs.iter().all(|(v, w)| v == w),
-        Judge::AllAtLeast => pairs.iter().all(|(v, w)| v >= w),
-        Judge::AllAbove => pairs.iter().all(|(v, w)| v > w),
-        Judge::AllAtMost => pairs.iter().all(|(v, w)| v <= w),
-        Judge::MeanWithin => {
-            (value - claim.published).abs() <= claim.tolerance * claim.published.abs()
-        }
-        Judge::Range => claim
-            .range
-            .is_some_and(|[lo, hi]| lo <= value && value <= hi),
-        Judge::TraceOrder => return trace_order(selected),
-    };
-    Verdict {
-        measured,
-        holds: Some(holds),
-    }
-}
-
-/// (value, what it should be) per row, or None for a row without them: the statistic, as a
-/// percentage when `percent_of` is set.
-fn row_values(claim: &Claim, rows: &[&Row]) -> Vec<Option<(f64, f64)>> {
-    let one = |r: &Row| {
-        let mut value = number(r, &claim.statistic)?;
-        if let Some(of) = &claim.percent_of {
-            let base = number(r, of).filter(|b| *b != 0.0)?;
-            value = 100.0 * value / base;
-        }
-        let mut want = match &claim.published_column {
-            Some(col) => number(r, col)?,
-            None => claim.published,
-        };
-        if let Some(times) = &claim.times_column {
-            want *= number(r, times)?;
-        }
-        Some((value, want))
-    };
-    rows.iter().map(|r| one(r)).collect()
 }
 
 /// Seed 000's order: on the traced key, HMGET, HMGET, HSET, HSET from one client.
@@ -290,23 +243,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let csv = "operation,lazyfree,probe_max_stall_ms\nexpire,yes,0.2\nexpire,yes,0.3\nexpire,no,226\n";
         std::fs::write(dir.path().join("bigkey.csv"), csv).unwrap();
-        let mut claim = Claim {
-            id: "t".into(),
-            experiment: "bigkey".into(),
-            seed: "002".into(),
-            text: "t".into(),
-            file: "bigkey.csv".into(),
-            statistic: "probe_max_stall_ms".into(),
-            select: [("lazyfree".to_string(), "yes".to_string())].into(),
-            published: 1.0,
-            published_column: None,
-            times_column: None,
-            tolerance: 0.0,
-            percent_of: None,
-            denominator: None,
-            range: None,
-            judge: Judge::AllAtMost,
-        };
+        let mut claim: Claim = toml::from_str(
+            r#"
+            id = "t"
+            experiment = "bigkey"
+            seed = "002"
+            text = "t"
+            file = "bigkey.csv"
+            statistic = "probe_max_stall_ms"
+            select = { lazyfree = "yes" }
+            published = 1.0
+            judge = "all_at_most"
+            "#,
+        )
+        .unwrap();
         assert_eq!(judge(&claim, dir.path()).holds, Some(true));
         std::fs::write(
             dir.path().join("bigkey.csv"),

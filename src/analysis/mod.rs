@@ -2,6 +2,7 @@
 //! published claim beside what this run measured.
 
 pub mod claims;
+mod judge;
 pub mod stats;
 pub mod table;
 
@@ -127,6 +128,12 @@ fn published(claim: &claims::Claim) -> String {
         },
         (Some(col), claims::Judge::AllAtMost) => format!("<= {col}"),
         (_, claims::Judge::AllAbove) => format!("> {} in every row", claim.published),
+        (_, claims::Judge::Below) => {
+            format!("< {} in every run, beyond its spread", claim.published)
+        }
+        (_, claims::Judge::Above) => {
+            format!("> {} in every run, beyond its spread", claim.published)
+        }
         (Some(col), _) => format!("{} (= {col})", claim.published),
         (None, claims::Judge::AllAtMost) => format!("<= {} in every row", claim.published),
         (None, claims::Judge::MeanWithin) => {

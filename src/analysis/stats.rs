@@ -1,12 +1,14 @@
 //! Small descriptive statistics over trials.
 
-/// Count, mean, min and max of a sample.
+/// Count, mean, min, max and spread of a sample.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {
     pub n: usize,
     pub mean: f64,
     pub min: f64,
     pub max: f64,
+    /// Sample standard deviation (n - 1); 0 for one value.
+    pub sd: f64,
 }
 
 impl Summary {
@@ -18,11 +20,20 @@ impl Summary {
         let sum: f64 = values.iter().sum();
         let min = values.iter().copied().fold(f64::INFINITY, f64::min);
         let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let n = values.len();
+        let mean = sum / n as f64;
+        let sd = if n > 1 {
+            let squares: f64 = values.iter().map(|v| (v - mean).powi(2)).sum();
+            (squares / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
         Some(Summary {
-            n: values.len(),
-            mean: sum / values.len() as f64,
+            n,
+            mean,
             min,
             max,
+            sd,
         })
     }
 }
@@ -36,6 +47,9 @@ mod tests {
         let s = Summary::of(&[200.0, 166.0, 200.0, 190.0]).unwrap();
         assert_eq!((s.n, s.min, s.max), (4, 166.0, 200.0));
         assert!((s.mean - 189.0).abs() < 1e-9);
+        // Deviations 11, -23, 11, 1: squares sum to 772, over n - 1 = 3.
+        assert!((s.sd - (772.0f64 / 3.0).sqrt()).abs() < 1e-9);
+        assert_eq!(Summary::of(&[5.0]).map(|s| s.sd), Some(0.0));
         assert_eq!(Summary::of(&[]), None);
     }
 }

@@ -66,14 +66,16 @@ pub fn config_label(row: &Row) -> String {
     }
 }
 
-/// Whether a row matches every `column = value` of a selector (`config` is the derived label).
+/// Whether a row matches every `column = value` of a selector (`config` is the derived label;
+/// `a|b` matches either).
 pub fn matches(row: &Row, select: &BTreeMap<String, String>) -> bool {
-    select.iter().all(|(k, want)| {
-        if k == "config" {
-            &config_label(row) == want
+    select.iter().all(|(k, wants)| {
+        let got = if k == "config" {
+            Some(config_label(row))
         } else {
-            row.get(k) == Some(want)
-        }
+            row.get(k).cloned()
+        };
+        got.is_some_and(|got| wants.split('|').any(|want| want == got))
     })
 }
 

@@ -1,0 +1,390 @@
+//! The numeric judges: per row, or per run set beside its own reference rows, against what the
+//! seed published. A row that lacks what the claim reads fails the claim instead of vanishing.
+
+use super::claims::{Claim, Combine, Judge, OtherStat, Verdict};
+use super::stats::Summary;
+use super::table::{matches, number, short, Row};
+use std::collections::BTreeSet;
+
+/// One judged value and what the claim says it should be.
+#[derive(Debug, Clone, Copy)]
+struct Value {
+    got: f64,
+    want: f64,
+}
+
+/// Judges `selected` (rows of `all_rows`) by the claim's numeric judge.
+pub(super) fn numbers(claim: &Claim, selected: &[&Row], all_rows: &[Row]) -> Verdict {
+    let direct = match row_values(claim, selected) {
+        Ok(values) => values,
+        Err(why) => return Verdict::fails(why),
+    };
+    let Some(other) = &claim.other else {
+        return verdict(claim, &direct, "");
+    };
+    let others: Vec<&Row> = all_rows.iter().filter(|r| matches(r, other)).collect();
+    let Some(among) = &claim.among else {
+        return match combined(claim, selected, &direct, &others) {
+            Ok(values) => verdict(claim, &values, label(claim)),
+            Err(why) => why,
+        };
+    };
+    // One comparison per group: the selection must win against every other option.
+    let mine: BTreeSet<&str> = selected
+        .iter()
+        .filter_map(|r| r.get(among))
+        .map(String::as_str)
+        .collect();
+    let groups: BTreeSet<&str> = others
+        .iter()
+        .filter_map(|r| r.get(among))
+        .map(String::as_str)
+        .filter(|g| !mine.contains(g))
+        .collect();
+    if groups.is_empty() {
+        return Verdict::no_data(format!("no other {among} to compare with"));
+    }
+    let mut verdicts = Vec::new();
+    for group in groups {
+        let rows: Vec<&Row> = others
+            .iter()
+            .copied()
+            .filter(|r| r.get(among).map(String::as_str) == Some(group))
+            .collect();
+        let v = match combined(claim, selected, &direct, &rows) {
+            Ok(values) => verdict(claim, &values, label(claim)),
+            Err(why) => why,
+        };
+        verdicts.push((group, v));
+    }
+    let failed: Vec<&(&str, Verdict)> = verdicts
+        .iter()
+        .filter(|(_, v)| v.holds != Some(true))
+        .collect();
+    match failed.first() {
+        None => Verdict {
+            measured: format!(
+                "against each of {} others: {}",
+                verdicts.len(),
+                names(&verdicts)
+            ),
+            holds: Some(true),
+        },
+        Some((group, v)) => Verdict {
+            measured: format!(
+                "vs {among} {group}: {} ({} of {} others not beaten)",
+                v.measured,
+                failed.len(),
+                verdicts.len()
+            ),
+            holds: if failed.iter().any(|(_, v)| v.holds == Some(false)) {
+                Some(false)
+            } else {
+                None
+            },
+        },
+    }
+}
+
+fn names(verdicts: &[(&str, Verdict)]) -> String {
+    verdicts
+        .iter()
+        .map(|(g, v)| format!("{g} {}", v.measured))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn label(claim: &Claim) -> &'static str {
+    match claim.combine {
+        Combine::Ratio => "ratio ",
+        Combine::Difference => "difference ",
+    }
+}
+
+/// Each row's statistic (as a percentage of `percent_of`, less `minus_column`) and what it
+/// should be (`published`, its `published_column`, times `times_column`).
+fn row_values(claim: &Claim, rows: &[&Row]) -> Result<Vec<Value>, String> {
+    let one = |r: &Row| -> Option<Value> {
+        let mut got = number(r, &claim.statistic)?;
+        if let Some(of) = &claim.percent_of {
+            let base = number(r, of).filter(|b| *b != 0.0)?;
+            got = 100.0 * got / base;
+        }
+        if let Some(minus) = &claim.minus_column {
+            got -= number(r, minus)?;
+        }
+        let mut want = match &claim.published_column {
+            Some(col) => number(r, col)?,
+            None => claim.published,
+        };
+        if let Some(times) = &claim.times_column {
+            want *= number(r, times)?;
+        }
+        Some(Value { got, want })
+    };
+    let values: Vec<Option<Value>> = rows.iter().map(|r| one(r)).collect();
+    let missing = values.iter().filter(|v| v.is_none()).count();
+    if missing > 0 {
+        // A measurement that did not happen fails the claim; it never drops out of it.
+        return Err(format!(
+            "{missing} of {} rows have no {}",
+            values.len(),
+            claim.statistic
+        ));
+    }
+    Ok(values.into_iter().flatten().collect())
+}
+
+/// The selection set beside `others`: per pair (the same `pair_by` values) when the claim
+/// pairs runs, else the two means once. Errors are verdicts: a run without its reference fails.
+fn combined(
+    claim: &Claim,
+    selected: &[&Row],
+    direct: &[Value],
+    others: &[&Row],
+) -> Result<Vec<Value>, Verdict> {
+    let other_values = |rows: &[&Row]| -> Result<Vec<f64>, Verdict> {
+        row_values(claim, rows)
+            .map(|v| v.iter().map(|v| v.got).collect())
+            .map_err(Verdict::fails)
+    };
+    let reduce = |values: &[f64]| match claim.other_stat {
+        OtherStat::Mean => Summary::of(values).map(|s| s.mean),
+        OtherStat::Median => median(values),
+    };
+    let combine = |got: f64, reference: f64| -> Option<f64> {
+        match claim.combine {
+            Combine::Ratio => (reference != 0.0).then(|| got / reference),
+            Combine::Difference => Some(got - reference),
+        }
+    };
+    let value = |got: f64| Value {
+        got,
+        want: claim.published,
+    };
+    if claim.pair_by.is_empty() {
+        let mine = Summary::of(&direct.iter().map(|v| v.got).collect::<Vec<_>>());
+        let reference = reduce(&other_values(others)?);
+        return match (mine, reference) {
+            (Some(mine), Some(reference)) => combine(mine.mean, reference)
+                .map(|v| vec![value(v)])
+                .ok_or_else(|| Verdict::no_data("the reference rows average 0")),
+            (None, _) => Err(Verdict::no_data("no matching rows")),
+            (_, None) => Err(Verdict::no_data("no rows to compare with")),
+        };
+    }
+    let mut values = Vec::with_capacity(selected.len());
+    for (row, mine) in selected.iter().zip(direct) {
+        let same_run: Vec<&Row> = others
+            .iter()
+            .copied()
+            .filter(|o| claim.pair_by.iter().all(|c| o.get(c) == row.get(c)))
+            .collect();
+        let run = claim
+            .pair_by
+            .iter()
+            .map(|c| format!("{c} {}", row.get(c).map(String::as_str).unwrap_or("?")))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let reference = reduce(&other_values(&same_run)?)
+            .ok_or_else(|| Verdict::fails(format!("no row to compare with at {run}")))?;
+        let v = combine(mine.got, reference)
+            .ok_or_else(|| Verdict::fails(format!("the reference at {run} is 0")))?;
+        values.push(value(v));
+    }
+    Ok(values)
+}
+
+fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
+/// The verdict on judged values; `label` says what they are ("ratio ", "difference ", "").
+fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
+    let gots: Vec<f64> = values.iter().map(|v| v.got).collect();
+    let Some(s) = Summary::of(&gots) else {
+        return Verdict::no_data("no matching rows");
+    };
+    let mut measured = if s.n == 1 {
+        format!("{label}{} (one measurement)", short(s.mean))
+    } else {
+        format!(
+            "{label}mean {}, min {}, max {} (n = {})",
+            short(s.mean),
+            short(s.min),
+            short(s.max),
+            s.n
+        )
+    };
+    let count = |ok: &dyn Fn(&Value) -> bool| values.iter().filter(|v| ok(v)).count();
+    let holds = match claim.judge {
+        Judge::AllEqual => count(&|v| v.got == v.want) == s.n,
+        Judge::AllAtLeast => count(&|v| v.got >= v.want) == s.n,
+        Judge::AllAbove => count(&|v| v.got > v.want) == s.n,
+        Judge::AllAtMost => count(&|v| v.got <= v.want) == s.n,
+        Judge::MeanWithin => {
+            // What the mean should be follows the rows' own parameters when a column gives them.
+            let want = values.iter().map(|v| v.want).sum::<f64>() / s.n as f64;
+            (s.mean - want).abs() <= claim.tolerance * want.abs()
+        }
+        Judge::Range => {
+            let Some([lo, hi]) = claim.range else {
+                return Verdict::no_data("the claim has no range");
+            };
+            let inside = count(&|v| lo <= v.got && v.got <= hi);
+            if s.n > 1 {
+                measured.push_str(&format!("; {inside} of {} inside", s.n));
+            }
+            inside == s.n
+        }
+        Judge::Below | Judge::Above => {
+            let below = claim.judge == Judge::Below;
+            let beyond = count(&|v| {
+                if below {
+                    v.got < v.want
+                } else {
+                    v.got > v.want
+                }
+            });
+            let gap = if below {
+                claim.published - s.mean
+            } else {
+                s.mean - claim.published
+            };
+            let side = if below { "below" } else { "above" };
+            if s.n < 2 {
+                measured.push_str("; one run cannot show a difference beyond its spread");
+                return Verdict {
+                    measured,
+                    holds: Some(false),
+                };
+            }
+            measured.push_str(&format!(
+                "; {beyond} of {} {side} {}, gap {} vs spread {}",
+                s.n,
+                short(claim.published),
+                short(gap),
+                short(s.sd)
+            ));
+            beyond == s.n && gap > s.sd
+        }
+        Judge::TraceOrder => return Verdict::no_data("trace order is not numeric"),
+    };
+    Verdict {
+        measured,
+        holds: Some(holds),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::claims::{judge, Claim};
+
+    /// A claim from TOML lines (id, experiment, seed, text and file filled in).
+    fn claim(lines: &str) -> Claim {
+        let head = "id = \"t\"\nexperiment = \"e\"\nseed = \"0\"\ntext = \"t\"\nfile = \"t.csv\"\n";
+        toml::from_str(&format!("{head}{lines}")).unwrap()
+    }
+
+    fn verdict(c: &Claim, csv: &str) -> (Option<bool>, String) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+        let v = judge(c, dir.path());
+        (v.holds, v.measured)
+    }
+
+    const LATENCY: &str = "strategy,run,p50\nget,0,100\nlua,0,270\nget,1,150\nlua,1,320\n";
+
+    #[test]
+    fn a_difference_is_taken_run_by_run() {
+        let c = claim(
+            "statistic = \"p50\"\nselect = { strategy = \"lua\" }\nother = { strategy = \"get\" }\n\
+             combine = \"difference\"\npair_by = [\"run\"]\npublished = 170\nrange = [160, 180]\n\
+             judge = \"range\"\n",
+        );
+        let (holds, measured) = verdict(&c, LATENCY);
+        assert_eq!(holds, Some(true), "{measured}");
+        assert!(measured.contains("2 of 2 inside"), "{measured}");
+        // Unpaired, the same rows would compare the means (295 - 125); paired, run 1 is 220.
+        let (holds, measured) = verdict(&c, &LATENCY.replace("lua,1,320", "lua,1,370"));
+        assert_eq!(holds, Some(false), "{measured}");
+        assert!(measured.contains("1 of 2 inside"), "{measured}");
+    }
+
+    #[test]
+    fn a_run_without_its_reference_fails() {
+        let c = claim(
+            "statistic = \"p50\"\nselect = { strategy = \"lua\" }\nother = { strategy = \"get\" }\n\
+             pair_by = [\"run\"]\npublished = 2\ntolerance = 1\njudge = \"mean_within\"\n",
+        );
+        assert_eq!(verdict(&c, LATENCY).0, Some(true));
+        let (holds, measured) = verdict(&c, &LATENCY.replace("get,1,150", "get,2,150"));
+        assert_eq!(holds, Some(false));
+        assert!(measured.contains("run 1"), "{measured}");
+    }
+
+    #[test]
+    fn below_needs_every_run_below_and_a_gap_beyond_the_spread() {
+        let c = claim(
+            "statistic = \"cpu\"\nselect = { v = \"hot\" }\nother = { v = \"\" }\npair_by = [\"run\"]\n\
+             published = 1.0\njudge = \"below\"\n",
+        );
+        let clear = "v,run,cpu\n,0,10\nhot,0,8\n,1,10\nhot,1,8.2\n,2,10\nhot,2,7.9\n";
+        assert_eq!(verdict(&c, clear).0, Some(true));
+        // Every run below, but by less than the runs' own spread: noise, not a difference.
+        let noise = "v,run,cpu\n,0,10\nhot,0,9.999\n,1,10\nhot,1,9.5\n,2,10\nhot,2,9.98\n";
+        let (holds, measured) = verdict(&c, noise);
+        assert_eq!(holds, Some(false), "{measured}");
+        assert!(measured.contains("3 of 3 below 1, gap"), "{measured}");
+        let one_above = "v,run,cpu\n,0,10\nhot,0,8\n,1,10\nhot,1,10.5\n,2,10\nhot,2,7.9\n";
+        assert_eq!(verdict(&c, one_above).0, Some(false));
+        let single = "v,run,cpu\n,0,10\nhot,0,8\n";
+        assert_eq!(verdict(&c, single).0, Some(false));
+    }
+
+    #[test]
+    fn among_must_beat_every_other_group_and_names_the_one_it_did_not() {
+        let c = claim(
+            "statistic = \"cpu\"\nselect = { s = \"multi\" }\nother = { s = \"a|b\" }\namong = \"s\"\n\
+             pair_by = [\"run\"]\npublished = 1.0\njudge = \"below\"\n",
+        );
+        let csv =
+            "s,run,cpu\nmulti,0,5\na,0,9\nb,0,7\nmulti,1,5.2\na,1,9\nb,1,7\nget,0,1\nget,1,1\n";
+        assert_eq!(verdict(&c, csv).0, Some(true));
+        let (holds, measured) = verdict(&c, &csv.replace("b,1,7", "b,1,5"));
+        assert_eq!(holds, Some(false));
+        assert!(measured.starts_with("vs s b:"), "{measured}");
+    }
+
+    #[test]
+    fn minus_column_and_a_median_reference() {
+        let stall = claim(
+            "statistic = \"stall\"\nminus_column = \"baseline\"\npublished = 1\njudge = \"all_at_most\"\n",
+        );
+        assert_eq!(
+            verdict(&stall, "stall,baseline\n5.1,5.0\n0.3,0.1\n").0,
+            Some(true)
+        );
+        assert_eq!(
+            verdict(&stall, "stall,baseline\n5.1,5.0\n1.3,0.1\n").0,
+            Some(false)
+        );
+        assert_eq!(verdict(&stall, "stall,baseline\n5.1,\n").0, Some(false));
+        let checks = claim(
+            "statistic = \"us\"\nselect = { phase = \"dead\" }\nother = { phase = \"ok\" }\n\
+             pair_by = [\"p\"]\nother_stat = \"median\"\npublished = 1.0\njudge = \"below\"\n",
+        );
+        // The healthy median is 100 (a mean would be 400, and pass the 150 µs dead check).
+        let csv = "p,phase,us\na,ok,90\na,ok,100\na,ok,1010\na,dead,20\na,dead,30\na,dead,150\n";
+        let (holds, measured) = verdict(&checks, csv);
+        assert_eq!(holds, Some(false), "{measured}");
+        assert!(measured.contains("2 of 3 below"), "{measured}");
+    }
+}
