@@ -3,6 +3,8 @@
 mod common;
 
 use assert_cmd::Command;
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -88,13 +90,27 @@ fn missing_redis_server_says_how_to_install_and_keeps_old_results() {
     );
 }
 
+/// The `measured here` and verdict cells of the REPORT.md row of the claim whose text starts
+/// with `claim`.
+fn claim_cells(report: &str, claim: &str) -> (String, String) {
+    let row = (report.lines())
+        .find(|l| l.starts_with(&format!("| {claim}")))
+        .unwrap_or_else(|| panic!("no claim `{claim}` in {report}"));
+    let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+    let [.., measured, verdict] = cells[..] else {
+        panic!("not a claim row: {row}");
+    };
+    (measured.to_string(), verdict.to_string())
+}
+
 #[test]
-fn chart_redraws_from_csv_without_redis() {
+fn chart_redraws_from_csv_without_redis_and_the_report_judges_what_it_reads() {
     let dir = tempfile::tempdir().unwrap();
     let race = dir.path().join("race");
     std::fs::create_dir(&race).unwrap();
+    let csv = race.join("race.csv");
     std::fs::write(
-        race.join("race.csv"),
+        &csv,
         "scenario,strategy,processes,in_flight,trial,checks,admitted,denied,errors,limit,final_state,elapsed_ms\n\
          matrix,naive-bucket,1,2,0,1000,200,800,0,100,0,10.0\nmatrix,lua-bucket,1,2,0,1000,100,900,0,100,0,9.0\n",
     )
@@ -106,16 +122,40 @@ fn chart_redraws_from_csv_without_redis() {
         .assert()
         .success();
     assert!(race.join("race.svg").exists() && race.join("race.png").exists());
-    ratelab().arg("report").arg(dir.path()).assert().success();
-    let report = std::fs::read_to_string(dir.path().join("REPORT.md")).unwrap();
-    assert!(
-        report.contains("admits exactly 200") && report.contains("holds"),
-        "{report}"
-    );
+    let report = || {
+        ratelab().arg("report").arg(dir.path()).assert().success();
+        std::fs::read_to_string(dir.path().join("REPORT.md")).unwrap()
+    };
+    let two_in_flight = "naive bucket, 1 process x 2 in flight";
+    let lua = "Lua token bucket admits exactly 100";
+    let text = report();
+    let (measured, verdict) = claim_cells(&text, two_in_flight);
+    assert!(measured.contains("200") && verdict == "holds", "{text}");
+    assert_eq!(claim_cells(&text, lua).1, "holds", "{text}");
+
+    // One more trial admitting 199: "exactly 200 in every trial" no longer holds, Lua still does.
+    let mut rows = std::fs::read_to_string(&csv).unwrap();
+    rows.push_str("matrix,naive-bucket,1,2,1,1000,199,801,0,100,0,10.0\n");
+    std::fs::write(&csv, rows).unwrap();
+    let text = report();
+    let (measured, verdict) = claim_cells(&text, two_in_flight);
+    assert!(measured.contains("199") && verdict != "holds", "{text}");
+    assert_eq!(claim_cells(&text, lua).1, "holds", "{text}");
 }
 
-/// Starts a long race run and returns it with the pid of the redis-server it started.
-fn long_run(out: &std::path::Path) -> (std::process::Child, u32) {
+/// What a run in progress has flushed so far to `race.csv` in its staging directory, whole lines.
+fn staged_rows(out: &Path, pid: u32) -> String {
+    let csv = out.join(format!(".race.partial-{pid}/race.csv"));
+    let text = std::fs::read_to_string(csv).unwrap_or_default();
+    match text.rfind('\n') {
+        Some(end) => text[..=end].to_string(),
+        None => String::new(),
+    }
+}
+
+/// Starts a long race run and returns it, once it has flushed its first trial's row (so the trials
+/// are under way), with the pid of the redis-server it started.
+fn long_run(out: &Path) -> (std::process::Child, u32) {
     let mut child = std::process::Command::new(common::ratelab_exe())
         .args([
             "run",
@@ -131,39 +171,76 @@ fn long_run(out: &std::path::Path) -> (std::process::Child, u32) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut redis = Vec::new();
-    let found = common::wait_for(Duration::from_secs(15), || {
-        redis = common::redis_children(child.id());
-        !redis.is_empty()
+    // A header and one row.
+    let started = common::wait_for(Duration::from_secs(60), || {
+        staged_rows(out, child.id()).lines().count() >= 2
     });
-    if !found {
+    let redis = common::redis_children(child.id());
+    if !started || redis.is_empty() {
         let _ = child.kill();
-        panic!("ratelab never started a redis-server");
+        panic!("no trial row flushed (redis-servers {redis:?})");
     }
-    // Let it get into the trials.
-    std::thread::sleep(Duration::from_millis(500));
     (child, redis[0])
 }
 
+/// Every file in `dir`, by name, with its bytes.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    (std::fs::read_dir(dir).unwrap())
+        .map(|e| e.unwrap())
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, std::fs::read(e.path()).unwrap())
+        })
+        .collect()
+}
+
+/// README: "a failed or interrupted run leaves the previous results untouched (its partial rows go
+/// to `DIR/.<id>.failed/`)".
 #[test]
-fn sigterm_stops_even_a_sigstopped_server_and_keeps_no_half_results() {
+fn sigterm_stops_even_a_sigstopped_server_keeps_the_previous_results_and_sets_partial_rows_aside() {
     let out = tempfile::tempdir().unwrap();
+    let previous = out.path().join("race");
+    std::fs::create_dir(&previous).unwrap();
+    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/reference/race");
+    for name in ["race.csv", "meta.json"] {
+        std::fs::copy(reference.join(name), previous.join(name)).unwrap();
+    }
+    let before = files(&previous);
     let (mut child, redis) = long_run(out.path());
+    let flushed = staged_rows(out.path(), child.id());
     // SAFETY: signals to processes this test started.
     unsafe {
         libc::kill(redis as i32, libc::SIGSTOP);
         libc::kill(child.id() as i32, libc::SIGTERM);
     }
     let status = child.wait().unwrap();
-    assert!(!status.success());
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "the interrupt handler ran: {status}"
+    );
     assert!(
         common::wait_for(Duration::from_secs(5), || !common::pid_alive(redis)),
         "redis-server {redis} left behind"
     );
+    // Compared whole; printed by name only (the files are large).
+    let after = files(&previous);
     assert!(
-        !out.path().join("race").exists(),
-        "an interrupted run must not commit results"
+        after == before,
+        "an interrupted run touched the previous results: {:?}",
+        after.keys().collect::<Vec<_>>()
     );
+    let failed = std::fs::read_to_string(out.path().join(".race.failed/race.csv"))
+        .expect("the partial rows set aside in .race.failed/");
+    assert!(
+        failed.starts_with(&flushed),
+        "rows flushed before SIGTERM are missing from .race.failed/race.csv:\n{flushed}\n---\n{failed}"
+    );
+    let staging: Vec<String> = (std::fs::read_dir(out.path()).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains("partial"))
+        .collect();
+    assert!(staging.is_empty(), "staging left behind: {staging:?}");
 }
 
 #[test]

@@ -11,7 +11,7 @@ pub use meta::{git_commit, host_meta, suspend_offset_ns, HostMeta, Meta, RedisMe
 pub use monitor::{parse_monitor_line, MonitorCapture, MonitorLine};
 pub use run::RunRecord;
 pub use schema::{columns, csv_text, Table};
-pub use staging::{CsvSink, Staging};
+pub use staging::{set_aside_unfinished, CsvSink, Staging};
 
 /// What can go wrong writing results.
 #[derive(Debug, thiserror::Error)]

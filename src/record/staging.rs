@@ -1,11 +1,49 @@
 //! Atomic result directories: an experiment writes into `DIR/.<id>.partial-<pid>` and only a
-//! finished run swaps it into `DIR/<id>`; a failed run is moved aside to `DIR/.<id>.failed` for
-//! inspection and never touches the previous good results.
+//! finished run swaps it into `DIR/<id>`; a failed or interrupted run is moved aside to
+//! `DIR/.<id>.failed` for inspection and never touches the previous good results.
 
 use super::RecordError;
 use serde::Serialize;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+/// Staging directories not yet committed or set aside. SIGINT and SIGTERM end the process without
+/// unwinding, so `Drop` never runs then: the interrupt handler sets these aside instead. Commit and
+/// `Drop` take the lock too, so a directory is committed or set aside once, never both.
+static UNFINISHED: Mutex<Vec<Unfinished>> = Mutex::new(Vec::new());
+
+/// Where one unfinished run's rows are, and where they go if it does not finish.
+struct Unfinished {
+    work_dir: PathBuf,
+    failed_dir: PathBuf,
+    final_dir: PathBuf,
+}
+
+fn unfinished() -> MutexGuard<'static, Vec<Unfinished>> {
+    UNFINISHED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Moves the partial rows of every run in progress to its `.failed` directory (the interrupt
+/// handler's part: the previous results stay as they are).
+pub fn set_aside_unfinished() {
+    for run in unfinished().drain(..) {
+        run.set_aside();
+    }
+}
+
+impl Unfinished {
+    fn set_aside(&self) {
+        let _ = fs::remove_dir_all(&self.failed_dir);
+        if fs::rename(&self.work_dir, &self.failed_dir).is_ok() {
+            eprintln!(
+                "ratelab: the run did not finish; its partial rows are in {} and {} is unchanged",
+                self.failed_dir.display(),
+                self.final_dir.display()
+            );
+        }
+    }
+}
 
 /// A result directory being written.
 pub struct Staging {
@@ -25,12 +63,30 @@ impl Staging {
             fs::remove_dir_all(&work_dir).map_err(|e| RecordError::io(&work_dir, e))?;
         }
         fs::create_dir(&work_dir).map_err(|e| RecordError::io(&work_dir, e))?;
-        Ok(Staging {
+        let staging = Staging {
             final_dir: out.join(id),
             failed_dir: out.join(format!(".{id}.failed")),
             work_dir,
             committed: false,
-        })
+        };
+        crate::server::install_interrupt_handler();
+        unfinished().push(staging.unfinished());
+        Ok(staging)
+    }
+
+    fn unfinished(&self) -> Unfinished {
+        Unfinished {
+            work_dir: self.work_dir.clone(),
+            failed_dir: self.failed_dir.clone(),
+            final_dir: self.final_dir.clone(),
+        }
+    }
+
+    /// Takes this run off the unfinished list; false if an interrupt has already set it aside.
+    fn take_unfinished(&self, list: &mut Vec<Unfinished>) -> bool {
+        let before = list.len();
+        list.retain(|u| u.work_dir != self.work_dir);
+        list.len() < before
     }
 
     /// Where files are written until commit.
@@ -63,15 +119,31 @@ impl Staging {
 
     /// Moves the finished results into place, replacing the previous ones in one step.
     pub fn commit(mut self) -> Result<PathBuf, RecordError> {
-        if self.final_dir.exists() {
-            exchange(&self.work_dir, &self.final_dir)?;
-            // The staging path now holds the previous results.
-            fs::remove_dir_all(&self.work_dir).map_err(|e| RecordError::io(&self.work_dir, e))?;
+        let mut list = unfinished();
+        if !self.take_unfinished(&mut list) {
+            // An interrupt set the rows aside a moment ago: the process is exiting.
+            self.committed = true;
+            let why = std::io::Error::new(std::io::ErrorKind::Interrupted, "interrupted");
+            return Err(RecordError::io(&self.work_dir, why));
+        }
+        let previous = self.final_dir.exists();
+        let moved = if previous {
+            exchange(&self.work_dir, &self.final_dir)
         } else {
             fs::rename(&self.work_dir, &self.final_dir)
-                .map_err(|e| RecordError::io(&self.final_dir, e))?;
+                .map_err(|e| RecordError::io(&self.final_dir, e))
+        };
+        if let Err(e) = moved {
+            // Still unfinished: `Drop` sets it aside (after this function releases the lock).
+            list.push(self.unfinished());
+            return Err(e);
         }
         self.committed = true;
+        drop(list);
+        if previous {
+            // The staging path now holds the previous results.
+            fs::remove_dir_all(&self.work_dir).map_err(|e| RecordError::io(&self.work_dir, e))?;
+        }
         Ok(self.final_dir.clone())
     }
 }
@@ -81,13 +153,9 @@ impl Drop for Staging {
         if self.committed {
             return;
         }
-        let _ = fs::remove_dir_all(&self.failed_dir);
-        if fs::rename(&self.work_dir, &self.failed_dir).is_ok() {
-            eprintln!(
-                "ratelab: the run did not finish; its partial rows are in {} and {} is unchanged",
-                self.failed_dir.display(),
-                self.final_dir.display()
-            );
+        let mut list = unfinished();
+        if self.take_unfinished(&mut list) {
+            self.unfinished().set_aside();
         }
     }
 }

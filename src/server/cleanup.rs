@@ -1,7 +1,8 @@
-//! Process-wide cleanup of child processes on SIGINT and SIGTERM.
+//! Process-wide cleanup on SIGINT and SIGTERM: child processes, and results not yet committed.
 //!
 //! `Drop` covers success, error and panic; a signal ends the process without unwinding, so every
-//! child we spawn is registered here and the handler continues and kills them before exiting.
+//! child we spawn is registered here and the handler continues and kills them before exiting, then
+//! moves the partial rows of a run in progress aside as its `Drop` would have (`record::staging`).
 //! A SIGKILL of the harness itself is covered by the parent-death signal set at spawn time.
 
 use std::collections::BTreeSet;
@@ -12,7 +13,7 @@ static INSTALL: Once = Once::new();
 
 /// Remembers a child pid so a signal handler can kill it.
 pub fn register(pid: u32) {
-    install_handler();
+    install_interrupt_handler();
     if let Ok(mut set) = CHILDREN.lock() {
         set.insert(pid as i32);
     }
@@ -52,13 +53,16 @@ pub fn kill_all() {
     }
 }
 
-fn install_handler() {
+/// Installs the SIGINT/SIGTERM handler once (also before any child exists: a run's staging
+/// directory needs it as soon as rows may be written).
+pub fn install_interrupt_handler() {
     INSTALL.call_once(|| {
         // A failure to install (another handler already set, e.g. by an embedding program) leaves
         // the parent-death signal as the safety net, so it is not an error.
         let _ = ctrlc::set_handler(|| {
             kill_all();
             eprintln!("ratelab: interrupted; stopped every redis-server and worker it started");
+            crate::record::set_aside_unfinished();
             std::process::exit(130);
         });
     });

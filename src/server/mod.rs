@@ -10,7 +10,9 @@ mod managed;
 pub mod pin;
 mod stats;
 
-pub use cleanup::{kill_all, register, registered, set_parent_death_signal, unregister};
+pub use cleanup::{
+    install_interrupt_handler, kill_all, register, registered, set_parent_death_signal, unregister,
+};
 pub use describe::RedisMeta;
 pub use info::Info;
 pub use keys::host_port;
