@@ -37,6 +37,16 @@ impl ServerCost {
         }
     }
 
+    /// Commands Redis executed between the samples (`calls` in INFO commandstats), less the
+    /// sampling's own: each command a script ran and each one inside MULTI/EXEC counts, so this is
+    /// load on Redis, not round trips. Everything else any client sent is counted.
+    pub fn commands_executed(&self) -> u64 {
+        (self.commands.iter())
+            .filter(|(name, _)| !SAMPLER_COMMANDS.contains(&name.as_str()))
+            .map(|(_, (calls, _))| calls)
+            .sum()
+    }
+
     /// Mean µs per call of the busiest command (the one under test), and its name.
     pub fn busiest_command(&self) -> Option<(String, f64)> {
         self.commands
@@ -46,6 +56,11 @@ impl ServerCost {
             .map(|(name, (calls, usec))| (name.clone(), *usec as f64 / *calls as f64))
     }
 }
+
+/// What [`ServerSample::take`] itself sends, as INFO commandstats names it: its INFO calls and
+/// the handshake redis-rs sends on each new connection (an error before Redis 7.2, so not
+/// counted there). No AUTH or SELECT: a server ratelab starts has no password and uses db 0.
+const SAMPLER_COMMANDS: [&str; 2] = ["info", "client|setinfo"];
 
 /// Main-thread CPU in µs from an `INFO cpu` reply (Redis >= 6.2 reports per-thread counters).
 pub fn main_thread_cpu_us(info: &Info) -> Option<f64> {
@@ -149,5 +164,10 @@ mod tests {
         assert_eq!(cost.main_thread_cpu_us, 500.0);
         assert!((cost.busy_pct() - 50.0).abs() < 1e-9);
         assert_eq!(cost.busiest_command(), Some(("evalsha".to_string(), 12.0)));
+        assert_eq!(
+            cost.commands_executed(),
+            50,
+            "the sampling's INFO calls are not counted"
+        );
     }
 }

@@ -6,6 +6,7 @@ mod common;
 mod exact;
 mod timing;
 mod watch;
+mod wire;
 
 use ratelab::limiter::{unix_ms, Decision, LimitSpec, Limiter, LogVariant};
 use redis::aio::MultiplexedConnection;

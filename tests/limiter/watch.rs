@@ -1,6 +1,7 @@
 //! The optimistic bucket: exact alone, never over, and refusing legitimate requests when its
 //! WATCH retry budget runs out under contention.
 
+use super::wire::on_the_wire;
 use super::{admitted, common, drive, drive_on, spec, sync_con};
 use ratelab::limiter::{LimitSpec, Limiter, Strategy};
 
@@ -34,7 +35,9 @@ fn watch_bucket_with_a_small_budget_refuses_legitimate_requests_and_counts_them(
     let server = common::start_server();
     // Enough tokens for every check: any refusal is the retry budget running out.
     let limiter = Limiter::new(Strategy::WatchBucket, watch_spec(1000, 1));
-    let d = drive(&server.url(), &limiter, "watch:small", 1000, 8);
+    let (d, wire) = on_the_wire(&server, || {
+        drive(&server.url(), &limiter, "watch:small", 1000, 8)
+    });
     let aborted = d.iter().filter(|d| d.aborted).count();
     let retried: u32 = d.iter().map(|d| d.retries).sum();
     assert!(
@@ -42,11 +45,24 @@ fn watch_bucket_with_a_small_budget_refuses_legitimate_requests_and_counts_them(
         "8 writers on one key should exhaust a budget of 1"
     );
     assert_eq!(admitted(&d) + aborted, 1000, "every refusal is an abort");
-    assert!(d
-        .iter()
-        .filter(|d| d.aborted)
-        .all(|d| d.retries == 1 && d.redis_calls == 6));
+    assert!(d.iter().filter(|d| d.aborted).all(|d| d.retries == 1));
     assert!(retried as usize >= aborted);
+    // On the wire: every attempt is WATCH, HMGET, MULTI, EXEC; only a committed one runs its
+    // HSET and PEXPIRE. The round trips reported are three per attempt (MULTI..EXEC is one).
+    let attempts = u64::from(retried) + 1000;
+    for command in ["watch", "hmget", "multi", "exec"] {
+        assert_eq!(wire.calls(command), attempts, "{command}: {wire:?}");
+    }
+    for command in ["hset", "pexpire"] {
+        assert_eq!(
+            wire.calls(command),
+            admitted(&d) as u64,
+            "{command}: {wire:?}"
+        );
+    }
+    let reported: u64 = d.iter().map(|d| u64::from(d.redis_calls)).sum();
+    let round_trips = wire.calls("watch") + wire.calls("hmget") + wire.calls("exec");
+    assert_eq!(reported, round_trips, "{wire:?}");
     // What was admitted is exactly what was spent: optimistic, but never over.
     assert_eq!(
         hget_tokens(&server, "watch:small"),

@@ -11,6 +11,11 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut rows = s.csv::<AtomicRow>("atomic.csv")?;
     let total = p.trials as usize * p.configs.len() * p.strategies.len() * p.capacities.len();
     let bar = s.progress(total as u64);
+    // On a server others may use, their commands would land in the count: leave it empty.
+    let own_server = s.target.is_managed();
+    if !own_server {
+        s.note("server_commands is empty: the server is not ratelab's own (--redis-url).");
+    }
     for trial in 0..p.trials {
         for &capacity in &p.capacities {
             for &config in &p.configs {
@@ -43,6 +48,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                         watch_retries: t.retries,
                         watch_aborts: t.aborted,
                         redis_calls: t.redis_calls,
+                        server_commands: own_server.then(|| m.server.commands_executed()),
                         redis_cpu_us: m.server.main_thread_cpu_us,
                         cpu_us_per_decision: m.cpu_us_per_decision(),
                         elapsed_ms: t.elapsed_ns as f64 / 1e6,

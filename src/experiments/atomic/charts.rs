@@ -160,12 +160,12 @@ mod tests {
 
     const HEADER: &str =
         "strategy,processes,in_flight,trial,capacity,checks,admitted,refused,errors,\
-watch_retries,watch_aborts,redis_calls,redis_cpu_us,cpu_us_per_decision,elapsed_ms,extra";
+watch_retries,watch_aborts,redis_calls,server_commands,redis_cpu_us,cpu_us_per_decision,elapsed_ms,extra";
     const ROWS: &str = "\
-naive-bucket,4,8,0,100,1000,1000,0,0,0,0,2000,16000,16.0,10,x
-naive-bucket,4,8,1,100,1000,900,100,0,0,0,2000,16500,16.5,10,x
-lua-bucket,4,8,0,100,1000,100,900,0,0,0,1000,24000,24.0,10,x
-watch-bucket,4,8,0,100,1000,58,942,0,310,40,3000,45000,45.0,10,x
+naive-bucket,4,8,0,100,1000,1000,0,0,0,0,2000,2000,16000,16.0,10,x
+naive-bucket,4,8,1,100,1000,900,100,0,0,0,2000,2000,16500,16.5,10,x
+lua-bucket,4,8,0,100,1000,100,900,0,0,0,1000,,24000,24.0,10,x
+watch-bucket,4,8,0,100,1000,58,942,0,310,40,3000,6000,45000,45.0,10,x
 ";
 
     #[test]

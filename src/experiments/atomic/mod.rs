@@ -8,7 +8,9 @@
 //! strategy, at two capacities: one >= checks (every request legitimate: refusals are
 //! under-admission) and one below (admissions past it are over-admission). Trials interleave
 //! configurations and strategies. Redis main-thread CPU is sampled around each trial; WATCH
-//! retries and aborts and the round trips per decision come from the workers.
+//! retries and aborts and the round trips per decision come from the workers. Redis's own count of
+//! the commands it executed (INFO commandstats, around the same window) is written beside them:
+//! commands, not round trips (a MULTI/EXEC of four is one round trip; a script's calls count).
 //!
 //! Writes `atomic/atomic.csv` (one row per trial), `atomic/meta.json`.
 

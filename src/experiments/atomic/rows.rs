@@ -17,8 +17,13 @@ pub struct AtomicRow {
     pub errors: u64,
     pub watch_retries: u64,
     pub watch_aborts: u64,
-    /// Round trips to Redis, all decisions of the trial.
+    /// Round trips to Redis, all decisions of the trial, as the limiters report them.
     pub redis_calls: u64,
+    /// Commands Redis executed during the trial (INFO commandstats `calls`, the sampling's own
+    /// INFO excluded): a script's commands and each one inside MULTI/EXEC count, so this is load
+    /// on Redis, not round trips. Empty on a server ratelab does not own (`--redis-url`), where
+    /// other clients' commands would be counted too.
+    pub server_commands: Option<u64>,
     pub redis_cpu_us: f64,
     pub cpu_us_per_decision: f64,
     pub elapsed_ms: f64,
