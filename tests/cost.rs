@@ -1,8 +1,11 @@
 //! Redis CPU per decision, measured by Redis's own main-thread CPU counters (not wall time, so
-//! a noisy machine slows both alike): a Lua decision must cost more than a plain GET.
+//! a noisy machine slows both alike): a Lua decision must cost more than a plain GET. And the
+//! sliding log's variants run on logs at their limit: full before and after, and denying.
 
 mod common;
 
+use ratelab::analysis::table::read_typed;
+use ratelab::experiments::cost::CostRow;
 use ratelab::experiments::measure::measure;
 use ratelab::limiter::{LimitSpec, Strategy};
 use ratelab::load::{ClosedLoop, KeyChoice, Stop, WorkerSpec};
@@ -54,4 +57,52 @@ fn a_lua_decision_costs_redis_more_cpu_than_a_get() {
         lua > 1.5 * get,
         "lua-bucket {lua:.2} µs vs get {get:.2} µs per decision"
     );
+}
+
+#[test]
+fn the_sliding_log_variants_run_on_full_logs_and_deny() {
+    let out = tempfile::tempdir().unwrap();
+    let mut ctx = common::ctx(out.path());
+    ctx.sets = [
+        ("runs", "1"),
+        ("run_seconds", "0.5"),
+        ("warmup_seconds", "0.2"),
+        ("strategies", r#"["lua-log"]"#),
+        ("hot_key_strategies", "[]"),
+        ("log_limits", "[100, 10000]"),
+        ("log_entries", "20000"),
+        ("log_window_ms", "120000"),
+    ]
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .to_vec();
+    let dir = ratelab::experiments::find("cost")
+        .expect("registered")
+        .run(&ctx)
+        .expect("cost runs");
+    let rows: Vec<CostRow> = read_typed(&dir.join("cost.csv")).unwrap();
+    let variants: Vec<&str> = rows.iter().map(|r| r.variant.as_str()).collect();
+    assert_eq!(variants, ["L=100", "L=10000"]);
+    for r in &rows {
+        // 20,000 entries in all: 200 logs of 100, 2 of 10,000.
+        assert_eq!(r.keys * r.limit, 20_000, "{r:?}");
+        // Filled to the limit before the run, and a log never holds more than its limit; each
+        // decision trims what left the window before it counts, so a key may end an entry short.
+        let mean = r
+            .log_entries_per_key
+            .expect("a log variant counts its logs");
+        let min = r.log_entries_min.expect("a log variant counts its logs");
+        assert!(
+            mean <= r.limit as f64 && mean >= 0.95 * r.limit as f64,
+            "{r:?}"
+        );
+        assert!(
+            min <= r.limit && min as f64 >= 0.9 * r.limit as f64,
+            "{r:?}"
+        );
+        // Full logs admit only what leaves the window (20,000 per 120 s in all, ~170/s) and deny
+        // the rest of what 16 clients send flat out.
+        assert!(r.denied > r.allowed, "{r:?}");
+        assert_eq!(r.errors, 0, "{r:?}");
+        assert!(r.cpu_us_per_decision > 0.0, "{r:?}");
+    }
 }

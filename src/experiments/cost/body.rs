@@ -1,15 +1,18 @@
 //! cost's measurement.
 
+use super::logs::Logs;
 use super::rows::CostRow;
-use super::{variants, Params, Variant};
+use super::{variants, Keys, Params, Variant};
 use crate::experiments::measure::{measure, Measured};
-use crate::experiments::{ExperimentError, Session};
+use crate::experiments::{ExperimentError, Phase, Session};
+use crate::load::rng::SplitMix64;
 use crate::load::{KeyChoice, Stop, WorkerSpec};
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut rows = s.csv::<CostRow>("cost.csv")?;
     let variants = variants(p);
     let bar = s.progress(p.runs as u64 * variants.len() as u64);
+    let member_prefix = SplitMix64::new(s.ctx.seed, 0).next_u64() >> 16;
     for r in 0..p.runs {
         for v in &variants {
             let name = if v.label.is_empty() {
@@ -18,14 +21,31 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                 format!("{} ({})", v.strategy, v.label)
             };
             let key_prefix = s.key(format!("{}:{}:", v.strategy, v.label));
-            let keys = if v.hot_key {
-                KeyChoice::One(format!("{key_prefix}hot"))
-            } else {
-                KeyChoice::Uniform {
-                    prefix: key_prefix,
-                    count: p.keys,
-                }
+            let keys = match v.keys {
+                Keys::Hot => KeyChoice::One(format!("{key_prefix}hot")),
+                Keys::Uniform(count) | Keys::FullLogs(count) => KeyChoice::Uniform {
+                    prefix: key_prefix.clone(),
+                    count,
+                },
             };
+            let logs = match v.keys {
+                Keys::FullLogs(keys) => Some(Logs {
+                    prefix: &key_prefix,
+                    keys,
+                    limit: v.limit.capacity,
+                    window_ms: v.limit.window_ms,
+                    member_prefix,
+                }),
+                Keys::Uniform(_) | Keys::Hot => None,
+            };
+            let mut con = s
+                .target
+                .connection()
+                .phase(|| format!("connecting for {name}"))?;
+            if let Some(logs) = &logs {
+                let what = || format!("filling the logs of {name} for run {r}");
+                logs.fill(&mut con).phase(what)?;
+            }
             let spec = WorkerSpec {
                 connections: p.clients,
                 ..WorkerSpec::new(
@@ -42,7 +62,17 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             }
             plan.template.stop = Stop::AfterMs((p.run_seconds * 1000.0) as u64);
             let m = measure(&s.target, &plan, &|| format!("run {r} of {name}"))?;
-            rows.write(&row(v, r, p, &m))?;
+            let held = match &logs {
+                Some(logs) => {
+                    let what = || format!("counting the logs of {name} after run {r}");
+                    let held = logs.held(&mut con).phase(what)?;
+                    // Free them now: the next variants' runs should not share Redis's memory with them.
+                    logs.delete(&mut con).phase(what)?;
+                    Some(held)
+                }
+                None => None,
+            };
+            rows.write(&row(v, r, p, &m, held))?;
             bar.inc(1);
         }
     }
@@ -50,7 +80,8 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     Ok(())
 }
 
-fn row(v: &Variant, run: u32, p: &Params, m: &Measured) -> CostRow {
+/// The row of one run; `held` is (mean, smallest) entries of the variant's logs after it.
+fn row(v: &Variant, run: u32, p: &Params, m: &Measured, held: Option<(f64, u64)>) -> CostRow {
     let decisions = m.tally.admitted + m.tally.denied;
     let (busiest_command, usec_per_call) = m.server.busiest_command().unwrap_or_default();
     let command_usec: u64 = m
@@ -65,7 +96,11 @@ fn row(v: &Variant, run: u32, p: &Params, m: &Measured) -> CostRow {
         variant: v.label.clone(),
         run,
         clients: p.clients,
-        keys: if v.hot_key { 1 } else { p.keys },
+        keys: v.keys.count(),
+        limit: v.limit.capacity,
+        window_ms: v.limit.window_ms,
+        log_entries_per_key: held.map(|h| h.0),
+        log_entries_min: held.map(|h| h.1),
         duration_s: m.tally.elapsed_ns as f64 / 1e9,
         decisions,
         decisions_per_s: m.decisions_per_s(),

@@ -1,8 +1,9 @@
 //! # cost
 //! Hypothesis (seed 002): Redis runs commands on one thread, so the CPU that thread spends per
 //! decision sets how many decisions one Redis can make. A Lua decision costs 2.5-3.5x a GET; a
-//! MULTI fixed window beats the same logic in Lua; the sliding log's limit barely changes its CPU;
-//! a hot key is cheaper per decision because nearly every call is a refusal.
+//! MULTI fixed window beats the same logic in Lua; the sliding log's limit barely changes its CPU
+//! (L=100 vs L=10,000 within run-to-run noise); a hot key is cheaper per decision because nearly
+//! every call is a refusal.
 //!
 //! Method: 16 clients (connections of one single-threaded worker process, pinned away from Redis)
 //! send decisions flat out over 10,000 keys for `run_seconds`, `runs` times per variant, runs
@@ -10,10 +11,19 @@
 //! Redis main-thread CPU (`INFO cpu` *_main_thread) and `INFO commandstats` are sampled right
 //! before the workers start and right after the last one reports.
 //!
+//! The sliding log runs once per limit L over `log_entries / L` keys (L=100: 10,000 keys as the
+//! seed's; L=10,000: 100, since 10,000 full logs of 10,000 entries would be 13.7 GB), every log
+//! filled to L entries spread over the window before each warm-up. 5 s of traffic would leave ~25
+//! entries per key, the same log whatever L; full logs make the runs differ only in the log's size.
+//! The clients' share per key scales with L, so both limits admit the same fraction of decisions
+//! (`log_entries` per `log_window_ms` in all) and deny the rest. The rows say how many entries the
+//! logs held after each run.
+//!
 //! Writes `cost/cost.csv` (one row per run), `cost/meta.json`.
 
 mod body;
 mod charts;
+mod logs;
 mod report;
 mod rows;
 
@@ -52,6 +62,7 @@ pub struct Params {
     pub keys: u64,
     pub strategies: Vec<Strategy>,
     pub log_limits: Vec<u64>,
+    pub log_entries: u64,
     pub hot_key_strategies: Vec<Strategy>,
     pub capacity: u64,
     pub refill_per_sec: f64,
@@ -65,7 +76,27 @@ struct Variant {
     strategy: Strategy,
     label: String,
     limit: LimitSpec,
-    hot_key: bool,
+    keys: Keys,
+}
+
+/// The keys a variant's clients spread their decisions over.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Keys {
+    /// `p.keys` keys, as normal traffic.
+    Uniform(u64),
+    /// This many sliding logs, each filled to its limit before every run.
+    FullLogs(u64),
+    /// One key: the abusive client.
+    Hot,
+}
+
+impl Keys {
+    fn count(self) -> u64 {
+        match self {
+            Keys::Uniform(n) | Keys::FullLogs(n) => n,
+            Keys::Hot => 1,
+        }
+    }
 }
 
 fn variants(p: &Params) -> Vec<Variant> {
@@ -88,7 +119,7 @@ fn variants(p: &Params) -> Vec<Variant> {
                     strategy,
                     label: format!("L={l}"),
                     limit,
-                    hot_key: false,
+                    keys: Keys::FullLogs(p.log_entries / l),
                 });
             }
         } else {
@@ -96,7 +127,7 @@ fn variants(p: &Params) -> Vec<Variant> {
                 strategy,
                 label: String::new(),
                 limit: base,
-                hot_key: false,
+                keys: Keys::Uniform(p.keys),
             });
         }
     }
@@ -105,7 +136,7 @@ fn variants(p: &Params) -> Vec<Variant> {
             strategy,
             label: "hot-key".into(),
             limit: base,
-            hot_key: true,
+            keys: Keys::Hot,
         });
     }
     out
@@ -115,6 +146,15 @@ impl Validate for Params {
     fn validate(&self) -> Result<(), String> {
         if self.runs == 0 || self.run_seconds <= 0.0 || self.clients == 0 || self.keys == 0 {
             return Err("runs, run_seconds, clients, keys must be > 0".into());
+        }
+        if let Some(l) = (self.log_limits.iter()).find(|&&l| l == 0 || l > self.log_entries) {
+            return Err(format!(
+                "every log limit must be >= 1 and <= log_entries ({}): {l} is not",
+                self.log_entries
+            ));
+        }
+        if self.log_window_ms == 0 {
+            return Err("log_window_ms must be > 0".into());
         }
         Ok(())
     }
@@ -138,6 +178,15 @@ mod tests {
         assert!(labels.contains(&"lua-buckethot-key".to_string()));
         assert_eq!(v.len(), p.strategies.len() + 1 + p.hot_key_strategies.len());
         let log = v.iter().find(|v| v.label == "L=10000").unwrap();
-        assert_eq!((log.limit.capacity, log.limit.window_ms), (10_000, 10_000));
+        assert_eq!(
+            (log.limit.capacity, log.limit.window_ms),
+            (10_000, p.log_window_ms)
+        );
+        // Both limits hold log_entries entries in all: L=100 over the seed's 10,000 keys.
+        assert_eq!(log.keys, Keys::FullLogs(100));
+        let small = v.iter().find(|v| v.label == "L=100").unwrap();
+        assert_eq!(small.keys, Keys::FullLogs(10_000));
+        let hot = v.iter().find(|v| v.label == "hot-key").unwrap();
+        assert_eq!(hot.keys.count(), 1);
     }
 }

@@ -11,13 +11,14 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("strategy", |r| r.strategy.to_string()),
         ("variant", |r| r.variant.clone()),
     ];
-    let stats: [Stat<CostRow>; 6] = [
+    let stats: [Stat<CostRow>; 7] = [
         ("decisions/s", |r| Some(r.decisions_per_s)),
         ("Redis CPU µs/decision", |r| Some(r.cpu_us_per_decision)),
         ("busy %", |r| Some(r.redis_busy_pct)),
         ("µs per call", |r| Some(r.usec_per_call)),
         ("allowed", |r| Some(r.allowed as f64)),
         ("denied", |r| Some(r.denied as f64)),
+        ("log entries/key", |r| r.log_entries_per_key),
     ];
     summarize(&dir.join("cost.csv"), &keys, &stats)
 }

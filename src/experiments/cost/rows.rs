@@ -11,7 +11,15 @@ pub struct CostRow {
     pub variant: String,
     pub run: u32,
     pub clients: usize,
+    /// Keys the clients spread their decisions over (a sliding log's: log_entries / limit).
     pub keys: u64,
+    /// The limit per window (a bucket's capacity) and the window, ms.
+    pub limit: u64,
+    pub window_ms: u64,
+    /// Sliding log only: mean and smallest ZCARD of its keys after the run (filled to `limit`
+    /// before it; a log at its limit holds `limit`).
+    pub log_entries_per_key: Option<f64>,
+    pub log_entries_min: Option<u64>,
     pub duration_s: f64,
     pub decisions: u64,
     pub decisions_per_s: f64,
