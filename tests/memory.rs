@@ -126,6 +126,52 @@ fn memory_per_client_grows_with_the_limit_and_jumps_at_each_threshold() {
 }
 
 #[test]
+fn listpacks_cost_bytes_per_entry_at_every_size_up_to_the_threshold_and_a_big_log_far_more() {
+    let out = tempfile::tempdir().unwrap();
+    let mut ctx = common::ctx(out.path());
+    ctx.sets = [
+        ("listpack_entries", r#"["default"]"#),
+        ("strategies", r#"["lua-log"]"#),
+        ("log_limits", "[32, 64, 100000]"),
+        ("shared_limits", "[]"),
+        ("fine_below", "0"),
+        ("fine_above", "1"),
+        ("checks_budget", "100000"),
+        ("fine_checks_budget", "2000"),
+        ("min_clients", "1"),
+        ("max_clients", "50"),
+    ]
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .to_vec();
+    let dir = ratelab::experiments::find("memory")
+        .expect("registered")
+        .run(&ctx)
+        .expect("memory runs");
+    let rows = read_rows(&dir.join("memory.csv")).unwrap();
+    let at = |limit: u64| {
+        (rows.iter())
+            .find(|r| number(r, "limit") == Some(limit as f64))
+            .unwrap_or_else(|| panic!("no row at limit {limit}: {rows:?}"))
+    };
+    let per_entry = |limit: u64| number(at(limit), "bytes_per_entry").unwrap();
+    // Redis 7.0's default threshold: 32, 64 and 128 entries are listpacks, 129 and 100,000 not.
+    for limit in [32, 64, 128] {
+        assert_eq!(number(at(limit), "listpack"), Some(1.0), "{:?}", at(limit));
+        assert!(per_entry(limit) > 0.0, "{:?}", at(limit));
+    }
+    for limit in [129, 100_000] {
+        assert_eq!(at(limit)["encoding"], "skiplist", "{:?}", at(limit));
+    }
+    // The 100,000-entry log: one client, every check admitted, and a skiplist entry (node, member,
+    // hash-table entry) several times a listpack entry.
+    let big = at(100_000);
+    assert_eq!(number(big, "clients"), Some(1.0), "{big:?}");
+    assert_eq!(number(big, "decisions"), Some(100_000.0), "{big:?}");
+    assert_eq!(number(big, "denied"), Some(0.0), "{big:?}");
+    assert!(per_entry(100_000) > 2.0 * per_entry(64), "{big:?}");
+}
+
+#[test]
 fn run_against_a_users_server_refuses_and_leaves_it_as_found() {
     let server = common::start_server();
     let mut con = server.connection().unwrap();

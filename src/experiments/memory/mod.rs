@@ -167,6 +167,28 @@ mod tests {
     }
 
     #[test]
+    fn the_quick_profile_has_every_point_the_claims_judge() {
+        let p = profile(crate::context::Profile::Quick, &[]).unwrap();
+        let log_limits = |t: u64, first: bool| -> Vec<u64> {
+            (plan(&p, t, first).iter())
+                .filter(|f| f.strategy == Strategy::LuaLog)
+                .map(|f| f.limit)
+                .collect()
+        };
+        let default = log_limits(128, true);
+        for l in [32, 64, 128, 129, 512, 1000, 10_000, 100_000] {
+            assert!(
+                default.contains(&l),
+                "{l} missing at the default: {default:?}"
+            );
+        }
+        assert!(p.listpack_entries.contains(&ListpackSetting::Entries(512)));
+        let at_512 = log_limits(512, false);
+        assert!(at_512.contains(&512) && at_512.contains(&513), "{at_512:?}");
+        assert!(p.other_limits.contains(&1000) && p.strategies.contains(&Strategy::LuaSwc));
+    }
+
+    #[test]
     fn plan_sweeps_every_limit_around_the_threshold_and_the_rest_once() {
         let p = profile(crate::context::Profile::Full, &[]).unwrap();
         let first = plan(&p, 128, true);
@@ -192,7 +214,12 @@ mod tests {
         };
         assert_eq!(clients(1), p.max_clients);
         assert!(clients(1000) < clients(100));
-        assert_eq!(clients(20000), p.min_clients);
+        assert_eq!(clients(100_000), p.min_clients);
+        // Listpacks below the default threshold at more than one size, and the seed's 100,000.
+        assert!(
+            [32, 64, 128, 100_000].iter().all(|l| log.contains(l)),
+            "{log:?}"
+        );
         // Later settings: only the log's fine sweep around their own threshold.
         let later = plan(&p, 64, false);
         assert!(later.iter().all(|f| f.strategy == Strategy::LuaLog));
