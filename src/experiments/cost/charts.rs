@@ -170,8 +170,8 @@ mod tests {
     use std::fs;
 
     const HEADER: &str = "strategy,variant,run,clients,keys,limit,window_ms,log_entries_per_key,\
-log_entries_min,duration_s,decisions,decisions_per_s,allowed,denied,errors,redis_cpu_us,cpu_us_per_decision,redis_busy_pct,busiest_command,usec_per_call,\
-command_usec_per_decision,client_cpu_s";
+log_entries_min,duration_s,decisions,decisions_per_s,allowed,denied,errors,redis_cpu_us,cpu_us_per_decision,\
+redis_busy_pct,busiest_command,usec_per_call,command_usec_per_decision,client_cpu_s";
     const ROWS: &str = "\
 get,,0,8,1,100,1000,,,1,1000,90000,1000,0,0,8000,8.0,72,get,7.9,7.9,1
 get,,1,8,1,100,1000,,,1,1000,91000,1000,0,0,8200,8.2,73,get,8.1,8.1,1
