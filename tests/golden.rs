@@ -119,6 +119,31 @@ fn the_reference_report_is_reproduced_from_its_csvs() {
         committed.lines().count(),
         "REPORT.md has a different length"
     );
+    // claims.csv: one row per claim, each with a verdict, and a reason beside every difference
+    // that the claims file explains.
+    let ours = std::fs::read_to_string(copy.path().join("claims.csv")).unwrap();
+    assert_eq!(
+        ours,
+        std::fs::read_to_string(reference().join("claims.csv")).unwrap()
+    );
+    let mut reader = csv::Reader::from_reader(ours.as_bytes());
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let all = claims::all().unwrap();
+    assert_eq!(rows.len(), all.len());
+    for claim in &all {
+        let row = (rows.iter().find(|r| &r[0] == claim.id.as_str()))
+            .unwrap_or_else(|| panic!("claims.csv has no row for {}", claim.id));
+        let verdicts = ["holds", "DIFFERS", "inconclusive", "machine-dependent"];
+        assert!(verdicts.contains(&&row[5]), "{}: {}", claim.id, &row[5]);
+        if matches!(&row[5], "DIFFERS" | "inconclusive") && claim.why.is_some() {
+            assert!(
+                !row[6].is_empty() && !row[6].contains("not measured"),
+                "{}: {}",
+                claim.id,
+                &row[6]
+            );
+        }
+    }
 }
 
 /// Every experiment's charts draw from the reference CSVs, and every SVG is the committed one.

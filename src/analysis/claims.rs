@@ -1,7 +1,8 @@
 //! Published claims (analysis/claims.toml, embedded) judged against this run's CSVs.
 
 use super::judge;
-use super::table::{matches, read_rows, Row};
+use super::stats::Summary;
+use super::table::{matches, number, read_rows, short, Row};
 use super::AnalysisError;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -58,6 +59,14 @@ pub struct Claim {
     #[serde(default)]
     pub range: Option<[f64; 2]>,
     pub judge: Judge,
+    /// An absolute figure that belongs to the seed's machine (throughput, milliseconds): reported
+    /// beside this machine's facts instead of judged.
+    #[serde(default)]
+    pub machine_dependent: bool,
+    /// Why this run differs from the seed, when it does; `{column}` is the selected rows' mean of
+    /// that column, so the reason quotes this run's own measurement.
+    #[serde(default)]
+    pub why: Option<String>,
 }
 
 /// How a claim is judged.
@@ -118,19 +127,55 @@ pub fn all() -> Result<Vec<Claim>, AnalysisError> {
 }
 
 /// The verdict on one claim.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Verdict {
     /// What this run measured, in words.
     pub measured: String,
     /// Some(true) holds, Some(false) differs, None no data.
     pub holds: Option<bool>,
+    /// It does not hold, but the trials' 95% confidence interval reaches what the seed said: the
+    /// run cannot tell a difference from its own noise.
+    pub inconclusive: bool,
+}
+
+/// How the report names a verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Call {
+    Holds,
+    Differs,
+    Inconclusive,
+    /// An absolute figure of another machine: shown beside this machine's facts, not judged.
+    MachineDependent,
+    NoData,
+}
+
+impl Call {
+    pub fn of(claim: &Claim, verdict: &Verdict) -> Call {
+        match verdict.holds {
+            None => Call::NoData,
+            Some(_) if claim.machine_dependent => Call::MachineDependent,
+            Some(true) => Call::Holds,
+            Some(false) if verdict.inconclusive => Call::Inconclusive,
+            Some(false) => Call::Differs,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Call::Holds => "holds",
+            Call::Differs => "DIFFERS",
+            Call::Inconclusive => "inconclusive",
+            Call::MachineDependent => "machine-dependent",
+            Call::NoData => "no data",
+        }
+    }
 }
 
 impl Verdict {
     pub(super) fn no_data(why: impl Into<String>) -> Self {
         Verdict {
             measured: why.into(),
-            holds: None,
+            ..Verdict::default()
         }
     }
 
@@ -138,6 +183,7 @@ impl Verdict {
         Verdict {
             measured: why.into(),
             holds: Some(false),
+            ..Verdict::default()
         }
     }
 }
@@ -156,6 +202,33 @@ pub fn judge(claim: &Claim, experiment_dir: &Path) -> Verdict {
     }
 }
 
+/// The claim's reason for a difference, with each `{column}` replaced by this run's mean of that
+/// column over the claim's rows; empty when the claims file gives none.
+pub fn why(claim: &Claim, experiment_dir: &Path) -> String {
+    let Some(template) = &claim.why else {
+        return String::new();
+    };
+    let rows = read_rows(&experiment_dir.join(&claim.file)).unwrap_or_default();
+    let selected: Vec<&Row> = rows.iter().filter(|r| matches(r, &claim.select)).collect();
+    let mut out = String::new();
+    let mut rest = template.as_str();
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}').map(|c| open + c) else {
+            break;
+        };
+        out.push_str(&rest[..open]);
+        let column = &rest[open + 1..close];
+        let values: Vec<f64> = selected.iter().filter_map(|r| number(r, column)).collect();
+        match Summary::of(&values) {
+            Some(s) => out.push_str(&short(s.mean)),
+            None => out.push_str(&format!("({column}: not measured)")),
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Seed 000's order: on the traced key, HMGET, HMGET, HSET, HSET from one client.
 fn trace_order(rows: &[&Row]) -> Verdict {
     let on_key: Vec<&&Row> = rows
@@ -163,10 +236,7 @@ fn trace_order(rows: &[&Row]) -> Verdict {
         .filter(|r| r.get("on_trace_key").map(String::as_str) == Some("true"))
         .collect();
     if on_key.len() < 4 {
-        return Verdict {
-            measured: format!("{} commands on the trace key", on_key.len()),
-            holds: None,
-        };
+        return Verdict::no_data(format!("{} commands on the trace key", on_key.len()));
     }
     let first: Vec<&str> = on_key[..4]
         .iter()
@@ -185,6 +255,7 @@ fn trace_order(rows: &[&Row]) -> Verdict {
             clients.len()
         ),
         holds: Some(holds),
+        ..Verdict::default()
     }
 }
 

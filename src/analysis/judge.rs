@@ -69,6 +69,7 @@ pub(super) fn numbers(claim: &Claim, selected: &[&Row], all_rows: &[Row]) -> Ver
                 names(&verdicts)
             ),
             holds: Some(true),
+            ..Verdict::default()
         },
         Some((group, v)) => Verdict {
             measured: format!(
@@ -82,6 +83,8 @@ pub(super) fn numbers(claim: &Claim, selected: &[&Row], all_rows: &[Row]) -> Ver
             } else {
                 None
             },
+            // Only noise if every option it did not beat is within noise.
+            inconclusive: failed.iter().all(|(_, v)| v.inconclusive),
         },
     }
 }
@@ -261,10 +264,7 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
             let side = if below { "below" } else { "above" };
             if s.n < 2 {
                 measured.push_str("; one run cannot show a difference beyond its spread");
-                return Verdict {
-                    measured,
-                    holds: Some(false),
-                };
+                return Verdict::fails(measured);
             }
             measured.push_str(&format!(
                 "; {beyond} of {} {side} {}, gap {} vs spread {}",
@@ -277,10 +277,65 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
         }
         Judge::TraceOrder => return Verdict::no_data("trace order is not numeric"),
     };
+    // A verdict rests on its spread: a miss whose confidence interval still reaches the region
+    // the seed's figure allows is noise this run cannot rule out, not a difference.
+    // An interval wholly inside the region means single runs missed (a difference for a claim
+    // about every run); a claim judged run by run with no run in the region differs outright.
+    let straddles = |(lo, hi): (f64, f64)| {
+        confidence_interval(&s).is_some_and(|(ci_lo, ci_hi)| {
+            let inside = |x: f64| x.is_finite() && ci_lo <= x && x <= ci_hi;
+            inside(lo) || inside(hi)
+        })
+    };
+    let some_run_in = |(lo, hi): (f64, f64)| match claim.judge {
+        Judge::Range | Judge::Below | Judge::Above => {
+            count(&|v| lo <= v.got && v.got <= hi && v.got != claim.published) > 0
+        }
+        _ => true,
+    };
+    let inconclusive = !holds
+        && holding_region(claim, values)
+            .is_some_and(|region| straddles(region) && some_run_in(region));
+    if inconclusive {
+        if let Some((lo, hi)) = confidence_interval(&s) {
+            measured.push_str(&format!("; 95% CI {} to {}", short(lo), short(hi)));
+        }
+    }
     Verdict {
         measured,
         holds: Some(holds),
+        inconclusive,
     }
+}
+
+/// Where the mean would have to lie for the claim to hold; None for judges of every trial, which
+/// a single trial decides.
+fn holding_region(claim: &Claim, values: &[Value]) -> Option<(f64, f64)> {
+    match claim.judge {
+        Judge::MeanWithin => {
+            let want = values.iter().map(|v| v.want).sum::<f64>() / values.len().max(1) as f64;
+            let slack = claim.tolerance * want.abs();
+            Some((want - slack, want + slack))
+        }
+        Judge::Range => claim.range.map(|[lo, hi]| (lo, hi)),
+        Judge::Below => Some((f64::NEG_INFINITY, claim.published)),
+        Judge::Above => Some((claim.published, f64::INFINITY)),
+        _ => None,
+    }
+}
+
+/// The 95% confidence interval of the mean (Student's t), for two or more values.
+fn confidence_interval(s: &Summary) -> Option<(f64, f64)> {
+    // Two-sided 97.5% quantiles of t for 1..=30 degrees of freedom; the normal's beyond.
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    let df = s.n.checked_sub(1).filter(|df| *df > 0)?;
+    let t = T.get(df - 1).copied().unwrap_or(1.96);
+    let half = t * s.sd / (s.n as f64).sqrt();
+    Some((s.mean - half, s.mean + half))
 }
 
 #[cfg(test)]
@@ -386,5 +441,29 @@ mod tests {
         let (holds, measured) = verdict(&checks, csv);
         assert_eq!(holds, Some(false), "{measured}");
         assert!(measured.contains("2 of 3 below"), "{measured}");
+    }
+
+    #[test]
+    fn a_miss_within_the_runs_noise_is_inconclusive_and_a_clear_one_differs() {
+        use super::super::claims::Call;
+        let c =
+            claim("statistic = \"x\"\npublished = 10\ntolerance = 0.1\njudge = \"mean_within\"\n");
+        let call = |csv: &str| {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+            Call::of(&c, &judge(&c, dir.path()))
+        };
+        assert_eq!(call("x\n10.2\n9.9\n10.1\n"), Call::Holds);
+        // Mean 8.8, outside 9-11, but the trials scatter across the boundary.
+        assert_eq!(call("x\n7\n10.6\n8.8\n"), Call::Inconclusive);
+        assert_eq!(call("x\n7\n7.1\n6.9\n"), Call::Differs);
+        // One trial cannot be inconclusive: it has no spread.
+        assert_eq!(call("x\n8.8\n"), Call::Differs);
+        let range =
+            claim("statistic = \"x\"\npublished = 10\nrange = [9, 11]\njudge = \"range\"\n");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.csv"), "x\n8.5\n8.9\n").unwrap();
+        // No run inside a range judged run by run is a difference, however wide the interval.
+        assert_eq!(Call::of(&range, &judge(&range, dir.path())), Call::Differs);
     }
 }

@@ -39,12 +39,86 @@ pub struct Section<'a> {
     pub not_run: Option<String>,
 }
 
-/// Writes `dir/REPORT.md`: per experiment, its setup, summary, charts and claims.
+/// One claim's line in the report and in claims.csv.
+struct Judged<'a> {
+    claim: &'a claims::Claim,
+    call: Option<claims::Call>,
+    measured: String,
+    why: String,
+}
+
+/// Writes `dir/REPORT.md` (the verdicts first, then per experiment its setup, summary and claims)
+/// and `dir/claims.csv` (one row per claim).
 pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, AnalysisError> {
     if !dir.is_dir() {
         return Err(AnalysisError::NotResults(dir.to_path_buf()));
     }
     let claims = claims::all()?;
+    let machine = machine_facts(dir);
+    let mut body = String::new();
+    let mut judged: Vec<Judged> = Vec::new();
+    for section in sections {
+        let id = section.id;
+        let exp_dir = dir.join(id);
+        let ours = claims.iter().filter(|c| c.experiment == id);
+        let _ = write!(body, "\n## {id}\n\n");
+        match (&section.not_run, exp_dir.is_dir()) {
+            (None, false) => {
+                body.push_str("Not run.\n");
+                judged.extend(ours.map(|claim| not_run(claim, "not run")));
+                continue;
+            }
+            (None, true) => {}
+            (Some(why), earlier) => {
+                let _ = writeln!(body, "**This run did not produce results: {why}.**");
+                if !earlier {
+                    judged.extend(ours.map(|claim| not_run(claim, why)));
+                    continue;
+                }
+                body.push_str(
+                    "The results below are from an earlier run (see its setup line).\n\n",
+                );
+            }
+        }
+        body.push_str(&setup_line(&exp_dir));
+        body.push_str(&(section.summary)(&exp_dir)?);
+        let _ = write!(
+            body,
+            "\n| claim | seed | published | measured here | verdict |\n|---|---|---|---|---|\n"
+        );
+        for claim in ours {
+            let v = claims::judge(claim, &exp_dir);
+            let call = claims::Call::of(claim, &v);
+            let mut measured = v.measured;
+            if call == claims::Call::MachineDependent {
+                let _ = write!(measured, "; this machine: {machine}");
+            }
+            let why = match call {
+                claims::Call::Differs | claims::Call::Inconclusive => claims::why(claim, &exp_dir),
+                _ => String::new(),
+            };
+            let verdict = if why.is_empty() {
+                call.label().to_string()
+            } else {
+                format!("{}: {why}", call.label())
+            };
+            let _ = writeln!(
+                body,
+                "| {} | {} | {} | {} | {} |",
+                claim.text,
+                claim.seed,
+                published(claim),
+                measured,
+                verdict
+            );
+            judged.push(Judged {
+                claim,
+                call: Some(call),
+                measured,
+                why,
+            });
+        }
+    }
     let mut out = String::from(
         "# ratelab report\n\nEvery figure below was measured in this run; published \
         figures come from the seeds (analysis/claims.toml).\n",
@@ -61,57 +135,126 @@ pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, Analysi
             );
         }
     }
-    for section in sections {
-        let id = section.id;
-        let exp_dir = dir.join(id);
-        let _ = write!(out, "\n## {id}\n\n");
-        match (&section.not_run, exp_dir.is_dir()) {
-            (None, false) => {
-                out.push_str("Not run.\n");
-                continue;
-            }
-            (None, true) => {}
-            (Some(why), earlier) => {
-                let _ = writeln!(out, "**This run did not produce results: {why}.**");
-                if !earlier {
-                    continue;
-                }
-                out.push_str("The results below are from an earlier run (see its setup line).\n\n");
-            }
-        }
-        out.push_str(&setup_line(&exp_dir));
-        out.push_str(&(section.summary)(&exp_dir)?);
-        let _ = write!(
-            out,
-            "\n| claim | seed | published | measured here | verdict |\n|---|---|---|---|---|\n"
-        );
-        for claim in claims.iter().filter(|c| c.experiment == id) {
-            let v = claims::judge(claim, &exp_dir);
-            let verdict = match v.holds {
-                Some(true) => "holds",
-                Some(false) => "DIFFERS",
-                None => "no data",
-            };
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} |",
-                claim.text,
-                claim.seed,
-                published(claim),
-                v.measured,
-                verdict
-            );
-        }
-    }
-    let path = dir.join("REPORT.md");
-    let tmp = dir.join(".REPORT.md.tmp");
+    out.push_str(&verdict_summary(&judged, &machine));
+    out.push_str(&body);
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| AnalysisError::Io { path, source }
     };
+    let claims_csv = claims_csv(&judged);
+    let (csv_path, csv_tmp) = (dir.join("claims.csv"), dir.join(".claims.csv.tmp"));
+    std::fs::write(&csv_tmp, claims_csv).map_err(io(&csv_tmp))?;
+    std::fs::rename(&csv_tmp, &csv_path).map_err(io(&csv_path))?;
+    let path = dir.join("REPORT.md");
+    let tmp = dir.join(".REPORT.md.tmp");
     std::fs::write(&tmp, out).map_err(io(&tmp))?;
     std::fs::rename(&tmp, &path).map_err(io(&path))?;
     Ok(path)
+}
+
+fn not_run<'a>(claim: &'a claims::Claim, why: &str) -> Judged<'a> {
+    Judged {
+        claim,
+        call: None,
+        measured: String::new(),
+        why: why.to_string(),
+    }
+}
+
+/// The answer first: how many claims hold, differ, ..., and every difference with its reason.
+fn verdict_summary(judged: &[Judged], machine: &str) -> String {
+    let count = |call: Option<claims::Call>| judged.iter().filter(|j| j.call == call).count();
+    let mut out = format!(
+        "\n## Verdicts\n\n{} claims: {} hold, {} differ, {} inconclusive (within this run's noise), \
+        {} machine-dependent (shown, not judged), {} without data, {} not run. This machine: {machine}.\n",
+        judged.len(),
+        count(Some(claims::Call::Holds)),
+        count(Some(claims::Call::Differs)),
+        count(Some(claims::Call::Inconclusive)),
+        count(Some(claims::Call::MachineDependent)),
+        count(Some(claims::Call::NoData)),
+        count(None),
+    );
+    let differences: Vec<&Judged> = (judged.iter())
+        .filter(|j| {
+            matches!(
+                j.call,
+                Some(claims::Call::Differs | claims::Call::Inconclusive)
+            )
+        })
+        .collect();
+    if !differences.is_empty() {
+        out.push_str("\n| claim | verdict | measured here | why |\n|---|---|---|---|\n");
+        for j in differences {
+            let why = if j.why.is_empty() {
+                "not yet explained"
+            } else {
+                &j.why
+            };
+            let label = j.call.map_or("not run", claims::Call::label);
+            let _ = writeln!(
+                out,
+                "| `{}` | {label} | {} | {why} |",
+                j.claim.id, j.measured
+            );
+        }
+    }
+    out
+}
+
+/// claims.csv: one row per claim with its verdict and reason, for readers who re-judge.
+fn claims_csv(judged: &[Judged]) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let _ = w.write_record([
+        "id",
+        "experiment",
+        "seed",
+        "published",
+        "measured",
+        "verdict",
+        "why",
+    ]);
+    for j in judged {
+        let verdict = j.call.map_or("not run", claims::Call::label);
+        let published = published(j.claim);
+        let record = [
+            j.claim.id.as_str(),
+            j.claim.experiment.as_str(),
+            j.claim.seed.as_str(),
+            published.as_str(),
+            j.measured.as_str(),
+            verdict,
+            j.why.as_str(),
+        ];
+        let _ = w.write_record(record);
+    }
+    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+}
+
+/// Cores, CPU and loopback round trip of the machine the results come from (its meta.json and
+/// the latency experiment's GET), for figures that belong to a machine.
+fn machine_facts(dir: &Path) -> String {
+    let mut experiments: Vec<PathBuf> = (std::fs::read_dir(dir).into_iter().flatten().flatten())
+        .map(|e| e.path())
+        .collect();
+    experiments.sort();
+    let meta = experiments.iter().find_map(|path| {
+        let text = std::fs::read_to_string(path.join("meta.json")).ok()?;
+        serde_json::from_str::<Meta>(&text).ok()
+    });
+    let mut facts = match meta {
+        Some(m) => format!("{} CPUs ({})", m.host.cpus_online, m.host.cpu_model),
+        None => "unknown CPUs".to_string(),
+    };
+    let rows = table::read_rows(&dir.join("latency").join("latency.csv")).unwrap_or_default();
+    let get: Vec<f64> = (rows.iter())
+        .filter(|r| r.get("strategy").map(String::as_str) == Some("get"))
+        .filter_map(|r| table::number(r, "p50_us"))
+        .collect();
+    if let Some(s) = stats::Summary::of(&get) {
+        let _ = write!(facts, ", loopback GET p50 {} µs", table::short(s.mean));
+    }
+    facts
 }
 
 fn published(claim: &claims::Claim) -> String {
