@@ -101,6 +101,15 @@ fn write_report(dir: &Path, not_run: &[(&str, String)]) -> anyhow::Result<PathBu
     let sections: Vec<Section> = (experiments::ALL.iter())
         .map(|&e| Section {
             id: e.id(),
+            question: (e.info())
+                .map(|i| {
+                    if i.question.is_empty() {
+                        i.summary
+                    } else {
+                        i.question
+                    }
+                })
+                .unwrap_or_default(),
             summary: Box::new(move |d| e.summary(d)),
             not_run: not_run.iter().find(|n| n.0 == e.id()).map(|n| n.1.clone()),
         })

@@ -33,6 +33,8 @@ pub type SummaryOf<'a> = Box<dyn Fn(&Path) -> Result<String, AnalysisError> + 'a
 pub struct Section<'a> {
     /// The experiment id: its results subdirectory and its claims' `experiment`.
     pub id: &'a str,
+    /// What it asks, in one sentence.
+    pub question: String,
     /// Its summary table(s) from the CSVs in its directory.
     pub summary: SummaryOf<'a>,
     /// Why this run has no fresh results for it (failed, or skipped up front), if so.
@@ -80,8 +82,14 @@ pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, Analysi
                 );
             }
         }
+        if !section.question.is_empty() {
+            let _ = write!(body, "_{}_\n\n", section.question);
+        }
         body.push_str(&setup_line(&exp_dir));
-        body.push_str(&(section.summary)(&exp_dir)?);
+        for chart in charts_in(&exp_dir) {
+            let _ = writeln!(body, "![{chart}]({id}/{chart})");
+        }
+        let tables = (section.summary)(&exp_dir)?;
         let _ = write!(
             body,
             "\n| claim | seed | published | measured here | verdict |\n|---|---|---|---|---|\n"
@@ -118,6 +126,12 @@ pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, Analysi
                 why,
             });
         }
+        // The long per-configuration tables come last, folded: the answer, then the picture.
+        let _ = write!(
+            body,
+            "\n<details><summary>{id}: the tables behind the charts</summary>\n\n{}\n</details>\n",
+            tables.trim()
+        );
     }
     let mut out = String::from(
         "# ratelab report\n\nEvery figure below was measured in this run; published \
@@ -150,6 +164,16 @@ pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, Analysi
     std::fs::write(&tmp, out).map_err(io(&tmp))?;
     std::fs::rename(&tmp, &path).map_err(io(&path))?;
     Ok(path)
+}
+
+/// The SVG charts of an experiment's directory, by name.
+fn charts_in(exp_dir: &Path) -> Vec<String> {
+    let mut charts: Vec<String> = (std::fs::read_dir(exp_dir).into_iter().flatten().flatten())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".svg"))
+        .collect();
+    charts.sort();
+    charts
 }
 
 fn not_run<'a>(claim: &'a claims::Claim, why: &str) -> Judged<'a> {

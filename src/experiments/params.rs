@@ -40,6 +40,9 @@ pub struct ExperimentInfo {
     pub id: String,
     pub seeds: Vec<String>,
     pub summary: String,
+    /// What the experiment asks, in one sentence, for the report.
+    #[serde(default)]
+    pub question: String,
     /// Sentences meta.json carries for the reader; `{name}` is the parameter's value in the run.
     #[serde(default)]
     pub notes: Vec<String>,
