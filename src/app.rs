@@ -24,11 +24,26 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
         }
         Command::All { run } => all(&run.into_ctx(&[])?),
         Command::Chart { dir } => chart(&dir),
-        Command::Report { dir } => {
-            let report = write_report(&dir, &[])?;
-            println!("report: {}", report.display());
-            Ok(())
-        }
+        Command::Report { dirs, out } => match dirs.as_slice() {
+            [dir] => {
+                let report = write_report(dir, &[])?;
+                println!("report: {}", report.display());
+                Ok(())
+            }
+            _ => {
+                let ids: Vec<&str> = experiments::ALL.iter().map(|e| e.id()).collect();
+                let text = analysis::compare::side_by_side(&dirs, &ids)?;
+                match out {
+                    Some(path) => {
+                        std::fs::write(&path, text)
+                            .with_context(|| format!("writing {}", path.display()))?;
+                        println!("comparison: {}", path.display());
+                    }
+                    None => print!("{text}"),
+                }
+                Ok(())
+            }
+        },
         Command::Worker => Ok(crate::load::worker_main()?),
     }
 }

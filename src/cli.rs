@@ -40,8 +40,12 @@ pub enum Command {
     },
     /// Write REPORT.md for a results directory from its CSVs (no Redis needed).
     Report {
-        /// A results directory (e.g. results/latest).
-        dir: PathBuf,
+        /// A results directory (e.g. results/latest); two or more set the runs side by side.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// With two or more directories: write the comparison here instead of to stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Internal: one load-generator process, driven over stdin/stdout by its parent.
     #[command(hide = true)]

@@ -351,3 +351,27 @@ fn all_against_a_users_server_skips_what_must_own_it() {
         "{err}"
     );
 }
+
+#[test]
+fn report_sets_runs_side_by_side_and_names_a_missing_one() {
+    let reference = concat!(env!("CARGO_MANIFEST_DIR"), "/results/reference");
+    let out = ratelab()
+        .args(["report", reference, reference])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("| `race.lua-exact` | holds"), "{text}");
+    assert!(text.contains("0 claims change their verdict"), "{text}");
+    let out = ratelab()
+        .args(["report", reference, "/nonexistent/run"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("/nonexistent/run is not a results directory"));
+}

@@ -2,6 +2,7 @@
 //! published claim beside what this run measured.
 
 pub mod claims;
+pub mod compare;
 mod judge;
 pub mod stats;
 pub mod table;

@@ -1,0 +1,172 @@
+//! Runs side by side: what differs in their setups, then every claim's verdict in each run and
+//! where the verdict changes, so a reviewer sees which claims move with the machine or build.
+
+use super::claims::{self, Call};
+use super::AnalysisError;
+use crate::record::Meta;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The setup facts compared between runs, per experiment: name and value.
+fn setup_facts(meta: &Meta) -> Vec<(String, String)> {
+    let mut facts = vec![
+        ("redis version".to_string(), meta.redis.version.clone()),
+        (
+            "redis binary".to_string(),
+            meta.redis.binary.clone().unwrap_or_default(),
+        ),
+        ("profile".to_string(), meta.profile.clone()),
+        (
+            "cpu".to_string(),
+            format!("{} x {}", meta.host.cpus_online, meta.host.cpu_model),
+        ),
+        ("kernel".to_string(), meta.host.kernel.clone()),
+        ("commit".to_string(), meta.git_commit.clone()),
+        ("params".to_string(), meta.params.to_string()),
+    ];
+    facts.extend((meta.redis.config.iter()).map(|(k, v)| (format!("config {k}"), v.clone())));
+    facts
+}
+
+fn read_meta(exp_dir: &Path) -> Option<Meta> {
+    let text = std::fs::read_to_string(exp_dir.join("meta.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Markdown setting `dirs` side by side over the experiments `ids` (in that order).
+pub fn side_by_side(dirs: &[PathBuf], ids: &[&str]) -> Result<String, AnalysisError> {
+    if let Some(bad) = dirs.iter().find(|d| !d.is_dir()) {
+        return Err(AnalysisError::NotResults(bad.clone()));
+    }
+    let names: Vec<String> = (dirs.iter().enumerate())
+        .map(|(i, d)| format!("{} `{}`", (b'A' + (i % 26) as u8) as char, d.display()))
+        .collect();
+    let mut out = String::from("# ratelab: runs side by side\n\n");
+    for name in &names {
+        let _ = writeln!(out, "- {name}");
+    }
+    out.push_str("\n## What differs in the setups\n\n");
+    out.push_str(&setup_differences(dirs, ids));
+    let claims = claims::all()?;
+    let header: Vec<String> = (0..dirs.len())
+        .map(|i| ((b'A' + (i % 26) as u8) as char).to_string())
+        .collect();
+    let _ = write!(
+        out,
+        "\n## Claims\n\n| claim | {} | verdict changes |\n|---|{}---|\n",
+        header.join(" | "),
+        "---|".repeat(dirs.len())
+    );
+    let mut changed = 0;
+    for id in ids {
+        for claim in claims.iter().filter(|c| c.experiment == *id) {
+            let cells: Vec<(Option<Call>, String)> = (dirs.iter())
+                .map(|d| {
+                    let exp_dir = d.join(id);
+                    if !exp_dir.is_dir() {
+                        return (None, "not run".to_string());
+                    }
+                    let v = claims::judge(claim, &exp_dir);
+                    let call = Call::of(claim, &v);
+                    (Some(call), format!("{}: {}", call.label(), v.measured))
+                })
+                .collect();
+            let run: Vec<Call> = cells.iter().filter_map(|c| c.0).collect();
+            let changes = run.windows(2).any(|w| w[0] != w[1]);
+            changed += usize::from(changes);
+            let texts: Vec<&str> = cells.iter().map(|c| c.1.as_str()).collect();
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} |",
+                claim.id,
+                texts.join(" | "),
+                if changes { "**changes**" } else { "" }
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n{changed} claims change their verdict between these runs."
+    );
+    Ok(out)
+}
+
+/// Per experiment, the setup facts that are not the same in every run that has it.
+fn setup_differences(dirs: &[PathBuf], ids: &[&str]) -> String {
+    let mut out = String::new();
+    for id in ids {
+        let facts: Vec<Option<BTreeMap<String, String>>> = (dirs.iter())
+            .map(|d| read_meta(&d.join(id)).map(|m| setup_facts(&m).into_iter().collect()))
+            .collect();
+        let present: Vec<&BTreeMap<String, String>> = facts.iter().flatten().collect();
+        if present.len() < 2 {
+            continue;
+        }
+        let mut keys: Vec<&String> = present.iter().flat_map(|f| f.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        for key in keys {
+            let values: Vec<&str> = (facts.iter())
+                .map(|f| {
+                    f.as_ref()
+                        .map_or("-", |f| f.get(key).map_or("(none)", String::as_str))
+                })
+                .collect();
+            let known: Vec<&&str> = values.iter().filter(|v| **v != "-").collect();
+            if known.windows(2).all(|w| w[0] == w[1]) {
+                continue;
+            }
+            let _ = writeln!(out, "- {id}, {key}: {}", values.join(" / "));
+        }
+    }
+    if out.is_empty() {
+        out.push_str("Nothing: the same server, machine, profile and parameters.\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_a_verdict_that_changes_and_the_setup_that_differs() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        for (dir, admitted) in [(&a, 100), (&b, 120)] {
+            let race = dir.path().join("race");
+            std::fs::create_dir(&race).unwrap();
+            let csv = format!(
+                "scenario,strategy,processes,in_flight,trial,checks,admitted,denied,errors,limit,final_state,elapsed_ms\n\
+                 matrix,lua-bucket,1,1,0,1000,{admitted},0,0,100,0,1\n"
+            );
+            std::fs::write(race.join("race.csv"), csv).unwrap();
+            let meta = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/results/reference/race/meta.json"
+            );
+            let mut meta = std::fs::read_to_string(meta).unwrap();
+            if admitted == 120 {
+                meta = meta.replace("\"version\": \"7.0.15\"", "\"version\": \"8.2.1\"");
+            }
+            std::fs::write(race.join("meta.json"), meta).unwrap();
+        }
+        let text =
+            side_by_side(&[a.path().to_path_buf(), b.path().to_path_buf()], &["race"]).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("| `race.lua-exact`"))
+            .unwrap();
+        assert!(
+            line.contains("holds") && line.contains("DIFFERS") && line.ends_with("**changes** |"),
+            "{line}"
+        );
+        assert!(
+            text.contains("- race, redis version: 7.0.15 / 8.2.1"),
+            "{text}"
+        );
+        let missing = side_by_side(&[a.path().join("nowhere")], &["race"]);
+        assert!(matches!(missing, Err(AnalysisError::NotResults(_))));
+    }
+}
