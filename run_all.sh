@@ -3,6 +3,9 @@
 #   ./run_all.sh          install redis-server if missing, build, run every experiment (full
 #                         profile) into results/latest/, draw the charts, write the report
 #   ./run_all.sh --test   the same set-up, then the whole test suite against real redis-servers
+#   ./run_all.sh --builds the quick profile on every server build scripts/builds.sh provides
+#                         (Redis 7.0, Valkey 8.0, Redis 8.2) into results/builds/<build>/, and
+#                         results/builds/BUILDS.md: every claim's verdict per build
 # Extra arguments after the mode go to `ratelab all` (e.g. --profile quick, --out DIR).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -27,10 +30,10 @@ ensure_redis() {
 }
 
 mode=run
-if [ "${1:-}" = "--test" ]; then
-    mode=test
-    shift
-fi
+case "${1:-}" in
+    --test) mode=test; shift ;;
+    --builds) mode=builds; shift ;;
+esac
 
 ensure_redis
 echo "run_all: $(redis-server --version)" >&2
@@ -41,4 +44,16 @@ if [ "$mode" = test ]; then
 fi
 
 cargo build --release
+if [ "$mode" = builds ]; then
+    out=results/builds
+    runs=()
+    while read -r build binary; do
+        # A build where some experiment fails still gets its report; the comparison shows it.
+        ./target/release/ratelab all --profile quick --redis-server "$binary" --out "$out/$build" "$@" \
+            || echo "run_all: $build: some experiments failed (see $out/$build/REPORT.md)" >&2
+        runs+=("$out/$build")
+    done < <(scripts/builds.sh)
+    ./target/release/ratelab report "${runs[@]}" --out "$out/BUILDS.md"
+    exit 0
+fi
 ./target/release/ratelab all --profile full "$@"
