@@ -203,7 +203,8 @@ pub fn judge(claim: &Claim, experiment_dir: &Path) -> Verdict {
 }
 
 /// The claim's reason for a difference, with each `{column}` replaced by this run's mean of that
-/// column over the claim's rows; empty when the claims file gives none.
+/// column over the claim's rows (`{column|k=v}`: over the rows of a variation); empty when the
+/// claims file gives none.
 pub fn why(claim: &Claim, experiment_dir: &Path) -> String {
     let Some(template) = &claim.why else {
         return String::new();
@@ -217,8 +218,20 @@ pub fn why(claim: &Claim, experiment_dir: &Path) -> String {
             break;
         };
         out.push_str(&rest[..open]);
-        let column = &rest[open + 1..close];
-        let values: Vec<f64> = selected.iter().filter_map(|r| number(r, column)).collect();
+        // `{column}` over the claim's rows, `{column|k=v,k=v}` over them with those columns
+        // changed: the variation the run made to test the reason.
+        let (column, changes) = rest[open + 1..close]
+            .split_once('|')
+            .unwrap_or((&rest[open + 1..close], ""));
+        let mut variation = claim.select.clone();
+        for (k, v) in changes.split(',').filter_map(|kv| kv.split_once('=')) {
+            variation.insert(k.trim().to_string(), v.trim().to_string());
+        }
+        let rows_of: Vec<&Row> = match changes.is_empty() {
+            true => selected.clone(),
+            false => rows.iter().filter(|r| matches(r, &variation)).collect(),
+        };
+        let values: Vec<f64> = rows_of.iter().filter_map(|r| number(r, column)).collect();
         match Summary::of(&values) {
             Some(s) => out.push_str(&short(s.mean)),
             None => out.push_str(&format!("({column}: not measured)")),

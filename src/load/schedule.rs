@@ -17,6 +17,13 @@ pub enum Arrivals {
     Poisson { rate_per_s: f64, duration_ms: u64 },
     /// Bursts of evenly spaced requests, at offsets from the schedule's start.
     Bursts(Vec<Burst>),
+    /// Poisson arrivals of batches: `batch` requests at the same instant (a client pool flushing
+    /// its queue), batches at `rate_per_s / batch`, so the request rate is the same as Poisson's.
+    PoissonBatches {
+        rate_per_s: f64,
+        duration_ms: u64,
+        batch: u32,
+    },
 }
 
 /// `count` requests evenly spaced over `[offset_ms, offset_ms + span_ms)`.
@@ -35,6 +42,17 @@ impl Arrivals {
                 rate_per_s,
                 duration_ms,
             } => poisson(seed, *rate_per_s, *duration_ms),
+            Arrivals::PoissonBatches {
+                rate_per_s,
+                duration_ms,
+                batch,
+            } => {
+                let batch = (*batch).max(1);
+                let starts = poisson(seed, rate_per_s / f64::from(batch), *duration_ms);
+                (starts.iter())
+                    .flat_map(|&t| std::iter::repeat_n(t, batch as usize))
+                    .collect()
+            }
             Arrivals::Bursts(bursts) => {
                 let mut out: Vec<u64> = bursts.iter().flat_map(burst_times).collect();
                 out.sort_unstable();
@@ -144,6 +162,30 @@ mod tests {
         let above = gaps.iter().filter(|&&g| g > mean).count() as f64 / gaps.len() as f64;
         assert!((above - (-1f64).exp()).abs() < 0.01, "{above}");
         assert!(s.windows(2).all(|w| w[0] <= w[1]) && *s.last().unwrap() < 20_000_000_000);
+    }
+
+    #[test]
+    fn batches_keep_the_request_rate_and_arrive_together() {
+        let batched = Arrivals::PoissonBatches {
+            rate_per_s: 10_000.0,
+            duration_ms: 20_000,
+            batch: 4,
+        }
+        .schedule(7);
+        // 50,000 batches expected (sd ~224): 200,000 requests within 1%.
+        assert!(
+            (batched.len() as f64 - 200_000.0).abs() < 2_000.0,
+            "{}",
+            batched.len()
+        );
+        assert!(batched.chunks(4).all(|b| b.iter().all(|&t| t == b[0])));
+        assert!(batched.windows(2).all(|w| w[0] <= w[1]));
+        let one = Arrivals::PoissonBatches {
+            rate_per_s: 1000.0,
+            duration_ms: 2000,
+            batch: 1,
+        };
+        assert_eq!(one.schedule(3), poisson_of(3, 1000.0, 2000));
     }
 
     #[test]

@@ -23,6 +23,8 @@ pub(crate) struct Variant {
     name: String,
     member: usize,
     caller_clock: bool,
+    /// Arrivals in batches (dotted), not plain Poisson.
+    batched: bool,
     /// (rate, admitted / limit of each trial), ascending rate.
     rates: Vec<(f64, Vec<f64>)>,
     /// (achieved rate, admitted / limit) of each flat-out run.
@@ -36,12 +38,18 @@ pub(crate) fn group(rows: &[TsmemberRow]) -> Vec<Variant> {
     for r in rows.iter().filter(|r| r.limit > 0) {
         let member = index_of(&mut members, r.member);
         let clock = csv_name(&r.clock);
-        let i = index_of(&mut names, format!("{} / {clock}", csv_name(&r.member)));
+        let batched = r.batch > 1;
+        let name = match batched {
+            true => format!("{} / {clock}, {} per arrival", csv_name(&r.member), r.batch),
+            false => format!("{} / {clock}", csv_name(&r.member)),
+        };
+        let i = index_of(&mut names, name);
         if i == out.len() {
             out.push(Variant {
                 name: names[i].clone(),
                 member,
                 caller_clock: clock == "caller",
+                batched,
                 rates: Vec::new(),
                 flat_out: Vec::new(),
             });
@@ -101,7 +109,7 @@ fn ranges(variants: &[Variant]) -> ((f64, f64), (f64, f64)) {
 fn chart(variants: &[Variant]) -> Chart {
     let ((x_lo, x_hi), (y_lo, y_hi)) = ranges(variants);
     let mut legend: Vec<(Marker, String)> = (variants.iter())
-        .map(|v| match v.caller_clock {
+        .map(|v| match v.caller_clock || v.batched {
             true => (Marker::Dashed(color(v.member)), v.name.clone()),
             false => (Marker::Line(color(v.member)), v.name.clone()),
         })
@@ -115,7 +123,12 @@ fn chart(variants: &[Variant]) -> Chart {
         let means: Vec<(f64, f64)> = (v.rates.iter())
             .filter_map(|(rate, trials)| Some((*rate, mean(trials)?)))
             .collect();
-        layers.push(path(means, c, 2, v.caller_clock.then_some((7, 4))));
+        let dashes = match (v.batched, v.caller_clock) {
+            (true, _) => Some((2, 3)),
+            (false, true) => Some((7, 4)),
+            (false, false) => None,
+        };
+        layers.push(path(means, c, 2, dashes));
         let dots_at = (v.rates.iter())
             .flat_map(|(rate, trials)| trials.iter().map(move |&y| (rate * dodge, y)));
         layers.push(dots(dots_at.collect(), c, 4).faded(0.7));
@@ -159,14 +172,15 @@ mod tests {
     use crate::charts::csv_dir;
     use std::fs;
 
-    const HEADER: &str = "member,clock,rate,trial,duration_s,offered,admitted,denied,limit,admitted_per_limit,\
+    const HEADER: &str = "member,clock,rate,batch,trial,duration_s,offered,admitted,denied,limit,admitted_per_limit,\
 log_entries,p50_us,p99_us,max_us,p99_late_us,max_late_us,late_starts,generator_cpu_s,requests_per_s";
     const ROWS: &str = "\
-time-ms,redis,1000,0,2,2000,189,1811,100,1,189,1,1,1,1,1,0,0,1000
-time-ms,redis,100,0,2,200,109,91,100,1,109,1,1,1,1,1,0,0,100
-time-ms,redis,1000,1,2,2000,191,1809,100,1,191,1,1,1,1,1,0,0,1000
-unique-id,caller,100,0,2,200,100,100,100,1,100,1,1,1,1,1,0,0,100
-time-ms,redis,flat-out,0,2,90000,51000,39000,1000,1,51000,1,1,1,1,1,0,0,45000
+time-ms,redis,1000,1,0,2,2000,189,1811,100,1,189,1,1,1,1,1,0,0,1000
+time-ms,redis,100,1,0,2,200,109,91,100,1,109,1,1,1,1,1,0,0,100
+time-ms,redis,1000,1,1,2,2000,191,1809,100,1,191,1,1,1,1,1,0,0,1000
+unique-id,caller,100,1,0,2,200,100,100,100,1,100,1,1,1,1,1,0,0,100
+time-ms,redis,flat-out,0,0,2,90000,51000,39000,1000,1,51000,1,1,1,1,1,0,0,45000
+time-ms,redis,1000,4,0,2,2000,254,1746,100,1,254,1,1,1,1,1,0,0,1000
 ";
 
     #[test]
@@ -181,7 +195,13 @@ time-ms,redis,flat-out,0,2,90000,51000,39000,1000,1,51000,1,1,1,1,1,0,0,45000
         let paths = render(&dir).unwrap();
         assert_eq!(paths, ["tsmember.svg", "tsmember.png"].map(|n| dir.join(n)));
         let svg = fs::read_to_string(&paths[0]).unwrap();
-        for s in ["time-ms / redis", "unique-id / caller", "limit", "1000"] {
+        for s in [
+            "time-ms / redis",
+            "unique-id / caller",
+            "4 per arrival",
+            "limit",
+            "1000",
+        ] {
             assert!(svg.contains(s), "svg lacks {s}");
         }
     }
@@ -200,7 +220,8 @@ time-ms,redis,flat-out,0,2,90000,51000,39000,1000,1,51000,1,1,1,1,1,0,0,45000
         let mut reader = csv::Reader::from_reader(csv.as_bytes());
         let rows: Vec<TsmemberRow> = reader.deserialize().collect::<Result<_, _>>().unwrap();
         let g = group(&rows);
-        assert_eq!(g.len(), 2);
+        assert_eq!(g.len(), 3);
+        assert!(g[2].batched && g[2].name == "time-ms / redis, 4 per arrival" && g[2].member == 0);
         assert_eq!(
             g[0].rates,
             vec![(100.0, vec![1.09]), (1000.0, vec![1.89, 1.91])]

@@ -9,7 +9,9 @@
 //! each rate for `duration_s` from one worker process (latency from the intended start; how late
 //! each start was is recorded and meta.json says whether the generator kept up). Every member x
 //! clock variant of one trial and rate replays the SAME seeded arrivals, so variants differ only
-//! in the limiter. Then a closed loop flat out: `flat_out_clients` connections, one request each
+//! in the limiter. `batch_members` also run at each rate with arrivals in `batches` (the same
+//! request rate, requests arriving together: how a client pool flushing its queue looks), which
+//! tests whether burstiness moves time-ms members' over-admission. Then a closed loop flat out: `flat_out_clients` connections, one request each
 //! in flight, on `flat_out_limit`. Runs are interleaved (trial, rate, member, clock).
 //!
 //! Writes `tsmember/tsmember.csv` (one row per run; `rate` is the arrival rate or `flat-out`),
@@ -53,6 +55,10 @@ pub struct Params {
     pub limit: u64,
     pub window_ms: u64,
     pub rates: Vec<f64>,
+    /// Requests per arrival instant, each at every rate: 1 is Poisson; larger ones test whether
+    /// burstier arrivals at the same rate admit more (for `batch_members` only).
+    pub batches: Vec<u32>,
+    pub batch_members: Vec<LogMember>,
     pub duration_s: f64,
     pub members: Vec<LogMember>,
     pub clocks: Vec<LogClock>,
@@ -73,14 +79,17 @@ impl Validate for Params {
             && p.window_ms > 0
             && p.duration_s > 0.0
             && p.rates.iter().all(|r| *r > 0.0 && r.is_finite())
+            && p.batches.first() == Some(&1)
+            && p.batches.iter().all(|b| *b > 0)
             && p.connections > 0
             && p.processes > 0
             && (p.flat_out_trials == 0 || (p.flat_out_clients > 0 && p.flat_out_s > 0.0));
         if ok && !p.members.is_empty() && !p.clocks.is_empty() {
             return Ok(());
         }
-        Err("trials, limit, window_ms, duration_s, rates, connections, processes (and flat-out clients and \
-            seconds) must be > 0; members and clocks non-empty".into())
+        Err("trials, limit, window_ms, duration_s, rates, batches, connections, processes (and flat-out \
+            clients and seconds) must be > 0, batches start with 1 (Poisson); members and clocks non-empty"
+            .into())
     }
 }
 

@@ -6,12 +6,13 @@ use crate::analysis::AnalysisError;
 use crate::record::csv_text;
 use std::path::Path;
 
-/// Admitted against the limit per member, clock and rate.
+/// Admitted against the limit per member, clock, rate and requests per arrival.
 pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
-    let keys: [Key<TsmemberRow>; 4] = [
+    let keys: [Key<TsmemberRow>; 5] = [
         ("member", |r| csv_text(&r.member)),
         ("clock", |r| csv_text(&r.clock)),
         ("rate", |r| r.rate.clone()),
+        ("per arrival", |r| r.batch.to_string()),
         ("limit", |r| r.limit.to_string()),
     ];
     let stats: [Stat<TsmemberRow>; 5] = [

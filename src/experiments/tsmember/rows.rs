@@ -10,6 +10,9 @@ pub struct TsmemberRow {
     pub clock: LogClock,
     /// Arrival rate in requests/s, or `flat-out` for the closed loop.
     pub rate: String,
+    /// Requests per arrival instant: 1 is Poisson; more arrive in batches at the same rate (0 flat
+    /// out).
+    pub batch: u32,
     pub trial: u32,
     pub duration_s: f64,
     pub offered: u64,

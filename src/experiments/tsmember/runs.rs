@@ -12,6 +12,8 @@ use crate::server::Target;
 pub(super) struct One {
     pub v: LogVariant,
     pub rate: Option<f64>,
+    /// Requests per arrival instant (open loop): 1 is plain Poisson.
+    pub batch: u32,
     pub trial: u32,
     pub limit: u64,
     pub key: String,
@@ -22,6 +24,12 @@ pub(super) struct One {
 impl One {
     fn name(&self) -> String {
         match self.rate {
+            Some(rate) if self.batch > 1 => format!(
+                "trial {} of {} at {rate}/s in batches of {}",
+                self.trial,
+                label(self.v),
+                self.batch
+            ),
             Some(rate) => format!("trial {} of {} at {rate}/s", self.trial, label(self.v)),
             None => format!("flat-out trial {} of {}", self.trial, label(self.v)),
         }
@@ -67,9 +75,10 @@ impl One {
             strategy: Strategy::LuaLog,
             limit: self.limit_spec(p),
             keys: KeyChoice::One(self.key.clone()),
-            arrivals: Arrivals::Poisson {
+            arrivals: Arrivals::PoissonBatches {
                 rate_per_s: rate,
                 duration_ms: (p.duration_s * 1000.0) as u64,
+                batch: self.batch,
             },
             start: Start::AtGo,
             connections: p.connections,
@@ -115,6 +124,7 @@ impl One {
             member: self.v.member,
             clock: self.v.clock,
             rate,
+            batch: if self.rate.is_some() { self.batch } else { 0 },
             trial: self.trial,
             duration_s: secs,
             offered: t.total(),
