@@ -1,12 +1,14 @@
-//! A redis-server process the harness owns: free loopback port, temporary directory, no
-//! persistence, pinned, readiness by PING, killed and reaped on drop. It can be killed and
-//! started again on the same port and directory, as a crashed server restarted by a supervisor.
+//! A redis-server process the harness owns: free loopback port, temporary directory, the
+//! persistence asked for (none by default), pinned, readiness by PING, killed and reaped on drop.
+//! It can be killed and started again on the same port and directory, as a crashed server
+//! restarted by a supervisor; `persistence.rs` stops it gracefully instead, `replica.rs` starts
+//! one as a replica of another.
 
-use super::{admin_connection, cleanup, pin, ServerError};
+use super::spawn::{free_port, resolve_binary, spawn};
+use super::{admin, admin_connection, cleanup, Persistence, ServerError};
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -21,6 +23,8 @@ pub struct ServerOptions {
     pub extra_args: Vec<(String, String)>,
     /// How long to wait for the first PING.
     pub start_timeout: Duration,
+    /// What the server writes to its directory, so a graceful restart can keep data.
+    pub persistence: Persistence,
 }
 
 impl Default for ServerOptions {
@@ -30,6 +34,7 @@ impl Default for ServerOptions {
             cpus: Vec::new(),
             extra_args: Vec::new(),
             start_timeout: Duration::from_secs(10),
+            persistence: Persistence::None,
         }
     }
 }
@@ -44,6 +49,9 @@ pub struct RedisServer {
     binary: PathBuf,
     // Kept so a restart starts the same server (pinning, extra arguments, start timeout).
     opts: ServerOptions,
+    // The primary's port while this server is a replica (a restart starts it as one again);
+    // behind a mutex because promotion clears it through a shared reference.
+    replica_of: Mutex<Option<u16>>,
     // True once the process has been killed and waited for: its pid may belong to someone else
     // now, so it must never be signalled again.
     reaped: bool,
@@ -54,10 +62,18 @@ const PORT_ATTEMPTS: usize = 5;
 impl RedisServer {
     /// Starts a server on a free loopback port and waits until it answers PING.
     pub fn start(opts: &ServerOptions) -> Result<Self, ServerError> {
+        Self::start_with(opts, None)
+    }
+
+    /// Starts a server, as a replica of the primary on `replica_of` when given.
+    pub(super) fn start_with(
+        opts: &ServerOptions,
+        replica_of: Option<u16>,
+    ) -> Result<Self, ServerError> {
         let binary = resolve_binary(&opts.binary)?;
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port()?;
-            match Self::start_on(&binary, port, opts) {
+            match Self::start_on(&binary, port, opts, replica_of) {
                 // Another process took the port between our probe and redis's bind: try another.
                 Err(ServerError::ExitedAtStart { log_tail, .. })
                     if log_tail.contains("Address already in use") => {}
@@ -67,12 +83,17 @@ impl RedisServer {
         Err(ServerError::NoFreePort(PORT_ATTEMPTS))
     }
 
-    fn start_on(binary: &Path, port: u16, opts: &ServerOptions) -> Result<Self, ServerError> {
+    fn start_on(
+        binary: &Path,
+        port: u16,
+        opts: &ServerOptions,
+        replica_of: Option<u16>,
+    ) -> Result<Self, ServerError> {
         let dir = tempfile::Builder::new()
             .prefix("ratelab-redis-")
             .tempdir()
             .map_err(ServerError::TempDir)?;
-        let child = spawn(binary, port, dir.path(), opts)?;
+        let child = spawn(binary, port, dir.path(), opts, replica_of)?;
         let server = RedisServer {
             pid: child.id(),
             child: Mutex::new(child),
@@ -80,6 +101,7 @@ impl RedisServer {
             dir,
             binary: binary.to_path_buf(),
             opts: opts.clone(),
+            replica_of: Mutex::new(replica_of),
             reaped: false,
         };
         server.wait_ready(opts.start_timeout)?;
@@ -103,15 +125,69 @@ impl RedisServer {
     }
 
     /// Starts a fresh process on the same port and directory (what clients see after a crash and
-    /// a restart: the same address, an empty script cache, no data since persistence is off) and
-    /// waits until it answers PING. A still-running process is killed and reaped first.
+    /// a restart: the same address, an empty script cache, and only what persistence left on disk:
+    /// the AOF, or the RDB of an earlier graceful restart) and waits until it answers PING. A
+    /// still-running process is killed and reaped first.
     pub fn restart(&mut self) -> Result<(), ServerError> {
         self.kill()?;
-        let child = spawn(&self.binary, self.port, self.dir.path(), &self.opts)?;
+        self.respawn()
+    }
+
+    /// Starts the same binary on the same port and directory with the same options once the
+    /// previous process has been reaped, and waits until it is ready.
+    pub(super) fn respawn(&mut self) -> Result<(), ServerError> {
+        let replica_of = *self.replica_of();
+        let child = spawn(
+            &self.binary,
+            self.port,
+            self.dir.path(),
+            &self.opts,
+            replica_of,
+        )?;
         self.pid = child.id();
         *self.child.get_mut().unwrap_or_else(|p| p.into_inner()) = child;
         self.reaped = false;
         self.wait_ready(self.opts.start_timeout)
+    }
+
+    /// Waits up to `timeout` for the process to exit on its own, then reaps it; on timeout it is
+    /// left running (the caller decides) and the error carries the log tail.
+    pub(super) fn wait_exit(&mut self, timeout: Duration) -> Result<ExitStatus, ServerError> {
+        let started = Instant::now();
+        loop {
+            let exited = self.child().try_wait()?;
+            if let Some(status) = exited {
+                self.reaped = true;
+                cleanup::unregister(self.pid);
+                return Ok(status);
+            }
+            if started.elapsed() > timeout {
+                return Err(ServerError::DidNotExit {
+                    pid: self.pid,
+                    port: self.port,
+                    waited: timeout,
+                    log_tail: self.log_tail(20),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// True once the process has been reaped (killed, or stopped by SHUTDOWN and waited for).
+    pub(super) fn is_reaped(&self) -> bool {
+        self.reaped
+    }
+
+    /// The options it was started with.
+    pub fn options(&self) -> &ServerOptions {
+        &self.opts
+    }
+
+    /// The primary's port while this server is a replica.
+    pub(super) fn replica_of(&self) -> MutexGuard<'_, Option<u16>> {
+        self.replica_of
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn child(&self) -> MutexGuard<'_, Child> {
@@ -130,7 +206,9 @@ impl RedisServer {
                     log_tail: self.log_tail(20),
                 });
             }
-            if self.ping().is_ok() {
+            // A server loading its RDB or AOF answers PING with -LOADING; `loading:0` is checked
+            // too so readiness never depends on that.
+            if self.ping().is_ok() && self.loaded() {
                 return Ok(());
             }
             if started.elapsed() > timeout {
@@ -150,6 +228,16 @@ impl RedisServer {
         con.set_read_timeout(Some(Duration::from_millis(200)))?;
         redis::cmd("PING").query::<String>(&mut con)?;
         Ok(())
+    }
+
+    fn loaded(&self) -> bool {
+        if self.opts.persistence == Persistence::None {
+            return true;
+        }
+        let Ok(mut con) = self.connection() else {
+            return false;
+        };
+        admin::info(&mut con, "persistence").is_ok_and(|info| info.get("loading") == Some("0"))
     }
 
     /// The `redis://` URL of this server.
@@ -221,54 +309,4 @@ impl Drop for RedisServer {
         // A SIGSTOPped server must not be left behind: `kill` continues it, then kills it.
         let _ = self.kill();
     }
-}
-
-/// Spawns redis-server on `port` with its files in `dir`, registered for cleanup.
-fn spawn(binary: &Path, port: u16, dir: &Path, opts: &ServerOptions) -> Result<Child, ServerError> {
-    let log = dir.join("redis.log");
-    let mut cmd = Command::new(binary);
-    cmd.arg("--port")
-        .arg(port.to_string())
-        .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        .args(["--daemonize", "no", "--protected-mode", "yes"])
-        .arg("--dir")
-        .arg(dir)
-        .arg("--logfile")
-        .arg(&log);
-    for (name, value) in &opts.extra_args {
-        cmd.arg(format!("--{name}")).arg(value);
-    }
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    cleanup::set_parent_death_signal(&mut cmd);
-    pin::pin_command(&mut cmd, &opts.cpus);
-    let child = cmd.spawn().map_err(|source| ServerError::Spawn {
-        binary: binary.to_path_buf(),
-        source,
-    })?;
-    cleanup::register(child.id());
-    Ok(child)
-}
-
-/// Resolves a bare name through PATH so a missing binary is reported before spawning.
-fn resolve_binary(binary: &Path) -> Result<PathBuf, ServerError> {
-    if binary.components().count() > 1 {
-        return if binary.is_file() {
-            Ok(binary.to_path_buf())
-        } else {
-            Err(ServerError::BinaryNotFound(binary.to_path_buf()))
-        };
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(binary))
-        .find(|candidate| candidate.is_file())
-        .ok_or_else(|| ServerError::BinaryNotFound(binary.to_path_buf()))
-}
-
-/// A loopback port that was free a moment ago (the OS picks it when binding port 0).
-fn free_port() -> Result<u16, ServerError> {
-    let listener = TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?.port())
 }

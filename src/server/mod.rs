@@ -7,7 +7,10 @@ mod describe;
 mod info;
 mod keys;
 mod managed;
+mod persistence;
 pub mod pin;
+mod replica;
+mod spawn;
 mod stats;
 
 pub use cleanup::{
@@ -17,6 +20,8 @@ pub use describe::RedisMeta;
 pub use info::Info;
 pub use keys::host_port;
 pub use managed::{RedisServer, ServerOptions};
+pub use persistence::Persistence;
+pub use replica::wait_caught_up;
 pub use stats::{command_stats, main_thread_cpu_us, ServerCost, ServerSample};
 
 use std::path::PathBuf;
@@ -64,6 +69,58 @@ pub enum ServerError {
     NotManaged(String),
     #[error("unsupported server: {0}")]
     Unsupported(String),
+    #[error(
+        "redis-server on port {port} refused SHUTDOWN: {reply}; last lines of its log:\n{log_tail}"
+    )]
+    ShutdownRefused {
+        port: u16,
+        reply: String,
+        log_tail: String,
+    },
+    #[error(
+        "redis-server (pid {pid}, port {port}) did not exit within {waited:?} of SHUTDOWN; \
+         last lines of its log:\n{log_tail}"
+    )]
+    DidNotExit {
+        pid: u32,
+        port: u16,
+        waited: Duration,
+        log_tail: String,
+    },
+    #[error(
+        "redis-server on port {port}: AOF not settled after {waited:?} ({unsettled}); \
+         last lines of its log:\n{log_tail}"
+    )]
+    AofNotSynced {
+        port: u16,
+        waited: Duration,
+        unsettled: String,
+        log_tail: String,
+    },
+    #[error("replica on port {port} has no link to its primary on port {primary_port} after {waited:?} \
+             (master_link_status:{link_status}); last lines of its log:\n{log_tail}")]
+    ReplicaLinkDown {
+        port: u16,
+        primary_port: u16,
+        waited: Duration,
+        link_status: String,
+        log_tail: String,
+    },
+    #[error("replica on port {replica_port} did not catch up within {waited:?}: its offset is {replica_offset}, \
+             the primary's (port {primary_port}) was {primary_offset}")]
+    NotCaughtUp {
+        primary_port: u16,
+        replica_port: u16,
+        primary_offset: u64,
+        replica_offset: String,
+        waited: Duration,
+    },
+    #[error("server on port {port} still reports role:{role} {waited:?} after REPLICAOF NO ONE")]
+    NotPromoted {
+        port: u16,
+        waited: Duration,
+        role: String,
+    },
 }
 
 /// How the harness talks to a server, for timeouts it sets explicitly (never library defaults).

@@ -1,0 +1,68 @@
+//! Starting a redis-server process: its arguments (port, directory, log, persistence, replica
+//! of), cleanup registration and pinning; the binary resolved and a port found beforehand.
+
+use super::{cleanup, pin, ServerError, ServerOptions};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// Spawns redis-server on `port` with its files in `dir`, registered for cleanup.
+pub(super) fn spawn(
+    binary: &Path,
+    port: u16,
+    dir: &Path,
+    opts: &ServerOptions,
+    replica_of: Option<u16>,
+) -> Result<Child, ServerError> {
+    let log = dir.join("redis.log");
+    let mut cmd = Command::new(binary);
+    cmd.arg("--port")
+        .arg(port.to_string())
+        .args(["--bind", "127.0.0.1"])
+        .args(opts.persistence.server_args())
+        .args(["--daemonize", "no", "--protected-mode", "yes"])
+        .arg("--dir")
+        .arg(dir)
+        .arg("--logfile")
+        .arg(&log);
+    if let Some(primary_port) = replica_of {
+        cmd.args(["--replicaof", "127.0.0.1"])
+            .arg(primary_port.to_string());
+    }
+    for (name, value) in &opts.extra_args {
+        cmd.arg(format!("--{name}")).arg(value);
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cleanup::set_parent_death_signal(&mut cmd);
+    pin::pin_command(&mut cmd, &opts.cpus);
+    let child = cmd.spawn().map_err(|source| ServerError::Spawn {
+        binary: binary.to_path_buf(),
+        source,
+    })?;
+    cleanup::register(child.id());
+    Ok(child)
+}
+
+/// Resolves a bare name through PATH so a missing binary is reported before spawning.
+pub(super) fn resolve_binary(binary: &Path) -> Result<PathBuf, ServerError> {
+    if binary.components().count() > 1 {
+        return if binary.is_file() {
+            Ok(binary.to_path_buf())
+        } else {
+            Err(ServerError::BinaryNotFound(binary.to_path_buf()))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(binary))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| ServerError::BinaryNotFound(binary.to_path_buf()))
+}
+
+/// A loopback port that was free a moment ago (the OS picks it when binding port 0).
+pub(super) fn free_port() -> Result<u16, ServerError> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}

@@ -1,0 +1,167 @@
+//! The server manager's replica, promotion and graceful restart, against real redis-servers.
+
+mod common;
+
+use common::pid_alive;
+use ratelab::server::{wait_caught_up, Persistence, RedisServer, ServerOptions};
+use std::time::Duration;
+
+const CATCH_UP: Duration = Duration::from_secs(10);
+const LIBRARY: &str = "#!lua name=ratelab_replica_test\n\
+    redis.register_function('one', function(keys, args) return 1 end)";
+
+fn opts(persistence: Persistence) -> ServerOptions {
+    ServerOptions {
+        persistence,
+        ..ServerOptions::default()
+    }
+}
+
+fn primary_and_replica() -> (RedisServer, RedisServer) {
+    let primary = RedisServer::start(&opts(Persistence::None)).expect("primary starts");
+    let replica =
+        RedisServer::start_replica_of(&primary, &opts(Persistence::None)).expect("replica starts");
+    (primary, replica)
+}
+
+#[test]
+fn replica_sees_a_write_once_caught_up() {
+    let (primary, replica) = primary_and_replica();
+    let mut on_primary = primary.connection().unwrap();
+    redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query::<()>(&mut on_primary)
+        .unwrap();
+    wait_caught_up(&primary, &replica, CATCH_UP).unwrap();
+    let mut on_replica = replica.connection().unwrap();
+    let seen: Option<String> = redis::cmd("GET").arg("k").query(&mut on_replica).unwrap();
+    assert_eq!(seen.as_deref(), Some("v"));
+}
+
+#[test]
+fn promotion_makes_the_replica_writable() {
+    let (_primary, replica) = primary_and_replica();
+    let mut on_replica = replica.connection().unwrap();
+    let before = redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query::<()>(&mut on_replica)
+        .unwrap_err();
+    assert_eq!(before.code(), Some("READONLY"), "{before}");
+    replica.promote().unwrap();
+    redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query::<()>(&mut on_replica)
+        .unwrap();
+}
+
+/// Writes a key and loads a function library, restarts gracefully, and says what is left.
+fn survives_restart(persistence: Persistence) -> (Option<String>, usize) {
+    let mut server = RedisServer::start(&opts(persistence)).unwrap();
+    let port = server.port();
+    let mut con = server.connection().unwrap();
+    redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query::<()>(&mut con)
+        .unwrap();
+    redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(LIBRARY)
+        .query::<String>(&mut con)
+        .unwrap();
+    let old_pid = server.pid();
+    server.restart_keeping_data().unwrap();
+    assert_eq!(server.port(), port);
+    assert!(!pid_alive(old_pid), "the old process was reaped");
+    let mut con = server.connection().unwrap();
+    let key: Option<String> = redis::cmd("GET").arg("k").query(&mut con).unwrap();
+    let libraries: Vec<redis::Value> = redis::cmd("FUNCTION").arg("LIST").query(&mut con).unwrap();
+    (key, libraries.len())
+}
+
+#[test]
+fn rdb_restart_keeps_keys_and_functions() {
+    assert_eq!(survives_restart(Persistence::Rdb), (Some("v".into()), 1));
+}
+
+#[test]
+fn aof_restart_keeps_keys_and_functions() {
+    assert_eq!(survives_restart(Persistence::Aof), (Some("v".into()), 1));
+}
+
+#[test]
+fn restart_without_persistence_starts_empty() {
+    assert_eq!(survives_restart(Persistence::None), (None, 0));
+}
+
+#[test]
+fn every_server_is_gone_after_drop() {
+    let (primary, replica) = primary_and_replica();
+    let pids = [primary.pid(), replica.pid()];
+    assert!(pids.iter().all(|&pid| pid_alive(pid)));
+    drop(replica);
+    drop(primary);
+    for pid in pids {
+        assert!(!pid_alive(pid), "redis-server {pid} still alive after drop");
+    }
+    let mut restarted = RedisServer::start(&opts(Persistence::Aof)).unwrap();
+    restarted.restart_keeping_data().unwrap();
+    let pid = restarted.pid();
+    drop(restarted);
+    assert!(
+        !pid_alive(pid),
+        "restarted redis-server {pid} still alive after drop"
+    );
+}
+
+/// The replication experiment itself, small: every bucket matches, expiry included, and the
+/// replica executed the script's effects, never the script.
+#[test]
+fn replication_experiment_matches_every_bucket_and_replicates_effects() {
+    use ratelab::analysis::table::{number, read_rows};
+    let out = tempfile::tempdir().unwrap();
+    let mut ctx = common::ctx(out.path());
+    ctx.sets = [("calls", "2000"), ("buckets", "20")]
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .to_vec();
+    let dir = ratelab::experiments::find("replication")
+        .expect("registered")
+        .run(&ctx)
+        .expect("replication runs");
+    let buckets = read_rows(&dir.join("replication.csv")).unwrap();
+    assert_eq!(buckets.len(), 20);
+    for b in &buckets {
+        assert_eq!(number(b, "match"), Some(1.0), "{b:?}");
+        assert!(
+            number(b, "replica_pttl_ms").is_some_and(|ms| ms > 0.0),
+            "{b:?}"
+        );
+    }
+    let stream = read_rows(&dir.join("stream.csv")).unwrap();
+    let calls = |command: &str, side: &str| {
+        (stream.iter())
+            .find(|r| r["command"] == command)
+            .and_then(|r| number(r, side))
+            .unwrap_or(0.0)
+    };
+    // One script call per decision on the primary (plus a failed EVALSHA before each EVAL).
+    assert!(calls("evalsha", "calls_on_primary") + calls("eval", "calls_on_primary") >= 2000.0);
+    for script in ["evalsha", "eval", "fcall"] {
+        assert_eq!(
+            calls(script, "calls_on_replica"),
+            0.0,
+            "{script} ran on the replica"
+        );
+    }
+    assert_eq!(
+        calls("hset", "calls_on_replica"),
+        calls("hset", "calls_on_primary")
+    );
+    assert!(calls("hset", "calls_on_replica") > 0.0);
+    // Every call refreshes the expiry; the replica is told the absolute instant.
+    assert_eq!(calls("pexpireat", "calls_on_replica"), 2000.0);
+    assert_eq!(calls("pexpire", "calls_on_replica"), 0.0);
+}
