@@ -1,12 +1,15 @@
 //! Token bucket in one Lua script: Redis runs it without interleaving, so it is exact under any
-//! concurrency. Invoked with EVALSHA, falling back to EVAL (which caches it again) on NOSCRIPT.
+//! concurrency. Invoked with EVALSHA, falling back to EVAL (which caches it again) on NOSCRIPT,
+//! unless the limiter is given another [`Invocation`](super::Invocation); the same text is the
+//! library's `token_bucket` function, for FCALL.
 
+use super::library::BUCKET_FUNCTION;
 use super::script::LuaScript;
-use super::{Decision, LimitSpec, LimiterError, Strategy};
+use super::{Attempt, LimitSpec, Strategy};
 use redis::aio::MultiplexedConnection;
 
 pub(super) fn script() -> LuaScript {
-    LuaScript::new(include_str!("lua/token_bucket.lua"))
+    LuaScript::new(include_str!("lua/token_bucket.lua")).with_function(BUCKET_FUNCTION)
 }
 
 pub(super) async fn check(
@@ -14,7 +17,7 @@ pub(super) async fn check(
     script: &LuaScript,
     key: &str,
     spec: &LimitSpec,
-) -> Result<Decision, LimiterError> {
+) -> Attempt {
     script
         .call()
         .key(key)

@@ -2,7 +2,7 @@
 //! requests per `window_ms` at a steady rate, with bursts of up to `capacity`. One number per client.
 
 use super::script::LuaScript;
-use super::{Decision, LimitSpec, LimiterError, Strategy};
+use super::{Attempt, LimitSpec, Strategy};
 use redis::aio::MultiplexedConnection;
 
 pub(super) fn script() -> LuaScript {
@@ -20,7 +20,7 @@ pub(super) async fn check(
     script: &LuaScript,
     key: &str,
     spec: &LimitSpec,
-) -> Result<Decision, LimiterError> {
+) -> Attempt {
     script
         .call()
         .key(key)

@@ -4,7 +4,7 @@
 
 use super::script::LuaScript;
 use super::spec::{LogClock, LogMember};
-use super::{unix_ms, Decision, LimitSpec, LimiterError, Strategy};
+use super::{unix_ms, Attempt, LimitSpec, Strategy};
 use redis::aio::MultiplexedConnection;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -49,7 +49,7 @@ pub(super) async fn check(
     members: &LogMembers,
     key: &str,
     spec: &LimitSpec,
-) -> Result<Decision, LimiterError> {
+) -> Attempt {
     let member_mode = match spec.log.member {
         LogMember::UniqueId => "id",
         LogMember::TimeMs => "ms",

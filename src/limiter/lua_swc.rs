@@ -3,7 +3,7 @@
 //! answer to the sliding log's memory: two integers per client whatever the limit.
 
 use super::script::LuaScript;
-use super::{Decision, LimitSpec, LimiterError, Strategy};
+use super::{Attempt, LimitSpec, Strategy};
 use redis::aio::MultiplexedConnection;
 
 pub(super) fn script() -> LuaScript {
@@ -15,7 +15,7 @@ pub(super) async fn check(
     script: &LuaScript,
     key: &str,
     spec: &LimitSpec,
-) -> Result<Decision, LimiterError> {
+) -> Attempt {
     script
         .call()
         .key(key)

@@ -2,7 +2,7 @@
 //! as multi-window, so the pair measures what a script costs over MULTI/EXEC (seed 002: 54%).
 
 use super::script::LuaScript;
-use super::{unix_ms, Decision, LimitSpec, LimiterError, Strategy};
+use super::{unix_ms, Attempt, LimitSpec, Strategy};
 use redis::aio::MultiplexedConnection;
 
 pub(super) fn script() -> LuaScript {
@@ -14,7 +14,7 @@ pub(super) async fn check(
     script: &LuaScript,
     key: &str,
     spec: &LimitSpec,
-) -> Result<Decision, LimiterError> {
+) -> Attempt {
     let now = unix_ms();
     script
         .call()

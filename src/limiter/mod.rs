@@ -1,9 +1,13 @@
 //! Rate-limiter strategies: the naive client-side ones the seeds show breaking, the atomic ones
 //! that fix them (Lua scripts, MULTI/EXEC, optimistic WATCH), and a plain GET to measure them
-//! against. One file per strategy; Lua in `lua/*.lua`, embedded with `include_str!`.
+//! against. One file per strategy; Lua in `lua/*.lua`, embedded with `include_str!`. How a
+//! script is sent (EVAL, EVALSHA with or without a fallback, FCALL) is a separate choice, an
+//! [`Invocation`].
 
 mod get;
 mod incr_window;
+mod invocation;
+mod library;
 mod lua_bucket;
 mod lua_gcra;
 mod lua_log;
@@ -17,6 +21,8 @@ mod spec;
 mod strategy;
 mod watch_bucket;
 
+pub use invocation::Invocation;
+pub use library::{library, LIBRARY_NAME};
 pub use spec::{LimitSpec, LogClock, LogMember, LogVariant};
 pub use strategy::Strategy;
 
@@ -42,6 +48,10 @@ pub struct Decision {
     /// Refused because the WATCH retry budget ran out, not because the limit was reached.
     #[serde(default)]
     pub aborted: bool,
+    /// Redis had lost the script (NOSCRIPT) or function on the way and the invocation's
+    /// fallback made the decision anyway, at the cost of its extra round trips.
+    #[serde(default)]
+    pub noscript: bool,
 }
 
 impl Decision {
@@ -54,6 +64,32 @@ impl Decision {
             redis_calls,
             retries: 0,
             aborted: false,
+            noscript: false,
+        }
+    }
+}
+
+/// One check with what it took even when it failed, for experiments about the failures (a
+/// check's error alone says neither how many calls it made nor whether Redis lacked the script).
+#[derive(Debug)]
+pub struct Attempt {
+    /// The decision, or why there was none.
+    pub outcome: Result<Decision, LimiterError>,
+    /// Round trips to Redis, failed ones included. Strategies without a script report a failed
+    /// check as one (their checks stop at the first failed call; earlier ones are not counted).
+    pub round_trips: u32,
+    /// Redis answered NOSCRIPT (or FCALL found no function) on the way.
+    pub noscript: bool,
+}
+
+impl Attempt {
+    /// The attempt of a strategy without a script.
+    fn unscripted(outcome: Result<Decision, LimiterError>) -> Self {
+        let round_trips = outcome.as_ref().map_or(1, |d| d.redis_calls);
+        Attempt {
+            outcome,
+            round_trips,
+            noscript: false,
         }
     }
 }
@@ -67,6 +103,13 @@ pub enum LimiterError {
     /// A reply had the wrong shape: a bug in a script or in its caller, never silently allowed.
     #[error("unexpected reply from {strategy}: {detail}")]
     UnexpectedReply { strategy: Strategy, detail: String },
+    /// The strategy cannot be invoked that way (FCALL of a strategy the library lacks).
+    #[error("{strategy} cannot be invoked as {invocation}: {why}")]
+    Unsupported {
+        strategy: Strategy,
+        invocation: Invocation,
+        why: &'static str,
+    },
 }
 
 /// A strategy bound to its limit, ready to check keys; shared by a worker's in-flight tasks.
@@ -93,7 +136,8 @@ enum Prepared {
 }
 
 impl Limiter {
-    /// Binds a strategy to a limit (and prepares its script, if it has one).
+    /// Binds a strategy to a limit (and prepares its script, if it has one, to be invoked the
+    /// default way: EVALSHA, resent as EVAL on NOSCRIPT).
     pub fn new(strategy: Strategy, spec: LimitSpec) -> Self {
         let prepared = match strategy {
             Strategy::NaiveBucket => Prepared::NaiveBucket,
@@ -109,6 +153,34 @@ impl Limiter {
             Strategy::Get => Prepared::Get,
         };
         Limiter { spec, prepared }
+    }
+
+    /// Binds a strategy to a limit with its script invoked as `invocation`. A strategy without
+    /// a script takes only the default; FCALL only a strategy with a function in the library.
+    pub fn with_invocation(
+        strategy: Strategy,
+        spec: LimitSpec,
+        invocation: Invocation,
+    ) -> Result<Self, LimiterError> {
+        let mut limiter = Limiter::new(strategy, spec);
+        if invocation == Invocation::default() {
+            return Ok(limiter);
+        }
+        let unsupported = |why| LimiterError::Unsupported {
+            strategy,
+            invocation,
+            why,
+        };
+        let script = match &mut limiter.prepared {
+            Prepared::LuaBucket(s)
+            | Prepared::LuaWindow(s)
+            | Prepared::LuaLog(s, _)
+            | Prepared::LuaSwc(s)
+            | Prepared::LuaGcra(s) => s,
+            _ => return Err(unsupported("it has no script")),
+        };
+        *script = script.clone().invoked(invocation).map_err(unsupported)?;
+        Ok(limiter)
     }
 
     /// The strategy this limiter runs.
@@ -136,12 +208,27 @@ impl Limiter {
     /// The Lua source and SHA-1 of its script, if it has one: for redis-benchmark, which calls
     /// EVALSHA itself in the calibration.
     pub fn script(&self) -> Option<(&'static str, &str)> {
+        self.lua().map(|s| (s.source(), s.hash()))
+    }
+
+    /// The name of its function in the `ratelab` library ([`library`]), if it has one.
+    pub fn function(&self) -> Option<&'static str> {
+        self.lua().and_then(|s| s.function())
+    }
+
+    /// How its script is invoked (the default for a strategy without one).
+    pub fn invocation(&self) -> Invocation {
+        self.lua()
+            .map_or_else(Invocation::default, |s| s.invocation())
+    }
+
+    fn lua(&self) -> Option<&script::LuaScript> {
         match &self.prepared {
             Prepared::LuaBucket(s)
             | Prepared::LuaWindow(s)
             | Prepared::LuaLog(s, _)
             | Prepared::LuaSwc(s)
-            | Prepared::LuaGcra(s) => Some((s.source(), s.hash())),
+            | Prepared::LuaGcra(s) => Some(s),
             _ => None,
         }
     }
@@ -153,20 +240,28 @@ impl Limiter {
         con: &mut MultiplexedConnection,
         key: &str,
     ) -> Result<Decision, LimiterError> {
+        self.attempt(con, key).await.outcome
+    }
+
+    /// Decides one request against `key` as [`check`](Self::check) does, and says what it took
+    /// even when it failed: round trips, and whether Redis had lost the script.
+    pub async fn attempt(&self, con: &mut MultiplexedConnection, key: &str) -> Attempt {
+        let spec = &self.spec;
+        let plain = Attempt::unscripted;
         match &self.prepared {
-            Prepared::NaiveBucket => naive_bucket::check(con, key, &self.spec).await,
-            Prepared::LuaBucket(script) => lua_bucket::check(con, script, key, &self.spec).await,
-            Prepared::WatchBucket => watch_bucket::check(con, key, &self.spec).await,
-            Prepared::NaiveWindow => naive_window::check(con, key, &self.spec).await,
-            Prepared::IncrWindow => incr_window::check(con, key, &self.spec).await,
-            Prepared::LuaWindow(script) => lua_window::check(con, script, key, &self.spec).await,
-            Prepared::MultiWindow => multi_window::check(con, key, &self.spec).await,
+            Prepared::NaiveBucket => plain(naive_bucket::check(con, key, spec).await),
+            Prepared::LuaBucket(script) => lua_bucket::check(con, script, key, spec).await,
+            Prepared::WatchBucket => plain(watch_bucket::check(con, key, spec).await),
+            Prepared::NaiveWindow => plain(naive_window::check(con, key, spec).await),
+            Prepared::IncrWindow => plain(incr_window::check(con, key, spec).await),
+            Prepared::LuaWindow(script) => lua_window::check(con, script, key, spec).await,
+            Prepared::MultiWindow => plain(multi_window::check(con, key, spec).await),
             Prepared::LuaLog(script, members) => {
-                lua_log::check(con, script, members, key, &self.spec).await
+                lua_log::check(con, script, members, key, spec).await
             }
-            Prepared::LuaSwc(script) => lua_swc::check(con, script, key, &self.spec).await,
-            Prepared::LuaGcra(script) => lua_gcra::check(con, script, key, &self.spec).await,
-            Prepared::Get => get::check(con, key).await,
+            Prepared::LuaSwc(script) => lua_swc::check(con, script, key, spec).await,
+            Prepared::LuaGcra(script) => lua_gcra::check(con, script, key, spec).await,
+            Prepared::Get => plain(get::check(con, key).await),
         }
     }
 }

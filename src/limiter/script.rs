@@ -1,24 +1,50 @@
-//! Runs a strategy's Lua script and counts the round trips it took: EVALSHA, and on NOSCRIPT
-//! (after a restart, a failover or SCRIPT FLUSH) one EVAL, which also caches the script again, as
-//! go-redis's `Script.Run` does. redis-rs's `Script::invoke_async` would answer NOSCRIPT with
-//! SCRIPT LOAD and EVALSHA, one round trip more, and would hide the count "calls per decision" needs.
+//! Runs a strategy's Lua script the way its [`Invocation`] says and counts the round trips it
+//! took, the failed ones included. The default, EVALSHA and on NOSCRIPT (after a restart, a
+//! failover or SCRIPT FLUSH) one EVAL, which also caches the script again, is go-redis's
+//! `Script.Run`; redis-rs's `Script::invoke_async` (SCRIPT LOAD, then EVALSHA) is one round trip
+//! more and would hide the count "calls per decision" needs, so none of them go through redis-rs.
 
-use super::{Decision, LimiterError, Strategy};
+use super::library::library;
+use super::{Attempt, Decision, Invocation, LimiterError, Strategy};
 use redis::aio::MultiplexedConnection;
 use redis::{ErrorKind, FromRedisValue, RedisError, ServerErrorKind, ToRedisArgs};
 
-/// A script's source and SHA-1, ready to be called by hash.
+/// A script's source and SHA-1, its function in the `ratelab` library if it has one, and how it
+/// is invoked.
 #[derive(Debug, Clone)]
 pub(super) struct LuaScript {
     source: &'static str,
     hash: String,
+    function: Option<&'static str>,
+    invocation: Invocation,
 }
 
 impl LuaScript {
-    /// Hashes `source` once, so every call can go by EVALSHA.
+    /// Hashes `source` once, so every call can go by EVALSHA (the default invocation).
     pub(super) fn new(source: &'static str) -> Self {
         let hash = redis::Script::new(source).get_hash().to_string();
-        LuaScript { source, hash }
+        LuaScript {
+            source,
+            hash,
+            function: None,
+            invocation: Invocation::default(),
+        }
+    }
+
+    /// The same script, also registered as `function` in the library (same text).
+    pub(super) fn with_function(self, function: &'static str) -> Self {
+        LuaScript {
+            function: Some(function),
+            ..self
+        }
+    }
+
+    /// The same script invoked another way; FCALL needs a function in the library.
+    pub(super) fn invoked(self, invocation: Invocation) -> Result<Self, &'static str> {
+        if invocation.uses_function() && self.function.is_none() {
+            return Err("it has no function in the ratelab library");
+        }
+        Ok(LuaScript { invocation, ..self })
     }
 
     /// The Lua source (for SCRIPT LOAD by tools that call the script themselves).
@@ -29,6 +55,16 @@ impl LuaScript {
     /// The SHA-1 that EVALSHA names it by.
     pub(super) fn hash(&self) -> &str {
         &self.hash
+    }
+
+    /// Its function's name in the library, if it has one.
+    pub(super) fn function(&self) -> Option<&'static str> {
+        self.function
+    }
+
+    /// How it is invoked.
+    pub(super) fn invocation(&self) -> Invocation {
+        self.invocation
     }
 
     /// Starts a call; add its keys and arguments, then run it.
@@ -46,6 +82,13 @@ pub(super) struct Call<'a> {
     script: &'a LuaScript,
     keys: Vec<Vec<u8>>,
     args: Vec<Vec<u8>>,
+}
+
+/// What one invocation did: its reply or the error that ended it, with what it took on the way.
+struct Invoked<T> {
+    reply: Result<T, RedisError>,
+    round_trips: u32,
+    noscript: bool,
 }
 
 impl Call<'_> {
@@ -66,31 +109,67 @@ impl Call<'_> {
         self,
         con: &mut MultiplexedConnection,
         strategy: Strategy,
-    ) -> Result<Decision, LimiterError> {
-        let (reply, calls): (Vec<i64>, u32) = self.run(con).await?;
-        decision_from(strategy, &reply, calls)
+    ) -> Attempt {
+        let Invoked {
+            reply,
+            round_trips,
+            noscript,
+        } = self.invoke::<Vec<i64>>(con).await;
+        let outcome = reply
+            .map_err(LimiterError::from)
+            .and_then(|reply| decision_from(strategy, &reply, round_trips, noscript));
+        Attempt {
+            outcome,
+            round_trips,
+            noscript,
+        }
     }
 
-    /// Runs the script and returns its reply with the number of round trips made.
-    pub(super) async fn run<T: FromRedisValue>(
-        &self,
-        con: &mut MultiplexedConnection,
-    ) -> Result<(T, u32), RedisError> {
-        match self
-            .command("EVALSHA", &self.script.hash)
-            .query_async(con)
-            .await
-        {
-            Ok(reply) => Ok((reply, 1)),
-            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                let reply = self
-                    .command("EVAL", self.script.source)
-                    .query_async(con)
-                    .await?;
-                Ok((reply, 2))
+    /// Runs the script as its invocation says, falling back if that is part of it.
+    async fn invoke<T: FromRedisValue>(&self, con: &mut MultiplexedConnection) -> Invoked<T> {
+        let script = self.script;
+        let first = match script.invocation {
+            Invocation::Eval => self.command("EVAL", script.source),
+            Invocation::Evalsha | Invocation::EvalshaEval | Invocation::EvalshaLoad => {
+                self.command("EVALSHA", &script.hash)
             }
-            Err(e) => Err(e),
+            Invocation::Fcall | Invocation::FcallLoad => {
+                self.command("FCALL", script.function.unwrap_or_default())
+            }
+        };
+        match first.query_async(con).await {
+            Ok(reply) => return invoked(Ok(reply), 1, false),
+            Err(e) => {
+                let missing = is_missing(&e);
+                if !(missing && script.invocation.has_fallback()) {
+                    return invoked(Err(e), 1, missing);
+                }
+            }
         }
+        let reload = match script.invocation {
+            // EVAL both runs the script and caches it again: no separate load.
+            Invocation::EvalshaEval => {
+                let reply = self.command("EVAL", script.source).query_async(con).await;
+                return invoked(reply, 2, true);
+            }
+            Invocation::EvalshaLoad => redis::cmd("SCRIPT")
+                .arg("LOAD")
+                .arg(script.source)
+                .query_async::<String>(con)
+                .await
+                .map(drop),
+            _ => redis::cmd("FUNCTION")
+                .arg("LOAD")
+                .arg("REPLACE")
+                .arg(library())
+                .query_async::<String>(con)
+                .await
+                .map(drop),
+        };
+        if let Err(e) = reload {
+            return invoked(Err(e), 2, true);
+        }
+        invoked(first.query_async(con).await, 3, true)
     }
 
     fn command(&self, name: &str, script: &str) -> redis::Cmd {
@@ -103,12 +182,32 @@ impl Call<'_> {
     }
 }
 
+fn invoked<T>(reply: Result<T, RedisError>, round_trips: u32, noscript: bool) -> Invoked<T> {
+    Invoked {
+        reply,
+        round_trips,
+        noscript,
+    }
+}
+
+/// Whether Redis said it has no such script (NOSCRIPT) or function (FCALL's "Function not found").
+fn is_missing(e: &RedisError) -> bool {
+    e.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
+        || e.detail().is_some_and(|d| d.contains("Function not found"))
+}
+
 /// Reads a `{allowed, remaining, retry_ms}` reply; anything else is the script's bug, reported.
-fn decision_from(strategy: Strategy, reply: &[i64], calls: u32) -> Result<Decision, LimiterError> {
+fn decision_from(
+    strategy: Strategy,
+    reply: &[i64],
+    calls: u32,
+    noscript: bool,
+) -> Result<Decision, LimiterError> {
     match *reply {
-        [allowed, remaining, retry_ms] => {
-            Ok(Decision::settled(allowed == 1, remaining, retry_ms, calls))
-        }
+        [allowed, remaining, retry_ms] => Ok(Decision {
+            noscript,
+            ..Decision::settled(allowed == 1, remaining, retry_ms, calls)
+        }),
         _ => Err(LimiterError::UnexpectedReply {
             strategy,
             detail: format!("{reply:?}"),
@@ -122,11 +221,11 @@ mod tests {
 
     #[test]
     fn replies_of_three_integers_become_decisions() {
-        let d = decision_from(Strategy::LuaBucket, &[1, 7, 0], 2).unwrap();
-        assert!(d.allowed && d.remaining == 7 && d.redis_calls == 2 && !d.aborted);
-        let d = decision_from(Strategy::LuaBucket, &[0, 0, 250], 1).unwrap();
-        assert!(!d.allowed && d.retry_ms == 250);
-        assert!(decision_from(Strategy::LuaBucket, &[1, 2], 1).is_err());
+        let d = decision_from(Strategy::LuaBucket, &[1, 7, 0], 2, true).unwrap();
+        assert!(d.allowed && d.remaining == 7 && d.redis_calls == 2 && !d.aborted && d.noscript);
+        let d = decision_from(Strategy::LuaBucket, &[0, 0, 250], 1, false).unwrap();
+        assert!(!d.allowed && d.retry_ms == 250 && !d.noscript);
+        assert!(decision_from(Strategy::LuaBucket, &[1, 2], 1, false).is_err());
     }
 
     #[test]
@@ -140,5 +239,33 @@ mod tests {
             script.hash
         );
         assert!(text.ends_with(&expected), "{text}");
+    }
+
+    #[test]
+    fn fcall_needs_a_function() {
+        let plain = LuaScript::new("return 1");
+        assert!(plain.clone().invoked(Invocation::Fcall).is_err());
+        assert!(plain.clone().invoked(Invocation::Eval).is_ok());
+        let with = plain
+            .with_function("f")
+            .invoked(Invocation::FcallLoad)
+            .unwrap();
+        assert_eq!(
+            (with.function(), with.invocation()),
+            (Some("f"), Invocation::FcallLoad)
+        );
+    }
+
+    #[test]
+    fn missing_scripts_and_functions_are_told_apart_from_other_errors() {
+        let parsed = |text: &str| -> RedisError {
+            let reply = redis::parse_redis_value(text.as_bytes()).unwrap();
+            reply.extract_error().unwrap_err()
+        };
+        assert!(is_missing(&parsed("-NOSCRIPT No matching script.\r\n")));
+        assert!(is_missing(&parsed("-ERR Function not found\r\n")));
+        assert!(!is_missing(&parsed(
+            "-READONLY You can't write against a read only replica.\r\n"
+        )));
     }
 }

@@ -98,6 +98,7 @@ pub(super) async fn check(
                 redis_calls: calls,
                 retries,
                 aborted: false,
+                noscript: false,
             });
         }
         if committed {
@@ -108,6 +109,7 @@ pub(super) async fn check(
                 redis_calls: calls,
                 retries,
                 aborted: false,
+                noscript: false,
             });
         }
     }
@@ -119,6 +121,7 @@ pub(super) async fn check(
         redis_calls: calls,
         retries: spec.watch_retries,
         aborted: true,
+        noscript: false,
     })
 }
 

@@ -93,7 +93,7 @@ pub async fn run_checks(
         false => None,
     };
     let shared = Rc::new(Shared {
-        limiter: Limiter::new(spec.strategy, spec.limit),
+        limiter: Limiter::with_invocation(spec.strategy, spec.limit, spec.invocation)?,
         stop,
         keys: spec.keys.clone(),
         rng: RefCell::new(SplitMix64::new(spec.seed, spec.worker_index)),
@@ -148,6 +148,7 @@ async fn client_task(shared: Rc<Shared>, mut con: MultiplexedConnection) {
                 t.retries += u64::from(d.retries);
                 t.aborted += u64::from(d.aborted);
                 t.redis_calls += u64::from(d.redis_calls);
+                t.noscript += u64::from(d.noscript);
                 if d.allowed {
                     t.admitted += 1;
                 } else {

@@ -20,7 +20,7 @@ pub use open::{
 pub use schedule::{aligned_start, share, Arrivals, Burst, Start};
 pub use workers::{run_closed_loop, split_checks, worker_main, ClosedLoop, Fleet};
 
-use crate::limiter::{LimitSpec, Strategy};
+use crate::limiter::{Invocation, LimitSpec, LimiterError, Strategy};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -33,6 +33,9 @@ pub struct WorkerSpec {
     pub url: String,
     /// Strategy under test.
     pub strategy: Strategy,
+    /// How its script is sent (absent in older specs: the default, EVALSHA then EVAL).
+    #[serde(default)]
+    pub invocation: Invocation,
     /// Its limit.
     pub limit: LimitSpec,
     /// Which key each check targets.
@@ -60,6 +63,7 @@ impl WorkerSpec {
         WorkerSpec {
             url: String::new(),
             strategy,
+            invocation: Invocation::default(),
             limit,
             keys,
             stop,
@@ -171,6 +175,9 @@ pub struct CheckTally {
     /// Round trips to Redis across all decisions.
     #[serde(default)]
     pub redis_calls: u64,
+    /// Decisions made though Redis had lost the script (NOSCRIPT), by the invocation's fallback.
+    #[serde(default)]
+    pub noscript: u64,
     /// Per-check latency in ns as (highest equivalent value, count) buckets, when recorded.
     #[serde(default)]
     pub latency_ns: Vec<(u64, u64)>,
@@ -185,6 +192,7 @@ impl CheckTally {
         self.retries += other.retries;
         self.aborted += other.aborted;
         self.redis_calls += other.redis_calls;
+        self.noscript += other.noscript;
         if self.first_error.is_none() {
             self.first_error = other.first_error;
         }
@@ -219,6 +227,8 @@ pub enum LoadError {
     Protocol(String),
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
+    #[error("limiter: {0}")]
+    Limiter(#[from] LimiterError),
     #[error("histogram: {0}")]
     Histogram(String),
     #[error("json: {0}")]
@@ -250,6 +260,7 @@ mod tests {
             retries: 1,
             aborted: 1,
             redis_calls: 3,
+            noscript: 2,
             elapsed_ns: 7,
             latency_ns: vec![(100, 1), (300, 1)],
         };
@@ -259,7 +270,10 @@ mod tests {
             (5, 1, 1, 10)
         );
         assert_eq!(a.first_error.as_deref(), Some("boom"));
-        assert_eq!((a.retries, a.aborted, a.redis_calls), (5, 1, 11));
+        assert_eq!(
+            (a.retries, a.aborted, a.redis_calls, a.noscript),
+            (5, 1, 11, 2)
+        );
         assert_eq!(a.total(), 7);
         let h = a.latency_histogram().unwrap();
         assert_eq!(h.len(), 4);

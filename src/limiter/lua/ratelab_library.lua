@@ -1,0 +1,12 @@
+#!lua name=ratelab
+-- The ratelab library, for FUNCTION LOAD: unlike the script cache, functions are kept in the RDB
+-- and the AOF and reach replicas. token_bucket runs the text of token_bucket.lua itself: the
+-- harness puts that file in place of the marker line below, so FCALL and EVAL decide alike.
+-- FCALL token_bucket 1 <bucket key> <capacity> <refill per s> <cost> <expiry ms>
+
+local function token_bucket(KEYS, ARGV)
+  -- @token_bucket.lua
+end
+
+-- No flags: it writes, so Redis refuses it on a read-only replica (READONLY), as it must.
+redis.register_function('token_bucket', token_bucket)
