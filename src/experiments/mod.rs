@@ -15,6 +15,8 @@ pub mod outage;
 pub mod params;
 pub mod race;
 pub mod registry;
+pub mod replication;
+pub mod scripts;
 pub mod tsmember;
 pub mod window_edge;
 

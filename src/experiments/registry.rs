@@ -5,6 +5,8 @@
 use super::error::ExperimentError;
 use super::frame::{self, Session, Validate};
 use super::params::{self, ExperimentInfo, ParamError};
+use super::replication;
+use super::scripts;
 use super::{
     atomic, bigkey, calibrate, cost, latency, memory, outage, race, tsmember, window_edge,
 };
@@ -105,6 +107,8 @@ pub static ALL: &[&dyn Experiment] = &[
     &window_edge::WindowEdge,
     &memory::Memory,
     &bigkey::Bigkey,
+    &scripts::Scripts,
+    &replication::Replication,
 ];
 
 /// Looks an id up, or says which ids exist.

@@ -1,0 +1,97 @@
+//! replication's measurement: a replica, the calls with the replica watched, the catch-up, then
+//! every bucket read on both sides.
+
+use super::compare::compare_buckets;
+use super::stream::{command_calls, stream_rows, Sides};
+use super::{BucketRow, Params, StreamRow, MUST_OWN};
+use crate::experiments::{ExperimentError, Phase, Session};
+use crate::limiter::{LimitSpec, Strategy};
+use crate::load::{run_closed_loop, KeyChoice, Stop, WorkerSpec};
+use crate::record::MonitorCapture;
+use crate::server::{host_port, wait_caught_up, RedisServer, ServerError, Target};
+use std::time::Duration;
+
+pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    let mut bucket_rows = s.csv::<BucketRow>("replication.csv")?;
+    let mut stream_sink = s.csv::<StreamRow>("stream.csv")?;
+    let primary = own_server(&s.target).phase(|| "checking the server".into())?;
+    // Same binary, pinning and start timeout as the primary.
+    let replica = RedisServer::start_replica_of(primary, primary.options())
+        .phase(|| "starting the replica".into())?;
+    let sides = || "sampling INFO commandstats on both sides".to_string();
+    let primary_before = command_calls(primary).phase(sides)?;
+    let replica_before = command_calls(&replica).phase(sides)?;
+    let monitor = MonitorCapture::start(&host_port(&replica.url()), &replica.url())
+        .phase(|| "starting MONITOR on the replica".into())?;
+
+    let prefix = s.key("bucket:");
+    let calls = || format!("{} lua-bucket calls over {} buckets", p.calls, p.buckets);
+    let limit = LimitSpec {
+        capacity: p.capacity,
+        refill_per_sec: p.refill_per_sec,
+        ..LimitSpec::default()
+    };
+    let keys = KeyChoice::RoundRobin {
+        prefix: prefix.clone(),
+        count: p.buckets,
+    };
+    let spec = WorkerSpec {
+        in_flight: p.load.in_flight,
+        ..WorkerSpec::new(Strategy::LuaBucket, limit, keys, Stop::AfterChecks(p.calls))
+    };
+    let tally = match run_closed_loop(&s.closed_loop(p.load.processes, spec)) {
+        Ok(tally) => tally,
+        Err(e) => {
+            // A worker that could not connect is most often a server that died.
+            s.target.check_alive().phase(calls)?;
+            return Err(e).phase(calls);
+        }
+    };
+    s.fail_on_errors(&tally).phase(calls)?;
+
+    let timeout = Duration::from_millis(p.catch_up_timeout_ms);
+    let catch_up = wait_caught_up(primary, &replica, timeout)
+        .phase(|| "waiting for the replica to catch up".into())?;
+    let primary_after = command_calls(primary).phase(sides)?;
+    let replica_after = command_calls(&replica).phase(sides)?;
+    let seen = monitor
+        .finish()
+        .phase(|| "stopping MONITOR on the replica".into())?;
+
+    let rows = compare_buckets(primary, &replica, &prefix, p.buckets, catch_up)
+        .phase(|| "reading every bucket on both sides".into())?;
+    replica
+        .check_alive()
+        .phase(|| "checking the replica".into())?;
+    let matched = rows.iter().filter(|r| r.matched == 1).count();
+    for row in &rows {
+        bucket_rows.write(row)?;
+    }
+    let calls_by_side = Sides {
+        primary: (&primary_before, &primary_after),
+        replica: (&replica_before, &replica_after),
+    };
+    // On the replica, MONITOR names the primary's link by the primary's address.
+    let link = host_port(&primary.url());
+    for row in stream_rows(&calls_by_side, &seen, &link) {
+        stream_sink.write(&row)?;
+    }
+    s.note(format!(
+        "{} calls: {} admitted, {} refused; the replica caught up {:.3} ms after the last reply; \
+         {matched} of {} buckets match.",
+        tally.total(),
+        tally.admitted,
+        tally.denied,
+        catch_up.as_secs_f64() * 1e3,
+        rows.len()
+    ));
+    Ok(())
+}
+
+/// The run's own server: a replica needs one (checked before the run by MUST_OWN_SERVER too).
+fn own_server(target: &Target) -> Result<&RedisServer, ServerError> {
+    match target {
+        Target::Managed(server) => Ok(server),
+        Target::External { .. } => Err(ServerError::NotManaged(MUST_OWN.to_string())),
+    }
+}

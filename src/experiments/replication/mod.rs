@@ -1,0 +1,84 @@
+//! # replication
+//! Hypothesis (seed 002): a token-bucket script may read Redis's clock (TIME) and still leave a
+//! replica identical to its primary, because Redis 7 replicates a script by its effects: the
+//! replica receives MULTI, the HSET of the values the script computed, an absolute PEXPIREAT and
+//! EXEC, never the script, so it never reads a clock of its own. After 10,000 calls over 100
+//! buckets every bucket should match, expiry included.
+//!
+//! Method: a replica of the run's own server (`RedisServer::start_replica_of`), ready once its link
+//! is up and it has caught up. `calls` lua-bucket calls over `buckets` buckets in turn from a closed
+//! loop, with MONITOR on the replica and INFO commandstats sampled on both sides around the calls;
+//! then `wait_caught_up`, then for every bucket HGETALL + PTTL on the primary and then on the
+//! replica, timed from the first send to the last reply (the only PTTL difference allowed).
+//!
+//! Writes `replication/replication.csv` (one row per bucket: both sides' fields and PTTL, `match`),
+//! `replication/stream.csv` (one row per command: calls on each side, what MONITOR on the replica
+//! saw from the primary's link, one example), `replication/meta.json`.
+
+mod body;
+mod charts;
+mod compare;
+mod report;
+mod rows;
+mod stream;
+
+pub use rows::{BucketRow, StreamRow};
+
+use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
+use crate::record::Table;
+use serde::{Deserialize, Serialize};
+
+/// Why the experiment refuses `--redis-url`.
+const MUST_OWN: &str = "it starts a replica of the server and reconfigures its replication";
+
+/// The replication experiment.
+pub struct Replication;
+
+impl Definition for Replication {
+    const ID: &'static str = "replication";
+    const TOML: &'static str = include_str!("../../../experiments/replication.toml");
+    const MUST_OWN_SERVER: Option<&'static str> = Some(MUST_OWN);
+    type Params = Params;
+
+    const BODY: Body<Params> = body::run;
+    const CHARTS: Render = charts::render;
+    const SUMMARY: Summarize = report::summary;
+
+    fn tables() -> Vec<Table> {
+        vec![
+            Table::of::<BucketRow>("replication.csv"),
+            Table::of::<StreamRow>("stream.csv"),
+        ]
+    }
+}
+
+/// Parameters; defaults in `experiments/replication.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    pub calls: u64,
+    pub buckets: u64,
+    pub capacity: u64,
+    pub refill_per_sec: f64,
+    pub load: Concurrency,
+    pub catch_up_timeout_ms: u64,
+}
+
+impl Validate for Params {
+    fn validate(&self) -> Result<(), String> {
+        if self.calls == 0
+            || self.buckets == 0
+            || self.capacity == 0
+            || self.catch_up_timeout_ms == 0
+        {
+            return Err("calls, buckets, capacity and catch_up_timeout_ms must be >= 1".into());
+        }
+        // Without refill a bucket never expires within the run, and no refill is computed from TIME.
+        if !(self.refill_per_sec > 0.0 && self.refill_per_sec.is_finite()) {
+            return Err(
+                "refill_per_sec must be > 0: the script must compute a refill from TIME".into(),
+            );
+        }
+        Ok(())
+    }
+}

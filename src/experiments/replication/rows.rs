@@ -1,0 +1,46 @@
+//! replication's CSV schemas.
+
+use serde::{Deserialize, Serialize};
+
+/// One bucket, read on the primary and then on the replica once the replica had caught up.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BucketRow {
+    /// Its index among the run's buckets.
+    pub bucket: u64,
+    pub key: String,
+    /// The hash's `tokens` field (as the script's HSET wrote it), empty when absent.
+    pub primary_tokens: Option<String>,
+    pub replica_tokens: Option<String>,
+    /// The hash's `ts` field: the TIME the script last read on the primary, in ms.
+    pub primary_ts: Option<String>,
+    pub replica_ts: Option<String>,
+    /// 1 when the whole hash (every field, not only these two) is equal on both sides, else 0.
+    pub fields_equal: u8,
+    /// PTTL on each side (-1: no expiry, -2: no key).
+    pub primary_pttl_ms: i64,
+    pub replica_pttl_ms: i64,
+    /// primary - replica: the replica is read later, so its PTTL is expected lower by that gap.
+    pub pttl_diff_ms: i64,
+    /// From sending the primary's read to the replica's reply: the most the PTTLs may differ by.
+    pub read_gap_ms: f64,
+    /// 1 when the key exists with an expiry, `fields_equal`, and |pttl_diff_ms| <= read_gap_ms + 1.
+    #[serde(rename = "match")]
+    pub matched: u8,
+    /// How long the replica took to reach the primary's offset after the last call (same every row).
+    pub catch_up_ms: f64,
+}
+
+/// One command either side executed over the calls and the catch-up.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StreamRow {
+    /// As INFO commandstats names it (lower case, `container|subcommand`).
+    pub command: String,
+    /// Calls INFO commandstats counted on the primary (a script's own commands included).
+    pub calls_on_primary: u64,
+    /// Calls INFO commandstats counted on the replica.
+    pub calls_on_replica: u64,
+    /// Lines MONITOR on the replica showed from its link to the primary.
+    pub monitor_on_replica: u64,
+    /// The arguments of the first such line: what the replica was told to do.
+    pub example_on_replica: String,
+}

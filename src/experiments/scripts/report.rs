@@ -1,0 +1,151 @@
+//! scripts's summary for REPORT.md: cost per mode, the survival matrix (event x mode), and the
+//! flush runs before and after the flush.
+
+use super::{CostRow, FlushRow, SurvivalRow};
+use crate::analysis::table::{read_typed, summarize, summary_table, Key, Stat};
+use crate::analysis::AnalysisError;
+use crate::record::csv_text;
+use std::path::Path;
+
+/// The three tables, each under a line saying what it is.
+pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
+    let keys: [Key<CostRow>; 1] = [("mode", |r| r.mode.to_string())];
+    let stats: [Stat<CostRow>; 7] = [
+        ("decisions/s", |r| Some(r.decisions_per_s)),
+        ("Redis CPU µs/decision", |r| Some(r.cpu_us_per_decision)),
+        ("busy %", |r| Some(r.redis_busy_pct)),
+        ("µs per call", |r| Some(r.usec_per_call)),
+        ("round trips/decision", |r| Some(r.round_trips_per_decision)),
+        ("bytes in/decision", |r| Some(r.bytes_in_per_decision)),
+        ("bytes out/decision", |r| Some(r.bytes_out_per_decision)),
+    ];
+    let mut out = String::from("Cost (mean over runs; min-max in brackets):\n\n");
+    out.push_str(&summarize(&dir.join("cost.csv"), &keys, &stats)?);
+    out.push_str(
+        "\nSurvival: the first call after each event (outcome, round trips; SCRIPT EXISTS / \
+         ratelab libraries on the called server before that call):\n\n",
+    );
+    out.push_str(&matrix(&read_typed::<SurvivalRow>(
+        &dir.join("survival.csv"),
+    )?));
+    out.push_str("\nFlush under load, per run: before the flush (t < 0) and after it:\n\n");
+    let rows = read_typed::<FlushRow>(&dir.join("flush.csv"))?;
+    let keys: [Key<FlushRow>; 4] = [
+        ("mode", |r| r.mode.to_string()),
+        ("fallback", |r| r.fallback.clone()),
+        ("flush", |r| r.flush.clone()),
+        ("t", |r| {
+            if r.t_ms < 0 { "before" } else { "after" }.to_string()
+        }),
+    ];
+    let stats: [Stat<FlushRow>; 5] = [
+        ("decisions/bin", |r| Some(r.decisions as f64)),
+        ("errors/bin", |r| Some(r.errors as f64)),
+        ("fallback decisions/bin", |r| Some(r.noscript as f64)),
+        ("p99 µs", |r| r.p99_us),
+        ("max µs", |r| r.max_us),
+    ];
+    out.push_str(&summary_table(&rows, &keys, &stats));
+    Ok(out)
+}
+
+/// Events down, modes across; each cell the first call's outcome and round trips, with what the
+/// called server held (script cached / library loaded) before it.
+pub(super) fn matrix(rows: &[SurvivalRow]) -> String {
+    let mut modes: Vec<String> = Vec::new();
+    let mut events: Vec<String> = Vec::new();
+    for r in rows {
+        let (mode, event) = (r.mode.to_string(), csv_text(&r.event));
+        if !modes.contains(&mode) {
+            modes.push(mode);
+        }
+        if !events.contains(&event) {
+            events.push(event);
+        }
+    }
+    let mut out = format!(
+        "| event | {} |\n|---|{}\n",
+        modes.join(" | "),
+        "---|".repeat(modes.len())
+    );
+    for event in &events {
+        let cells: Vec<String> = (modes.iter())
+            .map(|mode| {
+                let found = rows
+                    .iter()
+                    .find(|r| r.mode.to_string() == *mode && csv_text(&r.event) == *event);
+                found.map_or_else(String::new, cell)
+            })
+            .collect();
+        out.push_str(&format!("| {event} | {} |\n", cells.join(" | ")));
+    }
+    out
+}
+
+fn cell(r: &SurvivalRow) -> String {
+    let trips = match r.round_trips {
+        1 => "1 trip".to_string(),
+        n => format!("{n} trips"),
+    };
+    format!(
+        "{} ({trips}; script {}, lib {})",
+        r.first_outcome, r.script_exists_after, r.libraries_after
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::scripts::Event;
+    use crate::limiter::Invocation;
+
+    fn row(mode: Invocation, event: Event, outcome: &str, trips: u32) -> SurvivalRow {
+        SurvivalRow {
+            mode,
+            fallback: mode.fallback().into(),
+            event,
+            persistence: "none".into(),
+            called: "primary".into(),
+            script_exists_before: 1,
+            script_exists_after: 0,
+            libraries_before: 1,
+            libraries_after: 0,
+            first_outcome: outcome.into(),
+            error: String::new(),
+            ok: u8::from(outcome == "ok"),
+            noscript: 1,
+            round_trips: trips,
+            first_call_us: 100.0,
+        }
+    }
+
+    #[test]
+    fn the_matrix_puts_events_down_and_modes_across() {
+        let rows = [
+            row(
+                Invocation::Evalsha,
+                Event::RestartNoPersistence,
+                "noscript",
+                1,
+            ),
+            row(
+                Invocation::EvalshaEval,
+                Event::RestartNoPersistence,
+                "ok",
+                2,
+            ),
+            row(Invocation::Evalsha, Event::Replica, "noscript", 1),
+        ];
+        let table = matrix(&rows);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines[0], "| event | evalsha | evalsha-eval |");
+        assert_eq!(
+            lines[2],
+            "| restart-no-persistence | noscript (1 trip; script 0, lib 0) | ok (2 trips; script 0, lib 0) |"
+        );
+        assert_eq!(
+            lines[3],
+            "| replica | noscript (1 trip; script 0, lib 0) |  |"
+        );
+    }
+}

@@ -1,0 +1,115 @@
+//! scripts's CSV schemas: one row per cost run, per 100 ms of a flush run, per survival case.
+
+use crate::limiter::Invocation;
+use serde::{Deserialize, Serialize};
+
+/// One measured cost run of one invocation.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CostRow {
+    pub mode: Invocation,
+    pub run: u32,
+    pub clients: usize,
+    pub keys: u64,
+    pub duration_s: f64,
+    pub decisions: u64,
+    pub decisions_per_s: f64,
+    pub errors: u64,
+    /// Decisions made by a fallback (0 in steady state: the script is loaded before every run).
+    pub noscript: u64,
+    pub round_trips_per_decision: f64,
+    pub redis_cpu_us: f64,
+    pub cpu_us_per_decision: f64,
+    pub redis_busy_pct: f64,
+    /// The mode's command as INFO commandstats names it (eval, evalsha, fcall), its calls and
+    /// its mean time per call inside Redis, µs (the script body included).
+    pub command: String,
+    pub command_calls: u64,
+    pub usec_per_call: f64,
+    /// Every other command Redis ran in the window but the sampler's INFO, as
+    /// `name:calls:usec_per_call` separated by spaces: the script's own TIME, HMGET, HSET and
+    /// PEXPIRE (counted inside `usec_per_call` too), and any reload a fallback sent.
+    pub other_commands: String,
+    /// Bytes Redis read from clients per decision (INFO stats `total_net_input_bytes`), and wrote.
+    pub bytes_in_per_decision: f64,
+    pub bytes_out_per_decision: f64,
+    pub client_cpu_s: f64,
+}
+
+/// One 100 ms bin (`bin_ms`) of a run under steady load with a flush at t = 0.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FlushRow {
+    pub mode: Invocation,
+    /// What the clients do on NOSCRIPT: none, eval, script-load, function-load.
+    pub fallback: String,
+    /// The command sent at t = 0: `SCRIPT FLUSH` or `FUNCTION FLUSH`.
+    pub flush: String,
+    pub run: u32,
+    /// Start of the bin, ms after the flush was sent (negative: before it).
+    pub t_ms: i64,
+    pub bin_ms: u64,
+    /// Checks that ended in the bin with a decision, and with an error the user would see.
+    pub decisions: u64,
+    pub errors: u64,
+    /// Decisions that met NOSCRIPT (or a missing function) and were made by the fallback.
+    pub noscript: u64,
+    pub round_trips: u64,
+    /// Latency of the checks that ended in the bin, decisions and errors alike, µs.
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub max_us: Option<f64>,
+    /// When the harness loaded the script or library again, ms after the flush (modes without a
+    /// fallback only; empty when nothing but the clients reloads it).
+    pub reload_at_ms: Option<f64>,
+    /// The first error in the bin, if any.
+    pub first_error: String,
+}
+
+/// What happens to the server between loading the script and the first call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Event {
+    /// Graceful restart of a server without persistence: it comes back empty.
+    RestartNoPersistence,
+    /// Restart with an RDB written by SHUTDOWN SAVE.
+    RestartRdb,
+    /// Restart with an AOF (appendfsync always).
+    RestartAof,
+    /// The first call goes to a replica; the script was loaded on the primary only.
+    Replica,
+    /// The same replica after REPLICAOF NO ONE.
+    Promoted,
+    /// SCRIPT FLUSH on the server.
+    ScriptFlush,
+    /// FUNCTION FLUSH on the server.
+    FunctionFlush,
+}
+
+/// One invocation after one event: what the server still had and how the first call went.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SurvivalRow {
+    pub mode: Invocation,
+    pub fallback: String,
+    pub event: Event,
+    /// What the server persisted: none, rdb, aof.
+    pub persistence: String,
+    /// Which server the first call went to: primary, replica, promoted replica.
+    pub called: String,
+    /// SCRIPT EXISTS of the bucket script (1: cached) on the primary before the event and on the
+    /// called server after it, before the first call.
+    pub script_exists_before: u8,
+    pub script_exists_after: u8,
+    /// Libraries FUNCTION LIST names `ratelab` (1: loaded), at the same two moments.
+    pub libraries_before: u32,
+    pub libraries_after: u32,
+    /// ok, noscript, readonly or error; `error` holds the error's text.
+    pub first_outcome: String,
+    pub error: String,
+    /// 1 when the first decision was made (ok), else 0.
+    pub ok: u8,
+    /// 1 when Redis answered NOSCRIPT (or "Function not found") on the way, fallback or not.
+    pub noscript: u8,
+    /// Round trips the first decision took, failed ones included.
+    pub round_trips: u32,
+    /// Its latency, µs: every round trip, on a connection opened beforehand.
+    pub first_call_us: f64,
+}

@@ -1,0 +1,200 @@
+//! scripts's survival matrix: per mode and event, a fresh server (and replica) with the script
+//! cached and the library loaded, the event, what is left, and how the first call goes.
+
+use super::body::{bucket, bucket_script, libraries, load_scripts, script_exists};
+use super::rows::{Event, SurvivalRow};
+use super::Params;
+use crate::context::Ctx;
+use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
+use crate::limiter::{Attempt, Invocation, Limiter, LimiterError};
+use crate::load::ClientTimeouts;
+use crate::server::{self, Persistence, RedisServer, ServerOptions, ADMIN_TIMEOUT};
+use redis::{ErrorKind, ServerErrorKind};
+use std::time::Instant;
+
+/// The one bucket every case checks (each case has servers of its own).
+const KEY: &str = "ratelab:scripts:survival";
+
+pub(super) fn run(
+    s: &mut Session,
+    p: &Params,
+    rt: &tokio::runtime::Runtime,
+) -> Result<(), ExperimentError> {
+    let mut rows = s.csv::<SurvivalRow>("survival.csv")?;
+    let bar = s.progress((p.events.len() * p.survival_modes.len()) as u64);
+    for &event in &p.events {
+        for &mode in &p.survival_modes {
+            let what = || format!("survival of {mode} after {}", event.name());
+            rows.write(&case(s.ctx, p, rt, mode, event).phase(what)?)?;
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+impl Event {
+    /// The name in parameters and CSVs.
+    pub fn name(self) -> String {
+        crate::record::csv_text(&self)
+    }
+
+    /// What the server must persist for the event to mean what it says.
+    fn persistence(self) -> Persistence {
+        match self {
+            Event::RestartRdb => Persistence::Rdb,
+            Event::RestartAof => Persistence::Aof,
+            _ => Persistence::None,
+        }
+    }
+
+    fn needs_replica(self) -> bool {
+        matches!(self, Event::Replica | Event::Promoted)
+    }
+}
+
+fn persistence_name(p: Persistence) -> &'static str {
+    match p {
+        Persistence::None => "none",
+        Persistence::Rdb => "rdb",
+        Persistence::Aof => "aof",
+    }
+}
+
+/// SCRIPT EXISTS and FUNCTION LIST on one server at one moment.
+struct Held {
+    script: u8,
+    libraries: u32,
+}
+
+fn held(server: &RedisServer, hash: &str) -> Result<Held, PhaseError> {
+    let mut con = server.connection()?;
+    Ok(Held {
+        script: script_exists(&mut con, hash)?,
+        libraries: libraries(&mut con)?,
+    })
+}
+
+fn case(
+    ctx: &Ctx,
+    p: &Params,
+    rt: &tokio::runtime::Runtime,
+    mode: Invocation,
+    event: Event,
+) -> Result<SurvivalRow, PhaseError> {
+    let opts = ServerOptions {
+        binary: ctx.redis_server.clone(),
+        cpus: ctx.pin.redis.clone(),
+        persistence: event.persistence(),
+        ..ServerOptions::default()
+    };
+    let mut primary = RedisServer::start(&opts)?;
+    // Attached before anything is loaded: what reaches it is what replication carries.
+    let replica = match event.needs_replica() {
+        true => Some(RedisServer::start_replica_of(
+            &primary,
+            &ServerOptions {
+                persistence: Persistence::None,
+                ..opts.clone()
+            },
+        )?),
+        false => None,
+    };
+    let limiter = bucket(p, mode)?;
+    let (source, hash) = bucket_script(p);
+    load_scripts(&mut primary.connection()?, source)?;
+    let warm = rt.block_on(first_call(&primary.url(), &limiter, ctx.timeouts))?;
+    if let Err(e) = warm.1.outcome {
+        return Err(PhaseError::Invalid(format!(
+            "{mode} fails on a fresh primary: {e}"
+        )));
+    }
+    if let Some(replica) = &replica {
+        server::wait_caught_up(&primary, replica, ADMIN_TIMEOUT)?;
+    }
+    let before = held(&primary, &hash)?;
+    let (called, called_name) = apply(event, &mut primary, replica.as_ref())?;
+    let after = held(called, &hash)?;
+    let (first_call_us, attempt) =
+        rt.block_on(first_call(&called.url(), &limiter, ctx.timeouts))?;
+    let (first_outcome, error) = outcome(&attempt);
+    Ok(SurvivalRow {
+        mode,
+        fallback: mode.fallback().to_string(),
+        event,
+        persistence: persistence_name(event.persistence()).to_string(),
+        called: called_name.to_string(),
+        script_exists_before: before.script,
+        script_exists_after: after.script,
+        libraries_before: before.libraries,
+        libraries_after: after.libraries,
+        first_outcome: first_outcome.to_string(),
+        error,
+        ok: u8::from(attempt.outcome.is_ok()),
+        noscript: u8::from(attempt.noscript),
+        round_trips: attempt.round_trips,
+        first_call_us,
+    })
+}
+
+/// Makes the event happen; returns the server the first call goes to, and what to call it.
+fn apply<'a>(
+    event: Event,
+    primary: &'a mut RedisServer,
+    replica: Option<&'a RedisServer>,
+) -> Result<(&'a RedisServer, &'static str), PhaseError> {
+    let flush = |container: &str, server: &RedisServer| -> Result<(), PhaseError> {
+        (redis::cmd(container).arg("FLUSH")).query::<()>(&mut server.connection()?)?;
+        Ok(())
+    };
+    match (event, replica) {
+        (Event::RestartNoPersistence | Event::RestartRdb | Event::RestartAof, _) => {
+            primary.restart_keeping_data()?;
+            Ok((primary, "primary"))
+        }
+        (Event::Replica, Some(replica)) => Ok((replica, "replica")),
+        (Event::Promoted, Some(replica)) => {
+            replica.promote()?;
+            Ok((replica, "promoted replica"))
+        }
+        (Event::ScriptFlush, _) => flush("SCRIPT", primary).map(|()| (&*primary, "primary")),
+        (Event::FunctionFlush, _) => flush("FUNCTION", primary).map(|()| (&*primary, "primary")),
+        (Event::Replica | Event::Promoted, None) => Err(PhaseError::Invalid(format!(
+            "{} needs a replica",
+            event.name()
+        ))),
+    }
+}
+
+/// One check on a connection opened beforehand (so connecting is not timed): µs and attempt.
+async fn first_call(
+    url: &str,
+    limiter: &Limiter,
+    timeouts: ClientTimeouts,
+) -> Result<(f64, Attempt), redis::RedisError> {
+    let client = redis::Client::open(url)?;
+    let mut con = client
+        .get_multiplexed_async_connection_with_config(&timeouts.config())
+        .await?;
+    let start = Instant::now();
+    let attempt = limiter.attempt(&mut con, KEY).await;
+    Ok((start.elapsed().as_secs_f64() * 1e6, attempt))
+}
+
+/// ok, noscript, readonly or error, and the error's text.
+fn outcome(attempt: &Attempt) -> (&'static str, String) {
+    let e = match &attempt.outcome {
+        Ok(_) => return ("ok", String::new()),
+        Err(e) => e,
+    };
+    let kind = match e {
+        LimiterError::Redis(r) if r.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+            "noscript"
+        }
+        LimiterError::Redis(r) if r.kind() == ErrorKind::Server(ServerErrorKind::ReadOnly) => {
+            "readonly"
+        }
+        _ => "error",
+    };
+    (kind, e.to_string())
+}
