@@ -31,6 +31,8 @@ fn all_quick_writes_every_experiment_and_a_report() {
         ("window-edge", "window-edge.csv", "window-edge.svg"),
         ("memory", "memory.csv", "memory_cliff.svg"),
         ("bigkey", "bigkey.csv", "bigkey.svg"),
+        ("replication", "replication.csv", "replication.svg"),
+        ("scripts", "survival.csv", "cost_cpu.svg"),
     ] {
         let dir = out.path().join(id);
         let rows = std::fs::read_to_string(dir.join(csv)).unwrap_or_default();
@@ -50,6 +52,8 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "window-edge",
         "memory",
         "bigkey",
+        "replication",
+        "scripts",
     ] {
         assert!(report.contains(&format!("## {id}")), "report lacks {id}");
     }
@@ -82,6 +86,19 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "tsmember.micros-exact",
         "memory.listpack-up-to-threshold",
         "memory.cliff-moves",
+        "replication.buckets-match",
+        "replication.no-script-on-replica",
+        "replication.effects-arrive",
+        "replication.absolute-expiry",
+        "scripts.restart-evalsha-noscript",
+        "scripts.replica-evalsha-noscript",
+        "scripts.functions-survive-rdb",
+        "scripts.functions-replicated",
+        "scripts.fallback-eval-round-trips",
+        "scripts.fallback-eval-decides",
+        "scripts.fallback-load-round-trips",
+        "scripts.no-fallback-errors",
+        "scripts.flush-fallback-no-errors",
     ] {
         let claim = claims
             .iter()

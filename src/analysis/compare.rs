@@ -138,8 +138,8 @@ mod tests {
             let race = dir.path().join("race");
             std::fs::create_dir(&race).unwrap();
             let csv = format!(
-                "scenario,strategy,processes,in_flight,trial,checks,admitted,denied,errors,limit,final_state,elapsed_ms\n\
-                 matrix,lua-bucket,1,1,0,1000,{admitted},0,0,100,0,1\n"
+                "scenario,strategy,processes,in_flight,trial,checks,admitted,denied,errors,limit,final_state,\
+                 elapsed_ms\nmatrix,lua-bucket,1,1,0,1000,{admitted},0,0,100,0,1\n"
             );
             std::fs::write(race.join("race.csv"), csv).unwrap();
             let meta = concat!(

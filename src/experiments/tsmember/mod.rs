@@ -11,8 +11,9 @@
 //! clock variant of one trial and rate replays the SAME seeded arrivals, so variants differ only
 //! in the limiter. `batch_members` also run at each rate with arrivals in `batches` (the same
 //! request rate, requests arriving together: how a client pool flushing its queue looks), which
-//! tests whether burstiness moves time-ms members' over-admission. Then a closed loop flat out: `flat_out_clients` connections, one request each
-//! in flight, on `flat_out_limit`. Runs are interleaved (trial, rate, member, clock).
+//! tests whether burstiness moves time-ms members' over-admission. Then a closed loop flat out:
+//! `flat_out_clients` connections, one request each in flight, on `flat_out_limit`. Runs are
+//! interleaved (trial, rate, member, clock).
 //!
 //! Writes `tsmember/tsmember.csv` (one row per run; `rate` is the arrival rate or `flat-out`),
 //! `tsmember/meta.json`.
