@@ -1,13 +1,17 @@
 //! The scripts charts: decisions/s and Redis CPU per decision per mode (`cost_throughput.svg`,
 //! `cost_cpu.svg`: one bar per mode, one dot per run), and the flush timelines (`flush.svg`:
-//! decisions and errors per bin around the flush; `flush_p99.svg`: p99 per bin).
+//! decisions and errors per bin around the flush; `flush_p99.svg`: p99 per bin), and the
+//! survival matrix as a grid (`survival.svg`: event x mode, coloured by the first call's outcome).
 
 use std::path::{Path, PathBuf};
 
-use super::{CostRow, FlushRow};
+use super::{CostRow, FlushRow, SurvivalRow};
 use crate::charts::bars::{self, si, BarChart};
 use crate::charts::lines::{self, LineChart, Scale, Series};
-use crate::charts::spec::{color, Bar, Marker, Slot, BLACK};
+use crate::charts::spec::{
+    color, csv_name, text, Anchor, Axis, Bar, Chart, Layer, Marker, Plot, Range,
+};
+use crate::charts::spec::{Rgb, Shape, Slot, Ticks, BLACK};
 use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
 
 /// Renders `dir/cost.csv` and `dir/flush.csv` into the four charts.
@@ -50,6 +54,8 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
         "flush_p99",
         &lines::spec(flush_p99(&flush))?,
     )?);
+    let survival: Vec<SurvivalRow> = read_csv(&dir.join("survival.csv"))?;
+    written.extend(write_spec(dir, "survival", &survival_grid(&survival)?)?);
     Ok(written)
 }
 
@@ -254,4 +260,57 @@ mod tests {
         let svg = std::fs::read_to_string(dir.join("flush.svg")).unwrap();
         assert!(svg.contains("evalsha errors") && !svg.contains("evalsha-eval errors"));
     }
+}
+
+/// The colour of a first call's outcome in the survival grid.
+fn outcome_color(outcome: &str) -> Rgb {
+    match outcome {
+        "ok" => Rgb(76, 175, 80),
+        "noscript" => Rgb(255, 152, 0),
+        "readonly" => Rgb(33, 150, 243),
+        _ => Rgb(120, 120, 120),
+    }
+}
+
+/// The survival matrix as a grid: event (rows) x mode (columns), each cell coloured by what the
+/// first call answered and labelled with it and the round trips it took.
+fn survival_grid(rows: &[SurvivalRow]) -> Result<Chart, ChartError> {
+    let (mut modes, mut events) = (Vec::new(), Vec::new());
+    for r in rows {
+        index_of(&mut modes, csv_name(&r.mode));
+        index_of(&mut events, csv_name(&r.event));
+    }
+    if rows.is_empty() {
+        return Err(ChartError::Empty("survival.csv".into()));
+    }
+    let n = events.len();
+    // The first event at the top.
+    let y_of = |event: usize| (n - 1 - event) as f64;
+    let mut layers = Vec::new();
+    for r in rows {
+        let (x, y) = (
+            index_of(&mut modes, csv_name(&r.mode)) as f64,
+            y_of(index_of(&mut events, csv_name(&r.event))),
+        );
+        let cell = Shape::Rect([(x - 0.48, y - 0.46), (x + 0.48, y + 0.46)], 0);
+        layers.push(Layer::new(cell, outcome_color(&r.first_outcome)).faded(0.55));
+        let label = format!("{} · {} rt", r.first_outcome, r.round_trips);
+        layers.push(text((x, y), (0, -8), &label, BLACK, Anchor::CenterTop));
+    }
+    let ticks = (0..n).map(|e| (y_of(e), events[e].clone())).collect();
+    let y = Axis::new(
+        "event before the first call",
+        Range::Linear(-0.5, n as f64 - 0.5),
+        Ticks::Hand(ticks),
+        170,
+    );
+    let x = Axis::category("how the token bucket is invoked", modes.clone());
+    let plot = Plot::new([10, 20, 10, 10], x, y, layers);
+    let legend = ["ok", "noscript", "readonly", "error"]
+        .iter()
+        .map(|o| (Marker::Dot(outcome_color(o)), (*o).to_string()))
+        .collect();
+    let title = "scripts: what the first call answers after each event";
+    let note = "cell: the first call's outcome · its round trips (rt), failed calls included";
+    Ok(Chart::new((1000, 120 + 60 * n as u32), title, note, vec![plot]).legend(190, legend))
 }
