@@ -177,91 +177,6 @@ fn series_by_mode(
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::limiter::Invocation;
-
-    fn cost(mode: Invocation, run: u32, rate: f64, cpu: f64) -> CostRow {
-        CostRow {
-            mode,
-            run,
-            clients: 16,
-            keys: 10_000,
-            duration_s: 1.0,
-            decisions: rate as u64,
-            decisions_per_s: rate,
-            errors: 0,
-            noscript: 0,
-            round_trips_per_decision: 1.0,
-            redis_cpu_us: rate * cpu,
-            cpu_us_per_decision: cpu,
-            redis_busy_pct: 95.0,
-            command: mode.command().into(),
-            command_calls: rate as u64,
-            usec_per_call: cpu / 2.0,
-            other_commands: String::new(),
-            bytes_in_per_decision: 166.0,
-            bytes_out_per_decision: 18.0,
-            client_cpu_s: 1.0,
-        }
-    }
-
-    fn bin(mode: Invocation, t_ms: i64, decisions: u64, errors: u64) -> FlushRow {
-        FlushRow {
-            mode,
-            fallback: mode.fallback().into(),
-            flush: "SCRIPT FLUSH".into(),
-            run: 0,
-            t_ms,
-            bin_ms: 100,
-            decisions,
-            errors,
-            noscript: 0,
-            round_trips: decisions + errors,
-            p50_us: Some(300.0),
-            p99_us: (decisions + errors > 0).then_some(900.0),
-            max_us: Some(1500.0),
-            reload_at_ms: None,
-            first_error: String::new(),
-        }
-    }
-
-    fn write<R: serde::Serialize>(path: &Path, rows: &[R]) {
-        let mut w = csv::Writer::from_path(path).unwrap();
-        rows.iter().for_each(|r| w.serialize(r).unwrap());
-        w.flush().unwrap();
-    }
-
-    #[test]
-    fn renders_cost_bars_and_flush_timelines() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path();
-        let costs = [
-            cost(Invocation::Eval, 0, 40_000.0, 22.0),
-            cost(Invocation::Evalsha, 0, 45_000.0, 19.5),
-            cost(Invocation::Eval, 1, 41_000.0, 21.0),
-        ];
-        write(&dir.join("cost.csv"), &costs);
-        let bins = [
-            bin(Invocation::Evalsha, -100, 4000, 0),
-            bin(Invocation::Evalsha, 0, 0, 9000),
-            bin(Invocation::EvalshaEval, -100, 4000, 0),
-            bin(Invocation::EvalshaEval, 0, 3900, 0),
-        ];
-        write(&dir.join("flush.csv"), &bins);
-        let written = render(dir).unwrap();
-        assert_eq!(written.len(), 8);
-        let svg = std::fs::read_to_string(dir.join("cost_cpu.svg")).unwrap();
-        assert!(
-            svg.contains("21.5 µs") && svg.contains("evalsha"),
-            "mean of eval's runs"
-        );
-        let svg = std::fs::read_to_string(dir.join("flush.svg")).unwrap();
-        assert!(svg.contains("evalsha errors") && !svg.contains("evalsha-eval errors"));
-    }
-}
-
 /// The colour of a first call's outcome in the survival grid.
 fn outcome_color(outcome: &str) -> Rgb {
     match outcome {
@@ -313,4 +228,126 @@ fn survival_grid(rows: &[SurvivalRow]) -> Result<Chart, ChartError> {
     let title = "scripts: what the first call answers after each event";
     let note = "cell: the first call's outcome · its round trips (rt), failed calls included";
     Ok(Chart::new((1000, 120 + 60 * n as u32), title, note, vec![plot]).legend(190, legend))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::scripts::Event;
+    use crate::limiter::Invocation;
+
+    fn cost(mode: Invocation, run: u32, rate: f64, cpu: f64) -> CostRow {
+        CostRow {
+            mode,
+            run,
+            clients: 16,
+            keys: 10_000,
+            duration_s: 1.0,
+            decisions: rate as u64,
+            decisions_per_s: rate,
+            errors: 0,
+            noscript: 0,
+            round_trips_per_decision: 1.0,
+            redis_cpu_us: rate * cpu,
+            cpu_us_per_decision: cpu,
+            redis_busy_pct: 95.0,
+            command: mode.command().into(),
+            command_calls: rate as u64,
+            usec_per_call: cpu / 2.0,
+            other_commands: String::new(),
+            bytes_in_per_decision: 166.0,
+            bytes_out_per_decision: 18.0,
+            client_cpu_s: 1.0,
+        }
+    }
+
+    fn bin(mode: Invocation, t_ms: i64, decisions: u64, errors: u64) -> FlushRow {
+        FlushRow {
+            mode,
+            fallback: mode.fallback().into(),
+            flush: "SCRIPT FLUSH".into(),
+            run: 0,
+            t_ms,
+            bin_ms: 100,
+            decisions,
+            errors,
+            noscript: 0,
+            round_trips: decisions + errors,
+            p50_us: Some(300.0),
+            p99_us: (decisions + errors > 0).then_some(900.0),
+            max_us: Some(1500.0),
+            reload_at_ms: None,
+            first_error: String::new(),
+        }
+    }
+
+    fn survival(mode: Invocation, event: Event, outcome: &str) -> SurvivalRow {
+        SurvivalRow {
+            mode,
+            fallback: String::new(),
+            event,
+            persistence: "none".into(),
+            called: "primary".into(),
+            script_exists_before: 1,
+            script_exists_after: 0,
+            libraries_before: 1,
+            libraries_after: 1,
+            first_outcome: outcome.into(),
+            error: String::new(),
+            ok: u8::from(outcome == "ok"),
+            noscript: u8::from(outcome == "noscript"),
+            round_trips: 1,
+            first_call_us: 100.0,
+        }
+    }
+
+    fn write<R: serde::Serialize>(path: &Path, rows: &[R]) {
+        let mut w = csv::Writer::from_path(path).unwrap();
+        rows.iter().for_each(|r| w.serialize(r).unwrap());
+        w.flush().unwrap();
+    }
+
+    #[test]
+    fn renders_cost_bars_and_flush_timelines() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let costs = [
+            cost(Invocation::Eval, 0, 40_000.0, 22.0),
+            cost(Invocation::Evalsha, 0, 45_000.0, 19.5),
+            cost(Invocation::Eval, 1, 41_000.0, 21.0),
+        ];
+        write(&dir.join("cost.csv"), &costs);
+        let bins = [
+            bin(Invocation::Evalsha, -100, 4000, 0),
+            bin(Invocation::Evalsha, 0, 0, 9000),
+            bin(Invocation::EvalshaEval, -100, 4000, 0),
+            bin(Invocation::EvalshaEval, 0, 3900, 0),
+        ];
+        write(&dir.join("flush.csv"), &bins);
+        let survival = [
+            survival(Invocation::Evalsha, Event::Replica, "noscript"),
+            survival(Invocation::Fcall, Event::Replica, "readonly"),
+            survival(Invocation::Fcall, Event::RestartRdb, "ok"),
+        ];
+        write(&dir.join("survival.csv"), &survival);
+        let written = render(dir).unwrap();
+        assert_eq!(written.len(), 10);
+        let svg = std::fs::read_to_string(dir.join("survival.svg")).unwrap();
+        for s in [
+            "noscript · 1 rt",
+            "readonly · 1 rt",
+            "restart-rdb",
+            "replica",
+            "fcall",
+        ] {
+            assert!(svg.contains(s), "the survival grid lacks {s}");
+        }
+        let svg = std::fs::read_to_string(dir.join("cost_cpu.svg")).unwrap();
+        assert!(
+            svg.contains("21.5 µs") && svg.contains("evalsha"),
+            "mean of eval's runs"
+        );
+        let svg = std::fs::read_to_string(dir.join("flush.svg")).unwrap();
+        assert!(svg.contains("evalsha errors") && !svg.contains("evalsha-eval errors"));
+    }
 }
