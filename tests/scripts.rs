@@ -245,7 +245,7 @@ fn quick_profile_writes_cost_flush_and_survival() {
         assert_eq!(&row[col("noscript")], "0", "{row:?}");
     }
     let ctx_charts = experiments::find("scripts").unwrap().charts(&dir).unwrap();
-    assert_eq!(ctx_charts.len(), 8, "four charts, SVG and PNG");
+    assert_eq!(ctx_charts.len(), 10, "five charts, SVG and PNG");
     let summary = experiments::find("scripts").unwrap().summary(&dir).unwrap();
     assert!(summary.contains("| restart-rdb |"), "{summary}");
 }
