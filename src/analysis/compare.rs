@@ -92,9 +92,11 @@ pub fn side_by_side(dirs: &[PathBuf], ids: &[&str]) -> Result<String, AnalysisEr
     Ok(out)
 }
 
-/// Per experiment, the setup facts that are not the same in every run that has it.
+/// The setup facts that are not the same in every run that has them: each fact once, with the
+/// experiments it differs in ("every experiment" when it is all of them).
 fn setup_differences(dirs: &[PathBuf], ids: &[&str]) -> String {
-    let mut out = String::new();
+    // (fact, values per run) -> experiments, in first-seen order.
+    let mut differing: Vec<((String, String), Vec<&str>)> = Vec::new();
     for id in ids {
         let facts: Vec<Option<BTreeMap<String, String>>> = (dirs.iter())
             .map(|d| read_meta(&d.join(id)).map(|m| setup_facts(&m).into_iter().collect()))
@@ -117,8 +119,28 @@ fn setup_differences(dirs: &[PathBuf], ids: &[&str]) -> String {
             if known.windows(2).all(|w| w[0] == w[1]) {
                 continue;
             }
-            let _ = writeln!(out, "- {id}, {key}: {}", values.join(" / "));
+            let fact = (key.clone(), values.join(" / "));
+            match differing.iter_mut().find(|(f, _)| *f == fact) {
+                Some((_, experiments)) => experiments.push(id),
+                None => differing.push((fact, vec![id])),
+            }
         }
+    }
+    let ran = (ids.iter())
+        .filter(|id| {
+            dirs.iter()
+                .filter(|d| d.join(id).join("meta.json").exists())
+                .count()
+                > 1
+        })
+        .count();
+    let mut out = String::new();
+    for ((key, values), experiments) in &differing {
+        let which = match experiments.len() == ran {
+            true => "every experiment".to_string(),
+            false => experiments.join(", "),
+        };
+        let _ = writeln!(out, "- {key}: {values} ({which})");
     }
     if out.is_empty() {
         out.push_str("Nothing: the same server, machine, profile and parameters.\n");
@@ -163,7 +185,7 @@ mod tests {
             "{line}"
         );
         assert!(
-            text.contains("- race, redis version: 7.0.15 / 8.2.1"),
+            text.contains("- redis version: 7.0.15 / 8.2.1 (every experiment)"),
             "{text}"
         );
         let missing = side_by_side(&[a.path().join("nowhere")], &["race"]);

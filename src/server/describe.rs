@@ -27,6 +27,8 @@ impl Target {
         let mut con = self.connection()?;
         let keep = [
             "redis_version",
+            "valkey_version",
+            "server_name",
             "redis_mode",
             "os",
             "arch_bits",
@@ -46,10 +48,35 @@ impl Target {
             managed,
             url: self.url(),
             binary,
-            version: info.get("redis_version").unwrap_or("unknown").to_string(),
+            version: server_version(&info),
             mode: info.get("redis_mode").unwrap_or("unknown").to_string(),
             server_info,
             config: config_snapshot(&mut con)?.into_iter().collect(),
         })
+    }
+}
+
+/// The version a server reports of itself: Valkey also answers `redis_version` (7.2.4, the Redis
+/// it is compatible with), so its own `valkey_version` comes first, named.
+fn server_version(info: &super::Info) -> String {
+    match (info.get("valkey_version"), info.get("redis_version")) {
+        (Some(valkey), _) => format!("valkey {valkey}"),
+        (None, Some(redis)) => redis.to_string(),
+        (None, None) => "unknown".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn valkey_is_named_by_its_own_version() {
+        let valkey = super::super::Info::parse(
+            "# Server\r\nredis_version:7.2.4\r\nvalkey_version:8.0.1\r\n",
+        );
+        assert_eq!(server_version(&valkey), "valkey 8.0.1");
+        let redis = super::super::Info::parse("# Server\r\nredis_version:7.0.15\r\n");
+        assert_eq!(server_version(&redis), "7.0.15");
     }
 }
