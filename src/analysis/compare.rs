@@ -2,11 +2,11 @@
 //! where the verdict changes, so a reviewer sees which claims move with the machine or build.
 
 use super::claims::{self, Call};
-use super::AnalysisError;
+use super::{read_meta, AnalysisError};
 use crate::record::Meta;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The setup facts compared between runs, per experiment: name and value.
 fn setup_facts(meta: &Meta) -> Vec<(String, String)> {
@@ -29,9 +29,9 @@ fn setup_facts(meta: &Meta) -> Vec<(String, String)> {
     facts
 }
 
-fn read_meta(exp_dir: &Path) -> Option<Meta> {
-    let text = std::fs::read_to_string(exp_dir.join("meta.json")).ok()?;
-    serde_json::from_str(&text).ok()
+/// The column letter of the `i`-th run: A, B, ...
+fn letter(i: usize) -> char {
+    char::from(b'A' + (i % 26) as u8)
 }
 
 /// Markdown setting `dirs` side by side over the experiments `ids` (in that order).
@@ -40,7 +40,7 @@ pub fn side_by_side(dirs: &[PathBuf], ids: &[&str]) -> Result<String, AnalysisEr
         return Err(AnalysisError::NotResults(bad.clone()));
     }
     let names: Vec<String> = (dirs.iter().enumerate())
-        .map(|(i, d)| format!("{} `{}`", (b'A' + (i % 26) as u8) as char, d.display()))
+        .map(|(i, d)| format!("{} `{}`", letter(i), d.display()))
         .collect();
     let mut out = String::from("# ratelab: runs side by side\n\n");
     for name in &names {
@@ -49,9 +49,7 @@ pub fn side_by_side(dirs: &[PathBuf], ids: &[&str]) -> Result<String, AnalysisEr
     out.push_str("\n## What differs in the setups\n\n");
     out.push_str(&setup_differences(dirs, ids));
     let claims = claims::all()?;
-    let header: Vec<String> = (0..dirs.len())
-        .map(|i| ((b'A' + (i % 26) as u8) as char).to_string())
-        .collect();
+    let header: Vec<String> = (0..dirs.len()).map(|i| letter(i).to_string()).collect();
     let _ = write!(
         out,
         "\n## Claims\n\n| claim | {} | verdict changes |\n|---|{}---|\n",
@@ -99,7 +97,12 @@ fn setup_differences(dirs: &[PathBuf], ids: &[&str]) -> String {
     let mut differing: Vec<((String, String), Vec<&str>)> = Vec::new();
     for id in ids {
         let facts: Vec<Option<BTreeMap<String, String>>> = (dirs.iter())
-            .map(|d| read_meta(&d.join(id)).map(|m| setup_facts(&m).into_iter().collect()))
+            .map(|d| {
+                read_meta(&d.join(id))
+                    .ok()
+                    .flatten()
+                    .map(|m| setup_facts(&m).into_iter().collect())
+            })
             .collect();
         let present: Vec<&BTreeMap<String, String>> = facts.iter().flatten().collect();
         if present.len() < 2 {

@@ -233,9 +233,7 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
         Judge::AllAbove => count(&|v| v.got > v.want) == s.n,
         Judge::AllAtMost => count(&|v| v.got <= v.want) == s.n,
         Judge::MeanWithin => {
-            // What the mean should be follows the rows' own parameters when a column gives them.
-            let want = values.iter().map(|v| v.want).sum::<f64>() / s.n as f64;
-            (s.mean - want).abs() <= claim.tolerance * want.abs()
+            holding_region(claim, values).is_some_and(|(lo, hi)| lo <= s.mean && s.mean <= hi)
         }
         Judge::Range => {
             let Some([lo, hi]) = claim.range else {
@@ -281,8 +279,9 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
     // the seed's figure allows is noise this run cannot rule out, not a difference.
     // An interval wholly inside the region means single runs missed (a difference for a claim
     // about every run); a claim judged run by run with no run in the region differs outright.
+    let ci = confidence_interval(&s);
     let straddles = |(lo, hi): (f64, f64)| {
-        confidence_interval(&s).is_some_and(|(ci_lo, ci_hi)| {
+        ci.is_some_and(|(ci_lo, ci_hi)| {
             let inside = |x: f64| x.is_finite() && ci_lo <= x && x <= ci_hi;
             inside(lo) || inside(hi)
         })
@@ -296,10 +295,8 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
     let inconclusive = !holds
         && holding_region(claim, values)
             .is_some_and(|region| straddles(region) && some_run_in(region));
-    if inconclusive {
-        if let Some((lo, hi)) = confidence_interval(&s) {
-            measured.push_str(&format!("; 95% CI {} to {}", short(lo), short(hi)));
-        }
+    if let Some((lo, hi)) = ci.filter(|_| inconclusive) {
+        measured.push_str(&format!("; 95% CI {} to {}", short(lo), short(hi)));
     }
     Verdict {
         measured,
@@ -308,11 +305,12 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
     }
 }
 
-/// Where the mean would have to lie for the claim to hold; None for judges of every trial, which
-/// a single trial decides.
+/// Where the mean would have to lie for the claim to hold (`mean_within` holds exactly there);
+/// None for judges of every trial, which a single trial decides.
 fn holding_region(claim: &Claim, values: &[Value]) -> Option<(f64, f64)> {
     match claim.judge {
         Judge::MeanWithin => {
+            // What the mean should be follows the rows' own parameters when a column gives them.
             let want = values.iter().map(|v| v.want).sum::<f64>() / values.len().max(1) as f64;
             let slack = claim.tolerance * want.abs();
             Some((want - slack, want + slack))

@@ -263,10 +263,9 @@ fn machine_facts(dir: &Path) -> String {
         .map(|e| e.path())
         .collect();
     experiments.sort();
-    let meta = experiments.iter().find_map(|path| {
-        let text = std::fs::read_to_string(path.join("meta.json")).ok()?;
-        serde_json::from_str::<Meta>(&text).ok()
-    });
+    let meta = experiments
+        .iter()
+        .find_map(|path| read_meta(path).ok().flatten());
     let mut facts = match meta {
         Some(m) => format!("{} CPUs ({})", m.host.cpus_online, m.host.cpu_model),
         None => "unknown CPUs".to_string(),
@@ -311,13 +310,19 @@ fn published(claim: &claims::Claim) -> String {
     }
 }
 
+/// An experiment directory's meta.json: None when it has none.
+fn read_meta(exp_dir: &Path) -> Result<Option<Meta>, serde_json::Error> {
+    match std::fs::read_to_string(exp_dir.join("meta.json")) {
+        Ok(text) => serde_json::from_str(&text).map(Some),
+        Err(_) => Ok(None),
+    }
+}
+
 /// One line on the setup, from meta.json.
 fn setup_line(exp_dir: &Path) -> String {
-    let Ok(text) = std::fs::read_to_string(exp_dir.join("meta.json")) else {
-        return "No meta.json.\n\n".into();
-    };
-    let meta: Meta = match serde_json::from_str(&text) {
-        Ok(meta) => meta,
+    let meta = match read_meta(exp_dir) {
+        Ok(Some(meta)) => meta,
+        Ok(None) => return "No meta.json.\n\n".into(),
         Err(e) => return format!("Unreadable meta.json ({e}).\n\n"),
     };
     let mut line = format!(
