@@ -66,30 +66,39 @@ fn rows_at(rows: &[Row], setting: u64) -> Vec<(u64, f64, String)> {
     out
 }
 
-#[test]
-fn memory_per_client_grows_with_the_limit_and_jumps_at_each_threshold() {
-    let out = tempfile::tempdir().unwrap();
-    let mut ctx = common::ctx(out.path());
-    ctx.sets = [
-        ("listpack_entries", "[32, 64]"),
-        ("strategies", r#"["lua-log", "lua-swc"]"#),
-        ("log_limits", "[10, 20, 200]"),
-        ("shared_limits", "[]"),
-        ("other_limits", "[200]"),
-        ("fine_below", "1"),
-        ("fine_above", "1"),
-        ("checks_budget", "4000"),
-        ("fine_checks_budget", "2000"),
-        ("min_clients", "10"),
-        ("max_clients", "100"),
-    ]
-    .map(|(a, b)| (a.to_string(), b.to_string()))
-    .to_vec();
+/// Runs the memory experiment into `out` with these parameters; its directory and CSV rows.
+fn run_memory(out: &std::path::Path, sets: &[(&str, &str)]) -> (std::path::PathBuf, Vec<Row>) {
+    let mut ctx = common::ctx(out);
+    ctx.sets = (sets.iter())
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
     let dir = ratelab::experiments::find("memory")
         .expect("registered")
         .run(&ctx)
         .expect("memory runs");
     let rows = read_rows(&dir.join("memory.csv")).unwrap();
+    (dir, rows)
+}
+
+#[test]
+fn memory_per_client_grows_with_the_limit_and_jumps_at_each_threshold() {
+    let out = tempfile::tempdir().unwrap();
+    let (dir, rows) = run_memory(
+        out.path(),
+        &[
+            ("listpack_entries", "[32, 64]"),
+            ("strategies", r#"["lua-log", "lua-swc"]"#),
+            ("log_limits", "[10, 20, 200]"),
+            ("shared_limits", "[]"),
+            ("other_limits", "[200]"),
+            ("fine_below", "1"),
+            ("fine_above", "1"),
+            ("checks_budget", "4000"),
+            ("fine_checks_budget", "2000"),
+            ("min_clients", "10"),
+            ("max_clients", "100"),
+        ],
+    );
     for r in &rows {
         assert!(number(r, "clients").unwrap() >= 10.0);
         assert_eq!(number(r, "denied"), Some(0.0), "every client at its limit");
@@ -128,26 +137,21 @@ fn memory_per_client_grows_with_the_limit_and_jumps_at_each_threshold() {
 #[test]
 fn listpacks_cost_bytes_per_entry_at_every_size_up_to_the_threshold_and_a_big_log_far_more() {
     let out = tempfile::tempdir().unwrap();
-    let mut ctx = common::ctx(out.path());
-    ctx.sets = [
-        ("listpack_entries", r#"["default"]"#),
-        ("strategies", r#"["lua-log"]"#),
-        ("log_limits", "[32, 64, 100000]"),
-        ("shared_limits", "[]"),
-        ("fine_below", "0"),
-        ("fine_above", "1"),
-        ("checks_budget", "100000"),
-        ("fine_checks_budget", "2000"),
-        ("min_clients", "1"),
-        ("max_clients", "50"),
-    ]
-    .map(|(a, b)| (a.to_string(), b.to_string()))
-    .to_vec();
-    let dir = ratelab::experiments::find("memory")
-        .expect("registered")
-        .run(&ctx)
-        .expect("memory runs");
-    let rows = read_rows(&dir.join("memory.csv")).unwrap();
+    let (_dir, rows) = run_memory(
+        out.path(),
+        &[
+            ("listpack_entries", r#"["default"]"#),
+            ("strategies", r#"["lua-log"]"#),
+            ("log_limits", "[32, 64, 100000]"),
+            ("shared_limits", "[]"),
+            ("fine_below", "0"),
+            ("fine_above", "1"),
+            ("checks_budget", "100000"),
+            ("fine_checks_budget", "2000"),
+            ("min_clients", "1"),
+            ("max_clients", "50"),
+        ],
+    );
     let at = |limit: u64| {
         (rows.iter())
             .find(|r| number(r, "limit") == Some(limit as f64))

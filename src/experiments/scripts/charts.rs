@@ -281,26 +281,6 @@ mod tests {
         }
     }
 
-    fn survival(mode: Invocation, event: Event, outcome: &str) -> SurvivalRow {
-        SurvivalRow {
-            mode,
-            fallback: String::new(),
-            event,
-            persistence: "none".into(),
-            called: "primary".into(),
-            script_exists_before: 1,
-            script_exists_after: 0,
-            libraries_before: 1,
-            libraries_after: 1,
-            first_outcome: outcome.into(),
-            error: String::new(),
-            ok: u8::from(outcome == "ok"),
-            noscript: u8::from(outcome == "noscript"),
-            round_trips: 1,
-            first_call_us: 100.0,
-        }
-    }
-
     fn write<R: serde::Serialize>(path: &Path, rows: &[R]) {
         let mut w = csv::Writer::from_path(path).unwrap();
         rows.iter().for_each(|r| w.serialize(r).unwrap());
@@ -325,9 +305,9 @@ mod tests {
         ];
         write(&dir.join("flush.csv"), &bins);
         let survival = [
-            survival(Invocation::Evalsha, Event::Replica, "noscript"),
-            survival(Invocation::Fcall, Event::Replica, "readonly"),
-            survival(Invocation::Fcall, Event::RestartRdb, "ok"),
+            SurvivalRow::example(Invocation::Evalsha, Event::Replica, "noscript", 1),
+            SurvivalRow::example(Invocation::Fcall, Event::Replica, "readonly", 1),
+            SurvivalRow::example(Invocation::Fcall, Event::RestartRdb, "ok", 1),
         ];
         write(&dir.join("survival.csv"), &survival);
         let written = render(dir).unwrap();

@@ -100,23 +100,7 @@ mod tests {
     use crate::limiter::Invocation;
 
     fn row(mode: Invocation, event: Event, outcome: &str, trips: u32) -> SurvivalRow {
-        SurvivalRow {
-            mode,
-            fallback: mode.fallback().into(),
-            event,
-            persistence: "none".into(),
-            called: "primary".into(),
-            script_exists_before: 1,
-            script_exists_after: 0,
-            libraries_before: 1,
-            libraries_after: 0,
-            first_outcome: outcome.into(),
-            error: String::new(),
-            ok: u8::from(outcome == "ok"),
-            noscript: 1,
-            round_trips: trips,
-            first_call_us: 100.0,
-        }
+        SurvivalRow::example(mode, event, outcome, trips)
     }
 
     #[test]

@@ -113,3 +113,28 @@ pub struct SurvivalRow {
     /// Its latency, µs: every round trip, on a connection opened beforehand.
     pub first_call_us: f64,
 }
+
+#[cfg(test)]
+impl SurvivalRow {
+    /// A row for the chart and report tests: the first call after `event` answered `outcome` in
+    /// `round_trips`; the script and the library were gone before it.
+    pub(crate) fn example(mode: Invocation, event: Event, outcome: &str, round_trips: u32) -> Self {
+        SurvivalRow {
+            mode,
+            fallback: mode.fallback().into(),
+            event,
+            persistence: "none".into(),
+            called: "primary".into(),
+            script_exists_before: 1,
+            script_exists_after: 0,
+            libraries_before: 1,
+            libraries_after: 0,
+            first_outcome: outcome.into(),
+            error: String::new(),
+            ok: u8::from(outcome == "ok"),
+            noscript: u8::from(outcome == "noscript"),
+            round_trips,
+            first_call_us: 100.0,
+        }
+    }
+}
