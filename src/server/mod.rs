@@ -156,6 +156,14 @@ impl Target {
         }
     }
 
+    /// The owned server, shared, or a clear refusal naming why the experiment needs one.
+    pub fn owned(&self, why: &str) -> Result<&RedisServer, ServerError> {
+        match self {
+            Target::Managed(server) => Ok(server),
+            Target::External { .. } => Err(ServerError::NotManaged(why.to_string())),
+        }
+    }
+
     /// A blocking admin connection with explicit timeouts.
     pub fn connection(&self) -> Result<redis::Connection, ServerError> {
         admin_connection(&self.url())

@@ -8,13 +8,13 @@ use crate::experiments::{ExperimentError, Phase, Session};
 use crate::limiter::{LimitSpec, Strategy};
 use crate::load::{run_closed_loop, KeyChoice, Stop, WorkerSpec};
 use crate::record::MonitorCapture;
-use crate::server::{host_port, wait_caught_up, RedisServer, ServerError, Target};
+use crate::server::{host_port, wait_caught_up, RedisServer};
 use std::time::Duration;
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut bucket_rows = s.csv::<BucketRow>("replication.csv")?;
     let mut stream_sink = s.csv::<StreamRow>("stream.csv")?;
-    let primary = own_server(&s.target).phase(|| "checking the server".into())?;
+    let primary = (s.target.owned(MUST_OWN)).phase(|| "checking the server".into())?;
     // Same binary, pinning and start timeout as the primary.
     let replica = RedisServer::start_replica_of(primary, primary.options())
         .phase(|| "starting the replica".into())?;
@@ -86,12 +86,4 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         rows.len()
     ));
     Ok(())
-}
-
-/// The run's own server: a replica needs one (checked before the run by MUST_OWN_SERVER too).
-fn own_server(target: &Target) -> Result<&RedisServer, ServerError> {
-    match target {
-        Target::Managed(server) => Ok(server),
-        Target::External { .. } => Err(ServerError::NotManaged(MUST_OWN.to_string())),
-    }
 }
