@@ -33,6 +33,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         ("bigkey", "bigkey.csv", "bigkey.svg"),
         ("replication", "replication.csv", "replication.svg"),
         ("scripts", "survival.csv", "cost_cpu.svg"),
+        ("eviction", "keys.csv", "eviction.svg"),
     ] {
         let dir = out.path().join(id);
         let rows = std::fs::read_to_string(dir.join(csv)).unwrap_or_default();
@@ -54,6 +55,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "bigkey",
         "replication",
         "scripts",
+        "eviction",
     ] {
         assert!(report.contains(&format!("## {id}")), "report lacks {id}");
     }

@@ -7,6 +7,7 @@ pub mod calibrate;
 mod concurrency;
 pub mod cost;
 mod error;
+pub mod eviction;
 pub mod frame;
 pub mod latency;
 pub mod measure;

@@ -3,6 +3,7 @@
 //! claims in analysis/claims.toml, and one line in [`ALL`].
 
 use super::error::ExperimentError;
+use super::eviction;
 use super::frame::{self, Session, Validate};
 use super::params::{self, ExperimentInfo, ParamError};
 use super::replication;
@@ -109,6 +110,7 @@ pub static ALL: &[&dyn Experiment] = &[
     &bigkey::Bigkey,
     &scripts::Scripts,
     &replication::Replication,
+    &eviction::Eviction,
 ];
 
 /// Looks an id up, or says which ids exist.

@@ -1,0 +1,225 @@
+//! eviction's charts: per layout and policy, the share of limiter keys and of cache keys (with and
+//! without an expiry) that survived the pressure; and what the limiter let through afterwards
+//! beyond an exact bucket, per user, against a full bucket's capacity.
+
+use std::path::{Path, PathBuf};
+
+use super::{CellRow, UserClass, UserRow};
+use crate::charts::bars::{self, si, BarChart};
+use crate::charts::spec::{color, Bar, Marker, Slot};
+use crate::charts::{mean, read_csv, write_spec, ChartError};
+use crate::record::csv_text;
+
+const KEYS_CSV: &str = "keys.csv";
+const USERS_CSV: &str = "eviction.csv";
+const CLASSES: [&str; 3] = [
+    "limiter buckets",
+    "cache keys with expiry",
+    "cache keys without",
+];
+const CLASSES_OF_USERS: [(UserClass, &str); 2] = [
+    (UserClass::Emptied, "users who had emptied their bucket"),
+    (UserClass::New, "users first seen after the pressure"),
+];
+
+/// Renders `eviction.svg`/`.png` from keys.csv and `eviction_overadmission.svg`/`.png` from
+/// eviction.csv.
+pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
+    let cells = read_csv::<CellRow>(&dir.join(KEYS_CSV))?;
+    let users = read_csv::<UserRow>(&dir.join(USERS_CSV))?;
+    let mut out = write_spec(dir, "eviction", &bars::spec(survival(&cells)))?;
+    out.extend(write_spec(
+        dir,
+        "eviction_overadmission",
+        &bars::spec(over(&users)),
+    )?);
+    Ok(out)
+}
+
+/// "shared (allkeys-lru)": a slot's label, the layout over its policy.
+fn label(layout: &super::Layout, policy: &super::EvictionPolicy) -> String {
+    format!("{} ({})", csv_text(layout), csv_text(policy))
+}
+
+/// Rows grouped by slot label in first-seen order, each with its values.
+fn grouped<R, K: PartialEq>(
+    rows: &[R],
+    key: impl Fn(&R) -> K,
+    value: impl Fn(&R) -> f64,
+) -> Vec<(K, Vec<f64>)> {
+    let mut out: Vec<(K, Vec<f64>)> = Vec::new();
+    for r in rows {
+        let k = key(r);
+        match out.iter_mut().find(|g| g.0 == k) {
+            Some(g) => g.1.push(value(r)),
+            None => out.push((k, vec![value(r)])),
+        }
+    }
+    out
+}
+
+fn percent(v: f64) -> String {
+    format!("{v:.0}%")
+}
+
+fn survival(cells: &[CellRow]) -> BarChart<'static> {
+    let by_class: [fn(&CellRow) -> f64; 3] = [
+        |r| r.limiter_survived_fraction,
+        |r| r.cache_ttl_survived_fraction,
+        |r| r.cache_plain_survived_fraction,
+    ];
+    let groups: Vec<Vec<(String, Vec<f64>)>> = by_class
+        .iter()
+        .map(|f| grouped(cells, |r| label(&r.layout, &r.policy), |r| 100.0 * f(r)))
+        .collect();
+    let slots = (0..groups[0].len()).map(|slot| {
+        let bars = groups.iter().enumerate().map(|(class, g)| {
+            let height = mean(&g[slot].1).unwrap_or(0.0);
+            Bar::new(color(class), height, g[slot].1.clone(), percent(height))
+        });
+        (
+            groups[0][slot].0.clone(),
+            Slot(bars.collect(), String::new()),
+        )
+    });
+    BarChart {
+        title: "eviction: which keys survive memory pressure, per store layout and policy",
+        subtitle: "share of each key class still present after cache data of several times the free memory \
+                   was written (one dot per trial); buckets were idle for over a second before"
+            .to_string(),
+        x_desc: "store layout (maxmemory-policy)",
+        y_desc: "keys surviving (%)",
+        y_format: percent,
+        legend: CLASSES
+            .iter()
+            .enumerate()
+            .map(|(i, name)| (Marker::Dot(color(i)), *name))
+            .collect(),
+        reference: None,
+        slots: slots.collect(),
+    }
+}
+
+fn over(users: &[UserRow]) -> BarChart<'static> {
+    // Per (cell, class, trial) the mean per user, so each trial is one dot on its class's bar.
+    let per_trial = grouped(
+        users,
+        |r| (label(&r.layout, &r.policy), r.class, r.trial),
+        |r| r.over_admitted as f64,
+    );
+    let labels = grouped(users, |r| label(&r.layout, &r.policy), |_| 0.0);
+    let slots = labels.into_iter().map(|(name, _)| {
+        let bars: Vec<Bar> = (CLASSES_OF_USERS.iter().enumerate())
+            .map(|(i, (class, _))| {
+                let dots: Vec<f64> = (per_trial.iter())
+                    .filter(|((n, c, _), _)| n == &name && c == class)
+                    .filter_map(|(_, v)| mean(v))
+                    .collect();
+                let height = mean(&dots).unwrap_or(0.0);
+                Bar::new(color(i), height, dots, si(height))
+            })
+            .collect();
+        (name, Slot(bars, String::new()))
+    });
+    let capacity = users.first().map_or(0.0, |r| r.capacity as f64);
+    BarChart {
+        title: "eviction: requests let through beyond an exact bucket, per user",
+        subtitle: "after the pressure: a lost bucket comes back full; a write Redis refuses (OOM) is answered by \
+                   the store's policy; one dot per trial"
+            .to_string(),
+        x_desc: "store layout (maxmemory-policy)",
+        y_desc: "over-admitted per user",
+        y_format: si,
+        legend: CLASSES_OF_USERS
+            .iter()
+            .enumerate()
+            .map(|(i, (_, name))| (Marker::Dot(color(i)), *name))
+            .collect(),
+        reference: Some((capacity, "capacity")),
+        slots: slots.collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{EvictionPolicy, Layout};
+    use super::*;
+
+    fn cell(layout: Layout, policy: EvictionPolicy, limiter: f64) -> CellRow {
+        CellRow {
+            layout,
+            policy,
+            trial: 0,
+            maxmemory_bytes: 1,
+            used_before_bytes: 1,
+            used_after_bytes: 1,
+            cache_bytes_written: 1,
+            evicted_on_limiter_server: 1,
+            evicted_on_cache_server: 1,
+            evicted_during_checks: 0,
+            limiter_keys: 10,
+            limiter_survived: (limiter * 10.0) as u64,
+            limiter_lost: 10 - (limiter * 10.0) as u64,
+            limiter_survived_fraction: limiter,
+            cache_ttl_keys: 1,
+            cache_ttl_survived: 1,
+            cache_ttl_survived_fraction: 0.5,
+            cache_plain_keys: 1,
+            cache_plain_survived: 1,
+            cache_plain_survived_fraction: 1.0,
+            cache_write_errors: 0,
+            cache_first_error: String::new(),
+            limiter_error: String::new(),
+            limiter_oom: 0,
+            store_policy: "fail-open".into(),
+            pressure_ms: 1.0,
+        }
+    }
+
+    #[test]
+    fn one_slot_per_cell_with_a_bar_per_key_class() {
+        let rows = [
+            cell(Layout::Shared, EvictionPolicy::AllkeysLru, 0.1),
+            cell(Layout::Dedicated, EvictionPolicy::VolatileTtl, 1.0),
+            cell(Layout::Shared, EvictionPolicy::AllkeysLru, 0.3),
+        ];
+        let c = survival(&rows);
+        assert_eq!(c.slots.len(), 2);
+        assert_eq!(c.slots[0].0, "shared (allkeys-lru)");
+        let limiter = &c.slots[0].1 .0[0];
+        assert!((limiter.height - 20.0).abs() < 1e-9, "{}", limiter.height);
+        assert_eq!(limiter.dots.len(), 2);
+        assert_eq!(c.slots[1].1 .0.len(), 3);
+    }
+
+    #[test]
+    fn over_admission_is_one_dot_per_trial() {
+        let user = |trial, over| UserRow {
+            layout: Layout::Shared,
+            policy: EvictionPolicy::AllkeysLru,
+            trial,
+            user: 0,
+            class: UserClass::Emptied,
+            capacity: 10,
+            admitted_before: 10,
+            key_survived: 0,
+            checks_after: 10,
+            allowed_after: 10,
+            denied_after: 0,
+            degraded_allowed_after: 0,
+            degraded_denied_after: 0,
+            admitted_after: 10,
+            ideal_after: 0,
+            over_admitted: over,
+        };
+        let c = over(&[user(0, 10), user(0, 0), user(1, 10)]);
+        assert_eq!(c.slots.len(), 1);
+        let bar = &c.slots[0].1 .0[0];
+        assert_eq!(bar.dots, vec![5.0, 10.0]);
+        assert!(
+            c.slots[0].1 .0[1].dots.is_empty(),
+            "no new users in these rows"
+        );
+        assert_eq!(c.reference.map(|r| r.0), Some(10.0));
+    }
+}
