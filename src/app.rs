@@ -124,7 +124,7 @@ fn publish(dir: &Path, out: Option<&Path>) -> anyhow::Result<()> {
     let published = crate::publish::publish(dir, out)
         .with_context(|| format!("publishing {}", dir.display()))?;
     for rel in &published.tomls_added {
-        println!("added {rel} from this build (the run predates recording it)");
+        println!("{rel}: from the publishing build (the run predates recording it)");
     }
     for name in &published.left_out {
         eprintln!("ratelab: left out {name}: not an experiment of this build");

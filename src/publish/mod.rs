@@ -30,6 +30,11 @@ pub const README: &str = "README.md";
 /// The files `ratelab report` writes at the root, published with the rows.
 pub const REPORT_FILES: [&str; 2] = ["REPORT.md", "claims.csv"];
 
+/// The first line of an `experiment.toml` that publishing added because the run predates
+/// recording it: the file says itself that it is the publishing build's, not the run's.
+pub const TOML_ADDED: &str = "# Added by `ratelab publish` from the publishing build: this run \
+    predates recording its parameter file; meta.json `params` holds the values it used.\n";
+
 /// What can go wrong publishing or verifying.
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
@@ -56,8 +61,6 @@ pub enum PublishError {
         path: PathBuf,
         source: serde_json::Error,
     },
-    #[error("redrawing: {0}")]
-    Redraw(String),
 }
 
 impl PublishError {
@@ -218,7 +221,7 @@ pub struct Published {
     pub name: String,
     pub files: usize,
     pub bytes: u64,
-    /// Parameter files added at publishing because the run predates recording them.
+    /// Parameter files added at publishing (now or before) because the run predates them.
     pub tomls_added: Vec<String>,
     pub left_out: Vec<String>,
 }
@@ -242,7 +245,11 @@ pub fn publish(dir: &Path, out: Option<&Path>) -> Result<Published, PublishError
         let rel = format!("{}/{EXPERIMENT_TOML}", p.experiment.id());
         let path = dir.join(&rel);
         if !path.is_file() {
-            std::fs::write(&path, p.experiment.toml()).map_err(|e| PublishError::io(&path, e))?;
+            let text = format!("{TOML_ADDED}{}", p.experiment.toml());
+            std::fs::write(&path, text).map_err(|e| PublishError::io(&path, e))?;
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        if text.starts_with(TOML_ADDED) {
             tomls_added.push(rel);
         }
     }

@@ -308,7 +308,8 @@ fn redraw(root: &Path, copy: &Path) -> Result<Check, PublishError> {
 fn compare_report(root: &Path, copy: &Path) -> Result<(Vec<String>, usize), PublishError> {
     let mut problems = Vec::new();
     if let Err(e) = experiments::write_report(copy, &[]) {
-        return Err(PublishError::Redraw(e.to_string()));
+        problems.push(format!("REPORT.md does not redraw from the CSVs: {e}"));
+        return Ok((problems, 0));
     }
     let verdicts = |dir: &Path| -> BTreeMap<String, (String, String)> {
         let Ok(mut reader) = csv::Reader::from_path(dir.join("claims.csv")) else {
