@@ -26,7 +26,7 @@ pub fn render(dataset: &Dataset, tomls_added: &[String]) -> Result<String, Publi
     for p in &dataset.present {
         let _ = writeln!(
             out,
-            "| {} | {} |",
+            "| {} | {}",
             p.experiment.id(),
             machine_cells(p.meta.as_ref())
         );
