@@ -119,9 +119,9 @@ pub fn check_csv(root: &Path, resource: &Resource) -> Result<u64, Vec<String>> {
     let mut problems = Vec::new();
     if let Some(expected) = resource.bytes.filter(|&b| b != bytes) {
         let how = if bytes < expected {
-            "truncated?"
+            "shorter: truncated or edited"
         } else {
-            "changed"
+            "longer: edited"
         };
         problems.push(format!(
             "{rel}: {bytes} bytes, datapackage.json says {expected} ({how})"
