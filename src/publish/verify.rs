@@ -119,30 +119,39 @@ pub fn verify(path: &Path) -> Result<Verification, PublishError> {
     })
 }
 
-/// Every file of the tree under `root`, relative and `/`-separated, sorted.
+/// Every file of the tree under `root`, relative and `/`-separated, sorted; hidden entries
+/// (a run's `.<id>.failed/`, editor files) are no part of a dataset and are left out.
 fn tree(root: &Path) -> Vec<String> {
-    fn walk(root: &Path, rel: &str, out: &mut Vec<String>) {
+    tree_and_hidden(root).0
+}
+
+/// The files of [`tree`], and apart the hidden entries it leaves out.
+fn tree_and_hidden(root: &Path) -> (Vec<String>, Vec<String>) {
+    fn walk(root: &Path, rel: &str, out: &mut Vec<String>, hidden: &mut Vec<String>) {
         let Ok(entries) = std::fs::read_dir(root.join(rel)) else {
             return;
         };
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             let child = if rel.is_empty() {
-                name
+                name.clone()
             } else {
                 format!("{rel}/{name}")
             };
-            if e.path().is_dir() {
-                walk(root, &child, out);
+            if name.starts_with('.') {
+                hidden.push(child);
+            } else if e.path().is_dir() {
+                walk(root, &child, out, hidden);
             } else {
                 out.push(child);
             }
         }
     }
-    let mut out = Vec::new();
-    walk(root, "", &mut out);
+    let (mut out, mut hidden) = (Vec::new(), Vec::new());
+    walk(root, "", &mut out, &mut hidden);
     out.sort();
-    out
+    hidden.sort();
+    (out, hidden)
 }
 
 fn check_sums(root: &Path) -> Check {
@@ -178,11 +187,17 @@ fn check_sums(root: &Path) -> Check {
             Ok(_) => matched += 1,
         }
     }
-    for rel in tree(root) {
+    let (files, hidden) = tree_and_hidden(root);
+    for rel in files {
         if rel != SHA256SUMS && !listed.iter().any(|(l, _)| *l == rel) {
             c.problems
                 .push(format!("{rel}: not listed in {SHA256SUMS}"));
         }
+    }
+    for rel in hidden {
+        c.warnings.push(format!(
+            "{rel}: hidden, no part of the dataset: not checked"
+        ));
     }
     c.summary = format!("{matched} of {} files match {SHA256SUMS}", listed.len());
     c

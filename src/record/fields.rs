@@ -50,6 +50,115 @@ pub fn row_doc<R>() -> Option<&'static RowDoc> {
     ROW_DOCS.iter().find(|d| d.path == path)
 }
 
+/// What the columns every experiment shares mean, for a field without a doc comment of its own
+/// (a row type's own doc always wins): names used the same way across the row types.
+const COMMON: &[(&str, &str)] = &[
+    (
+        "strategy",
+        "The limiter strategy (limiter::Strategy's serde name).",
+    ),
+    (
+        "mode",
+        "How the script is invoked (EVAL, EVALSHA, with fallbacks, FCALL).",
+    ),
+    (
+        "policy",
+        "What the store answers when Redis cannot: fail-open or fail-closed.",
+    ),
+    ("phase", "What was done to Redis before the phase's checks."),
+    (
+        "trial",
+        "The trial's index, from 0, within its configuration.",
+    ),
+    ("run", "The run's index, from 0, within its configuration."),
+    (
+        "repeat",
+        "The repetition's index, from 0, within its configuration.",
+    ),
+    (
+        "pair",
+        "The pair's index: runs of the compared tools back to back.",
+    ),
+    (
+        "processes",
+        "Load-generator processes (each one single-threaded event loop).",
+    ),
+    (
+        "in_flight",
+        "Requests in flight per process, sharing its connection.",
+    ),
+    ("clients", "Clients, each with its own connection."),
+    ("keys", "Keys the load was spread over."),
+    ("checks", "Limiter checks made."),
+    ("requests", "Requests made."),
+    ("offered", "Requests offered to the limiter."),
+    ("decisions", "Limiter decisions made (allowed and denied)."),
+    ("admitted", "Requests the limiter admitted."),
+    ("allowed", "Requests the limiter allowed."),
+    ("denied", "Requests the limiter denied."),
+    ("refused", "Requests the limiter refused."),
+    (
+        "errors",
+        "Checks that ended in an error instead of a decision.",
+    ),
+    ("limit", "The limit per window (a bucket's capacity)."),
+    ("capacity", "The bucket's capacity."),
+    ("count", "How many samples fell in the bucket."),
+    ("seq", "The item's index, from 0, in its order."),
+    (
+        "elapsed_ms",
+        "Wall time of the trial on the monotonic clock.",
+    ),
+    (
+        "duration_s",
+        "Wall time of the measured window on the monotonic clock.",
+    ),
+    (
+        "decisions_per_s",
+        "Decisions per second over the measured window.",
+    ),
+    (
+        "ops_per_s",
+        "Operations per second over the measured window.",
+    ),
+    (
+        "redis_cpu_us",
+        "Redis main-thread CPU (INFO used_cpu_*_main_thread) over the window.",
+    ),
+    ("cpu_us_per_decision", "Redis main-thread CPU per decision."),
+    (
+        "redis_busy_pct",
+        "Redis main-thread CPU as a share of the window's wall time.",
+    ),
+    (
+        "client_cpu_s",
+        "CPU time the load generators used over the window.",
+    ),
+    ("p50_us", "Median latency."),
+    ("p90_us", "90th-percentile latency."),
+    ("p99_us", "99th-percentile latency."),
+    ("p999_us", "99.9th-percentile latency."),
+    ("max_us", "Highest latency."),
+    ("mean_us", "Mean latency."),
+    ("min_ms", "Lowest latency."),
+    ("median_ms", "Median latency."),
+    ("p99_ms", "99th-percentile latency."),
+    ("max_ms", "Highest latency."),
+    ("mean_ms", "Mean latency."),
+    (
+        "cooldown_ms",
+        "How long the circuit breaker stays open (0 when off).",
+    ),
+    (
+        "suspended_checks",
+        "Checks during which the machine slept: their latency is not Redis's.",
+    ),
+];
+
+fn common(name: &str) -> Option<&'static (&'static str, &'static str)> {
+    COMMON.iter().find(|f| f.0 == name)
+}
+
 /// Every column of row type `R`, in CSV order.
 pub fn fields<R: for<'de> Deserialize<'de>>() -> Vec<Field> {
     let doc = row_doc::<R>();
@@ -62,13 +171,15 @@ pub fn fields<R: for<'de> Deserialize<'de>>() -> Vec<Field> {
             });
             let kind = probe.kind.unwrap_or(Kind::Any);
             let required = !probe.optional && !matches!(kind, Kind::String | Kind::Any);
+            let description = (doc.and_then(|d| d.fields.iter().find(|f| f.0 == name)))
+                // The common meanings are counts and measures, never a flag's.
+                .or_else(|| (kind != Kind::Boolean).then(|| common(name)).flatten())
+                .map(|f| f.1);
             Field {
                 name,
                 required,
                 kind,
-                description: doc
-                    .and_then(|d| d.fields.iter().find(|f| f.0 == name))
-                    .map(|f| f.1),
+                description,
                 unit: unit_of(name),
             }
         })
@@ -336,6 +447,8 @@ mod tests {
         );
         assert_eq!(f[0].description, Some("Which policy."));
         assert_eq!(f[1].description, None);
+        // A shared column name without a doc of its own gets the common meaning.
+        assert!(f[2].description.is_some_and(|d| d.contains("admitted")));
     }
 
     #[test]
