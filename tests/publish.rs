@@ -311,3 +311,27 @@ fn the_committed_reference_verifies() {
         v.render()
     );
 }
+
+/// CITATION.cff validates against the Citation File Format 1.2.0 schema with `cffconvert`, where
+/// it is installed (`pip install cffconvert`; CFFCONVERT names the command).
+#[test]
+fn cffconvert_validates_the_citation() {
+    let tool = std::env::var("CFFCONVERT").unwrap_or_else(|_| "cffconvert".into());
+    if Command::new(&tool).arg("--version").output().is_err() {
+        println!("skipped: `{tool}` is not installed (pip install cffconvert); set CFFCONVERT");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = small_dataset(tmp.path());
+    let out = Command::new(&tool)
+        .args(["--validate", "-i"])
+        .arg(dir.join("CITATION.cff"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
