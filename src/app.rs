@@ -1,6 +1,6 @@
 //! The command-line edge: turns a parsed command into library calls and prints where results are.
 
-use crate::analysis::{self, Section};
+use crate::analysis;
 use crate::cli::{Cli, Command};
 use crate::context::Ctx;
 use crate::experiments::{self, Experiment, ExperimentError};
@@ -44,6 +44,8 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
                 Ok(())
             }
         },
+        Command::Publish { dir, out } => publish(&dir, out.as_deref()),
+        Command::Verify { path } => verify(&path),
         Command::Worker => Ok(crate::load::worker_main()?),
     }
 }
@@ -113,23 +115,43 @@ fn all(ctx: &Ctx) -> anyhow::Result<()> {
 
 /// REPORT.md over every registered experiment; `not_run` says which did not run this time and why.
 fn write_report(dir: &Path, not_run: &[(&str, String)]) -> anyhow::Result<PathBuf> {
-    let sections: Vec<Section> = (experiments::ALL.iter())
-        .map(|&e| Section {
-            id: e.id(),
-            question: (e.info())
-                .map(|i| {
-                    if i.question.is_empty() {
-                        i.summary
-                    } else {
-                        i.question
-                    }
-                })
-                .unwrap_or_default(),
-            summary: Box::new(move |d| e.summary(d)),
-            not_run: not_run.iter().find(|n| n.0 == e.id()).map(|n| n.1.clone()),
-        })
-        .collect();
-    Ok(analysis::write_report(dir, &sections)?)
+    Ok(experiments::write_report(dir, not_run)?)
+}
+
+/// Publishes `dir`, then verifies the archive it wrote: an archive that would not verify is
+/// reported as a failure, never handed out silently.
+fn publish(dir: &Path, out: Option<&Path>) -> anyhow::Result<()> {
+    let published = crate::publish::publish(dir, out)
+        .with_context(|| format!("publishing {}", dir.display()))?;
+    for rel in &published.tomls_added {
+        println!("{rel}: from the publishing build (the run predates recording it)");
+    }
+    for name in &published.left_out {
+        eprintln!("ratelab: left out {name}: not an experiment of this build");
+    }
+    println!(
+        "archive: {} ({} files, {} bytes, package {})",
+        published.archive.display(),
+        published.files,
+        published.bytes,
+        published.name
+    );
+    verify(&published.archive)
+}
+
+/// Verifies an archive or directory and prints every check; fails unless all hold.
+fn verify(path: &Path) -> anyhow::Result<()> {
+    let report =
+        crate::publish::verify(path).with_context(|| format!("verifying {}", path.display()))?;
+    print!("{}", report.render());
+    anyhow::ensure!(
+        report.passed(),
+        "{} does not verify: {} problem(s) above",
+        path.display(),
+        report.problems()
+    );
+    println!("verified: every check holds");
+    Ok(())
 }
 
 fn pin_harness(ctx: &Ctx) {

@@ -47,6 +47,20 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Publish a results directory as one verifiable dataset: datapackage.json, SHA256SUMS,
+    /// CITATION.cff and README.md beside the CSVs, and a .tar.gz of it all.
+    Publish {
+        /// A results directory with REPORT.md (e.g. results/reference).
+        dir: PathBuf,
+        /// The archive to write (default: DIR.tar.gz beside DIR).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Verify a published dataset: checksums, schemas, and charts and report redrawn from the CSVs.
+    Verify {
+        /// The .tar.gz archive or its unpacked directory.
+        path: PathBuf,
+    },
     /// Internal: one load-generator process, driven over stdin/stdout by its parent.
     #[command(hide = true)]
     Worker,

@@ -16,13 +16,16 @@
 //! - [`load`]: closed-loop load and open-loop (scheduled) arrivals from worker processes (the
 //!   binary re-executed as `worker`); a PING probe that sees how long the server stalls.
 //! - [`record`]: CSV sinks flushed per row, atomic result directories, a run's meta.json, the
-//!   CSV schema read from the row types, MONITOR.
+//!   CSV schema read from the row types (columns, types, units, doc comments), the machine from
+//!   sysinfo, MONITOR.
 //! - [`experiments`]: one module per experiment, each a `Definition` (id, TOML, Params,
 //!   precondition, row types, body, charts, summary) listed once in `experiments::registry`;
 //!   the frame every body runs in (`Session`).
 //! - [`charts`]: SVG and PNG charts drawn from the CSVs alone; knows chart kinds, not experiments.
 //! - [`analysis`]: summary tables, claims judged and REPORT.md from the CSVs alone; knows
 //!   judgements, not experiments (the caller hands it one `Section` per experiment).
+//! - [`publish`]: a results directory as one verifiable dataset (datapackage.json, SHA256SUMS,
+//!   CITATION.cff, README.md, a .tar.gz) and `verify`, which re-checks and redraws a copy.
 
 pub mod analysis;
 pub mod app;
@@ -33,6 +36,7 @@ pub mod experiments;
 pub mod fault;
 pub mod limiter;
 pub mod load;
+pub mod publish;
 pub mod record;
 pub mod server;
 pub mod store;

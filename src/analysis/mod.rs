@@ -227,31 +227,47 @@ fn verdict_summary(judged: &[Judged], machine: &str) -> String {
     out
 }
 
+/// One claim's row in claims.csv.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ClaimRow {
+    /// The claim's id in analysis/claims.toml.
+    pub id: String,
+    /// The experiment whose CSVs judge it.
+    pub experiment: String,
+    /// The write-up the published figure comes from.
+    pub seed: String,
+    /// The published figure, as the seed states it (scaled to the run's parameters).
+    pub published: String,
+    /// What this run measured, with its spread.
+    pub measured: String,
+    /// holds, DIFFERS, inconclusive, machine-dependent, or not run.
+    pub verdict: String,
+    /// Why the measurement differs from the seed, where analysis/claims.toml knows.
+    pub why: String,
+}
+
+/// The table of claims.csv, which `write_report` writes beside REPORT.md.
+pub fn claims_table() -> crate::record::Table {
+    crate::record::Table::of::<ClaimRow>("claims.csv")
+}
+
 /// claims.csv: one row per claim with its verdict and reason, for readers who re-judge.
 fn claims_csv(judged: &[Judged]) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let _ = w.write_record([
-        "id",
-        "experiment",
-        "seed",
-        "published",
-        "measured",
-        "verdict",
-        "why",
-    ]);
+    if judged.is_empty() {
+        let _ = w.write_record(claims_table().columns);
+    }
     for j in judged {
-        let verdict = j.call.map_or("not run", claims::Call::label);
-        let published = published(j.claim);
-        let record = [
-            j.claim.id.as_str(),
-            j.claim.experiment.as_str(),
-            j.claim.seed.as_str(),
-            published.as_str(),
-            j.measured.as_str(),
-            verdict,
-            j.why.as_str(),
-        ];
-        let _ = w.write_record(record);
+        let row = ClaimRow {
+            id: j.claim.id.clone(),
+            experiment: j.claim.experiment.clone(),
+            seed: j.claim.seed.clone(),
+            published: published(j.claim),
+            measured: j.measured.clone(),
+            verdict: j.call.map_or("not run", claims::Call::label).to_string(),
+            why: j.why.clone(),
+        };
+        let _ = w.serialize(row);
     }
     String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
 }

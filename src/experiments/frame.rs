@@ -12,6 +12,9 @@ use crate::server::{ServerError, Target};
 use serde::Serialize;
 use std::path::PathBuf;
 
+/// The experiment's parameter file in its results directory, as the run used it.
+pub const EXPERIMENT_TOML: &str = "experiment.toml";
+
 /// Parameters that can say what is wrong with them before anything starts.
 pub trait Validate {
     /// A sentence naming the bad parameters, or Ok.
@@ -133,6 +136,8 @@ pub fn run<D: Definition>(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
         .describe()
         .phase(|| "reading the server's INFO and CONFIG".into())?;
     let mut run = RunRecord::begin(ctx, D::ID, &table, redis)?;
+    // The parameter file as this build ran it, beside the rows: a published dataset carries it.
+    run.staging.write_text(EXPERIMENT_TOML, D::TOML)?;
     for note in &info.notes {
         run.note(params::fill_in(note, &table));
     }

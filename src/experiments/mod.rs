@@ -24,4 +24,6 @@ pub mod window_edge;
 pub use concurrency::Concurrency;
 pub use error::{ExperimentError, Phase, PhaseError};
 pub use frame::{Session, Validate};
-pub use registry::{draw_all, find, Body, Definition, Experiment, Render, Summarize, ALL};
+pub use registry::{
+    draw_all, find, write_report, Body, Definition, Experiment, Render, Summarize, ALL,
+};

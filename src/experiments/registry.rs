@@ -11,7 +11,7 @@ use super::scripts;
 use super::{
     atomic, bigkey, calibrate, cost, latency, memory, outage, race, tsmember, window_edge,
 };
-use crate::analysis::AnalysisError;
+use crate::analysis::{AnalysisError, Section};
 use crate::charts::ChartError;
 use crate::context::Ctx;
 use crate::record::Table;
@@ -55,6 +55,8 @@ pub trait Experiment: Sync {
     fn id(&self) -> &'static str;
     /// Seeds, summary and notes from its TOML.
     fn info(&self) -> Result<ExperimentInfo, ParamError>;
+    /// Its embedded `experiments/<id>.toml`, as this build runs it.
+    fn toml(&self) -> &'static str;
     /// Why it must own the server, if it must.
     fn must_own_server(&self) -> Option<&'static str>;
     /// Checks the parameters and the precondition without starting anything.
@@ -75,6 +77,9 @@ impl<D: Definition> Experiment for D {
     }
     fn info(&self) -> Result<ExperimentInfo, ParamError> {
         params::info(D::TOML)
+    }
+    fn toml(&self) -> &'static str {
+        D::TOML
     }
     fn must_own_server(&self) -> Option<&'static str> {
         D::MUST_OWN_SERVER
@@ -145,6 +150,31 @@ pub fn draw_all(results_dir: &Path) -> (Vec<PathBuf>, Vec<(&'static str, ChartEr
         }
     }
     (written, problems)
+}
+
+/// Writes REPORT.md and claims.csv for `results_dir` over every registered experiment;
+/// `not_run` says which did not run this time and why.
+pub fn write_report(
+    results_dir: &Path,
+    not_run: &[(&str, String)],
+) -> Result<PathBuf, AnalysisError> {
+    let sections: Vec<Section> = (ALL.iter())
+        .map(|&e| Section {
+            id: e.id(),
+            question: (e.info())
+                .map(|i| {
+                    if i.question.is_empty() {
+                        i.summary
+                    } else {
+                        i.question
+                    }
+                })
+                .unwrap_or_default(),
+            summary: Box::new(move |d| e.summary(d)),
+            not_run: not_run.iter().find(|n| n.0 == e.id()).map(|n| n.1.clone()),
+        })
+        .collect();
+    crate::analysis::write_report(results_dir, &sections)
 }
 
 #[cfg(test)]

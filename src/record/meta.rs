@@ -5,6 +5,7 @@ use crate::load::{ClientTimeouts, OpenLoopHealth};
 use crate::server::pin::PinPlan;
 use serde::{Deserialize, Serialize};
 
+pub use super::machine::RunResources;
 pub use crate::server::RedisMeta;
 
 /// The setup of one experiment run.
@@ -29,15 +30,27 @@ pub struct Meta {
     /// Whether the open-loop generator kept to its schedule (experiments that use it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<OpenLoopHealth>,
+    /// How busy the machine was and what the run's processes used (absent in older runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<RunResources>,
 }
 
-/// The machine the run happened on.
+/// The machine the run happened on (from sysinfo; the optional fields are absent in older runs).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HostMeta {
+    /// The CPU's brand string.
     pub cpu_model: String,
+    /// Logical CPUs.
     pub cpus_online: usize,
     pub kernel: String,
     pub hostname: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical_cores: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_memory_bytes: Option<u64>,
+    /// The OS's long name and version (e.g. "Linux (Debian GNU/Linux 12)").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
 }
 
 /// Whether the machine slept during the run: timers cannot fire while suspended, so a sleep
@@ -85,46 +98,14 @@ pub fn git_commit() -> String {
         .to_string()
 }
 
-/// Reads CPU model, CPU count, kernel and hostname from /proc.
+/// The machine's CPU brand, logical and physical cores, memory, OS, kernel and hostname.
 pub fn host_meta() -> HostMeta {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let read = |path: &str| {
-        std::fs::read_to_string(path)
-            .unwrap_or_default()
-            .trim()
-            .to_string()
-    };
-    HostMeta {
-        cpu_model: cpu_model(&cpuinfo).unwrap_or_else(|| "unknown".into()),
-        // sysconf, not available_parallelism: the latter shrinks to the harness's pinned share.
-        // SAFETY: sysconf has no preconditions.
-        cpus_online: unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize,
-        kernel: read("/proc/sys/kernel/osrelease"),
-        hostname: read("/proc/sys/kernel/hostname"),
-    }
-}
-
-fn cpu_model(cpuinfo: &str) -> Option<String> {
-    cpuinfo
-        .lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split_once(':'))
-        .map(|(_, v)| v.trim().to_string())
+    super::machine::host()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_model_from_cpuinfo() {
-        let text = "processor\t: 0\nmodel name\t: Intel(R) Core(TM) i5-7500\nflags: x\n";
-        assert_eq!(
-            cpu_model(text).as_deref(),
-            Some("Intel(R) Core(TM) i5-7500")
-        );
-        assert_eq!(cpu_model("processor: 0\n"), None);
-    }
 
     #[test]
     fn suspend_is_flagged_only_past_100ms() {

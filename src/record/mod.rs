@@ -1,13 +1,19 @@
 //! Recording: CSV rows flushed as they are measured into a staging directory that replaces the
-//! experiment's result directory only when the experiment finished, plus meta.json and MONITOR.
+//! experiment's result directory only when the experiment finished, plus meta.json (the machine
+//! from sysinfo) and MONITOR.
 
+pub mod fields;
+mod machine;
 mod meta;
 mod monitor;
 mod run;
 pub mod schema;
 mod staging;
 
-pub use meta::{git_commit, host_meta, suspend_offset_ns, HostMeta, Meta, RedisMeta, SuspendCheck};
+pub use fields::{Field, Kind};
+pub use meta::{
+    git_commit, host_meta, suspend_offset_ns, HostMeta, Meta, RedisMeta, RunResources, SuspendCheck,
+};
 pub use monitor::{parse_monitor_line, MonitorCapture, MonitorLine};
 pub use run::RunRecord;
 pub use schema::{columns, csv_text, Table};

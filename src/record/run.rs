@@ -1,6 +1,7 @@
 //! One run in progress: its staging directory and the meta.json it will leave, assembled here
 //! so the frame only says when a run begins and ends.
 
+use super::machine::Sample;
 use super::SuspendCheck;
 use super::{git_commit, host_meta, suspend_offset_ns, Meta, RecordError, RedisMeta, Staging};
 use crate::context::Ctx;
@@ -19,6 +20,7 @@ pub struct RunRecord {
     redis: RedisMeta,
     notes: Vec<String>,
     open_loop: Option<OpenLoopHealth>,
+    resources_start: Sample,
 }
 
 impl RunRecord {
@@ -40,6 +42,7 @@ impl RunRecord {
             redis,
             notes: Vec::new(),
             open_loop: None,
+            resources_start: Sample::take(),
         })
     }
 
@@ -58,6 +61,7 @@ impl RunRecord {
     /// Writes meta.json and moves the results into place.
     pub fn finish(self, ctx: &Ctx) -> Result<PathBuf, RecordError> {
         let suspend = SuspendCheck::between(self.suspend_start, suspend_offset_ns());
+        let resources = self.resources_start.until(&Sample::take());
         let mut notes = self.notes;
         if suspend.suspended {
             notes.push(
@@ -84,6 +88,7 @@ impl RunRecord {
             suspend,
             notes,
             open_loop: self.open_loop,
+            resources: Some(resources),
         };
         self.staging.write_json("meta.json", &meta)?;
         self.staging.commit()

@@ -1,6 +1,7 @@
 //! The CSV schema is the row type: its field names, read from its `Deserialize` impl, are the
 //! columns, so nothing else spells them out and a renamed field cannot drift from its readers.
 
+use super::fields::Field;
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 
 /// The columns of a flat row type, in declaration order (what `csv::Writer::serialize` writes).
@@ -22,11 +23,23 @@ pub fn csv_text<T: serde::Serialize>(value: &T) -> String {
 }
 
 /// A file an experiment writes, with its columns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Table {
     pub file: &'static str,
     pub columns: &'static [&'static str],
+    /// The row type's columns with their types, units and descriptions.
+    fields: fn() -> Vec<Field>,
+    /// The row type's own doc comment ("One trial."), if it has one.
+    doc: fn() -> Option<&'static str>,
 }
+
+impl PartialEq for Table {
+    fn eq(&self, other: &Self) -> bool {
+        self.file == other.file && self.columns == other.columns
+    }
+}
+
+impl Eq for Table {}
 
 impl Table {
     /// The table `file` written from rows of type `R`.
@@ -34,7 +47,23 @@ impl Table {
         Table {
             file,
             columns: columns::<R>(),
+            fields: super::fields::fields::<R>,
+            doc: || {
+                super::fields::row_doc::<R>()
+                    .map(|d| d.doc)
+                    .filter(|d| !d.is_empty())
+            },
         }
+    }
+
+    /// Every column with its type, unit and description, read off the row type.
+    pub fn fields(&self) -> Vec<Field> {
+        (self.fields)()
+    }
+
+    /// What one row is, in the row type's doc comment.
+    pub fn row_doc(&self) -> Option<&'static str> {
+        (self.doc)()
     }
 
     /// Why a CSV header is not this table's, or Ok.

@@ -117,6 +117,12 @@ impl Staging {
         fs::write(&path, text + "\n").map_err(|e| RecordError::io(&path, e))
     }
 
+    /// Writes a text file into the staging directory.
+    pub fn write_text(&self, name: &str, text: &str) -> Result<(), RecordError> {
+        let path = self.work_dir.join(name);
+        fs::write(&path, text).map_err(|e| RecordError::io(&path, e))
+    }
+
     /// Moves the finished results into place, replacing the previous ones in one step.
     pub fn commit(mut self) -> Result<PathBuf, RecordError> {
         let mut list = unfinished();

@@ -1,0 +1,151 @@
+//! The dataset's README.md: what each experiment asked, what each file holds, how to verify,
+//! redraw and re-judge it, and the machine and server build each run had.
+
+use super::{Dataset, PublishError, CITATION, DATAPACKAGE, SHA256SUMS};
+use crate::experiments::frame::EXPERIMENT_TOML;
+use crate::record::Meta;
+use std::fmt::Write;
+
+/// The README text; `tomls_added` are parameter files publishing added (the run predates them).
+pub fn render(dataset: &Dataset, tomls_added: &[String]) -> Result<String, PublishError> {
+    let name = dataset.name();
+    let mut out = String::new();
+    let _ = writeln!(out, "# {name}\n");
+    let _ = writeln!(
+        out,
+        "Measurements of Redis-backed rate limiters by ratelab {}, each against redis-server \
+         processes the harness started on loopback. Every number in REPORT.md and every chart \
+         is drawn from the CSVs here alone.\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    out.push_str(&usage(&name));
+    out.push_str("\n## Machine and server build\n\n");
+    out.push_str("| experiment | profile | server | CPU | cores (logical/physical) | memory | ");
+    out.push_str("OS, kernel | run commit | started |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    for p in &dataset.present {
+        let _ = writeln!(
+            out,
+            "| {} | {}",
+            p.experiment.id(),
+            machine_cells(p.meta.as_ref())
+        );
+    }
+    out.push_str(
+        "\nLoad averages and the CPU time of redis-server and of the harness over each run, where \
+                  recorded, are in its meta.json (`resources`).\n",
+    );
+    for p in &dataset.present {
+        let id = p.experiment.id();
+        let info = p.experiment.info().ok();
+        let _ = writeln!(out, "\n## {id}\n");
+        if let Some(info) = &info {
+            let question = if info.question.is_empty() {
+                &info.summary
+            } else {
+                &info.question
+            };
+            let _ = writeln!(out, "{question}\n");
+            let seeds: Vec<String> = info
+                .seeds
+                .iter()
+                .map(|s| super::datapackage::seed_title(s))
+                .collect();
+            let _ = writeln!(out, "Reproduces {}. {}.\n", seeds.join("; "), info.summary);
+        }
+        out.push_str("| file | holds |\n|---|---|\n");
+        for t in &p.tables {
+            let rows = count_rows(&dataset.root.join(id).join(t.file));
+            let _ = writeln!(
+                out,
+                "| `{id}/{}` | {} rows, {} columns; one row: {} |",
+                t.file,
+                rows.map_or("?".into(), |n| n.to_string()),
+                t.columns.len(),
+                t.row_doc().unwrap_or("see datapackage.json")
+            );
+        }
+        let toml = format!("{id}/{EXPERIMENT_TOML}");
+        let toml_note = if tomls_added.contains(&toml) {
+            "added at publishing from the publishing build (the run predates recording it); \
+             meta.json `params` are the values the run used"
+        } else {
+            "as the run used it"
+        };
+        let _ = writeln!(
+            out,
+            "| `{id}/meta.json` | the server, its config, the machine, pinning, \
+                               parameters, seed, clocks, notes |"
+        );
+        let _ = writeln!(
+            out,
+            "| `{toml}` | the experiment's parameter file, {toml_note} |"
+        );
+        let _ = writeln!(
+            out,
+            "| `{id}/*.svg`, `*.png` | charts drawn from the CSVs (PNG rasterised from the SVG) |"
+        );
+    }
+    Ok(out)
+}
+
+fn usage(name: &str) -> String {
+    format!(
+        "## Files\n\n\
+         - `REPORT.md`: each experiment's question, charts, claims judged against the seeds' \
+         figures, and summary tables; `claims.csv`: one row per claim with its verdict.\n\
+         - `<experiment>/*.csv`: the raw rows, one file per row type; `{DATAPACKAGE}` describes \
+         every column (type, unit, description, constraints) as a Frictionless Table Schema.\n\
+         - `{SHA256SUMS}`: the SHA-256 of every other file; `{CITATION}`: how to cite this.\n\n\
+         ## Verify a copy\n\n\
+         ```\nratelab verify {name}.tar.gz      # or the unpacked directory\n\
+         sha256sum -c {SHA256SUMS}            # checksums only, inside the directory\n```\n\n\
+         `ratelab verify` checks every checksum, every CSV against its schema in \
+         {DATAPACKAGE}, and redraws the charts, REPORT.md and claims.csv from the CSVs alone \
+         into a temporary copy, naming whatever differs. It exits 0 only when all hold.\n\n\
+         ## Redraw and re-judge\n\n\
+         ```\nratelab chart DIR     # the SVG and PNG charts from the CSVs\n\
+         ratelab report DIR    # REPORT.md and claims.csv from the CSVs and analysis/claims.toml\n```\n\n\
+         ## Cite\n\n\
+         {CITATION} holds the title, version, date and the commit of the ratelab that \
+         published this dataset.\n"
+    )
+}
+
+/// The table cells after the experiment's id, from its meta.json.
+fn machine_cells(meta: Option<&Meta>) -> String {
+    let Some(m) = meta else {
+        return "no meta.json | | | | | | | |".into();
+    };
+    let h = &m.host;
+    let physical = h.physical_cores.map_or("?".into(), |n| n.to_string());
+    let memory = h.total_memory_bytes.map_or("?".into(), |b| {
+        format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
+    });
+    let os = h.os.clone().unwrap_or_else(|| "?".into());
+    let server = m
+        .redis
+        .server_info
+        .get("server_name")
+        .map_or("redis", |s| s.as_str());
+    let source = match (&m.redis.binary, m.redis.managed) {
+        (Some(binary), true) => format!("`{binary}`, started by ratelab"),
+        _ => "external".into(),
+    };
+    format!(
+        "{} | {server} {} {} ({source}) | {} | {}/{physical} | {memory} | {os}, {} | `{}` | {} |",
+        m.profile,
+        m.redis.version,
+        m.redis.mode,
+        h.cpu_model,
+        h.cpus_online,
+        h.kernel,
+        m.git_commit.get(..12).unwrap_or(&m.git_commit),
+        m.started_at.get(..19).unwrap_or(&m.started_at),
+    )
+}
+
+fn count_rows(path: &std::path::Path) -> Option<usize> {
+    let mut reader = csv::Reader::from_path(path).ok()?;
+    Some(reader.records().count())
+}

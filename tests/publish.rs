@@ -1,0 +1,337 @@
+//! Publishing and verifying datasets, from the committed reference run (no Redis needed): the
+//! reference publishes into an archive that verifies; a tampered CSV, a missing file, a column
+//! renamed in a CSV, a bad cell and a truncated archive each fail with a message naming them.
+
+use ratelab::publish::{self, sha256_hex, Verification, SHA256SUMS};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn reference() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("results/reference")
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_tree(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
+}
+
+/// Every file under `dir` with its bytes, to show a check changed nothing.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(snapshot(&path));
+        } else {
+            out.push((path.clone(), std::fs::read(&path).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A small published dataset: the reference's calibrate experiment alone, its report rewritten.
+fn small_dataset(tmp: &Path) -> PathBuf {
+    let dir = tmp.join("small");
+    copy_tree(&reference().join("calibrate"), &dir.join("calibrate"));
+    ratelab::experiments::write_report(&dir, &[]).unwrap();
+    publish::publish(&dir, Some(&tmp.join("small.tar.gz"))).unwrap();
+    dir
+}
+
+/// Rewrites SHA256SUMS over the files it lists, so only the other checks can catch a change.
+fn reseal(dir: &Path) {
+    let text = std::fs::read_to_string(dir.join(SHA256SUMS)).unwrap();
+    let lines: String = (text.lines())
+        .filter_map(|l| l.split_once("  ").map(|(_, p)| p.to_string()))
+        .filter(|p| dir.join(p).is_file())
+        .map(|p| {
+            format!(
+                "{}  {p}\n",
+                sha256_hex(&std::fs::read(dir.join(&p)).unwrap())
+            )
+        })
+        .collect();
+    std::fs::write(dir.join(SHA256SUMS), lines).unwrap();
+}
+
+fn problems(v: &Verification) -> String {
+    assert!(
+        !v.passed(),
+        "verified although it should not:\n{}",
+        v.render()
+    );
+    v.checks
+        .iter()
+        .flat_map(|c| c.problems.iter().map(move |p| format!("{}: {p}", c.name)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_reference_run_publishes_into_an_archive_that_verifies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("reference");
+    copy_tree(&reference(), &dir);
+    let archive = tmp.path().join("reference.tar.gz");
+    let published = publish::publish(&dir, Some(&archive)).unwrap();
+    assert_eq!(published.name, "ratelab-reference");
+    let v = publish::verify(&archive).unwrap();
+    assert!(v.passed(), "{}", v.render());
+    let rendered = v.render();
+    for check in ["checksums", "schemas", "redraw"] {
+        assert!(rendered.contains(&format!("ok   {check}")), "{rendered}");
+    }
+    // Every experiment with results and every file of its directory is in the package.
+    let sums = std::fs::read_to_string(dir.join(SHA256SUMS)).unwrap();
+    let ran = (ratelab::experiments::ALL.iter()).filter(|e| reference().join(e.id()).is_dir());
+    for e in ran {
+        for t in e.tables() {
+            assert!(
+                sums.contains(&format!("  {}/{}\n", e.id(), t.file)),
+                "{}",
+                t.file
+            );
+        }
+        assert!(sums.contains(&format!("  {}/meta.json\n", e.id())));
+        assert!(sums.contains(&format!("  {}/experiment.toml\n", e.id())));
+    }
+    // The same files publish into the same bytes.
+    let again = tmp.path().join("again.tar.gz");
+    publish::publish(&dir, Some(&again)).unwrap();
+    assert!(std::fs::read(&archive).unwrap() == std::fs::read(&again).unwrap());
+    // Verifying the directory itself changes nothing in it.
+    let before = snapshot(&dir);
+    let v = publish::verify(&dir).unwrap();
+    assert!(v.passed(), "{}", v.render());
+    assert!(
+        before == snapshot(&dir),
+        "verify changed the directory it checked"
+    );
+}
+
+#[test]
+fn a_tampered_csv_fails_its_checksum_and_when_resealed_its_claims() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = small_dataset(tmp.path());
+    assert!(publish::verify(&dir).unwrap().passed());
+    let csv = dir.join("calibrate/calibrate.csv");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let ops = (lines[0].split(','))
+        .position(|c| c == "ops_per_s")
+        .unwrap();
+    for line in lines.iter_mut().skip(1) {
+        let mut cells: Vec<String> = line.split(',').map(str::to_string).collect();
+        if cells[0] == "GET" && cells[1] == "ratelab" {
+            cells[ops] = "1.0".into();
+        }
+        *line = cells.join(",");
+    }
+    std::fs::write(&csv, lines.join("\n") + "\n").unwrap();
+    let why = problems(&publish::verify(&dir).unwrap());
+    assert!(
+        why.contains("calibrate/calibrate.csv: SHA-256")
+            && why.contains("changed after publishing"),
+        "{why}"
+    );
+    // With the checksums rewritten, the report redrawn from the CSVs gives another verdict.
+    reseal(&dir);
+    let why = problems(&publish::verify(&dir).unwrap());
+    assert!(!why.contains("checksums:"), "{why}");
+    assert!(
+        why.contains("claim calibrate.get: published verdict `holds`, redrawn from the CSVs"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_missing_file_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = small_dataset(tmp.path());
+    std::fs::remove_file(dir.join("calibrate/calibrate.svg")).unwrap();
+    let why = problems(&publish::verify(&dir).unwrap());
+    assert!(
+        why.contains("calibrate/calibrate.svg: missing (listed in SHA256SUMS)"),
+        "{why}"
+    );
+    assert!(
+        why.contains("calibrate/calibrate.svg: drawn from the CSVs but not published"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_renamed_column_is_schema_drift_even_with_fresh_checksums() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = small_dataset(tmp.path());
+    let csv = dir.join("calibrate/calibrate.csv");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    std::fs::write(&csv, text.replacen("ops_per_s", "ops_per_sec", 1)).unwrap();
+    reseal(&dir);
+    let why = problems(&publish::verify(&dir).unwrap());
+    assert!(
+        why.contains("is `ops_per_sec` where the schema has `ops_per_s`")
+            && why.contains("schema drift"),
+        "{why}"
+    );
+    // Publishing refuses such a CSV: its schema would not be the row type's.
+    let err = publish::publish(&dir, Some(&tmp.path().join("drift.tar.gz")))
+        .err()
+        .expect("publish must refuse a drifted CSV");
+    assert!(err.to_string().contains("ops_per_sec"), "{err}");
+}
+
+#[test]
+fn a_cell_of_the_wrong_type_is_named_with_its_line_and_column() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = small_dataset(tmp.path());
+    let csv = dir.join("calibrate/calibrate.csv");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let pair = (lines[0].split(',')).position(|c| c == "pair").unwrap();
+    let mut cells: Vec<String> = lines[1].split(',').map(str::to_string).collect();
+    cells[pair] = "two".into();
+    lines[1] = cells.join(",");
+    std::fs::write(&csv, lines.join("\n") + "\n").unwrap();
+    reseal(&dir);
+    let why = problems(&publish::verify(&dir).unwrap());
+    assert!(
+        why.contains("calibrate/calibrate.csv line 2, column `pair`: \"two\" is not an integer"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_truncated_archive_is_an_error_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    small_dataset(tmp.path());
+    let archive = tmp.path().join("small.tar.gz");
+    assert!(publish::verify(&archive).unwrap().passed());
+    let bytes = std::fs::read(&archive).unwrap();
+    for keep in [bytes.len() / 2, bytes.len() - 8] {
+        let cut = tmp.path().join("cut.tar.gz");
+        std::fs::write(&cut, &bytes[..keep]).unwrap();
+        let err = publish::verify(&cut).expect_err("a truncated archive must not verify");
+        assert!(
+            err.to_string()
+                .contains("is truncated or not a .tar.gz archive"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn the_binary_exits_non_zero_on_a_failed_check_and_zero_on_a_good_copy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = small_dataset(tmp.path());
+    let run = |path: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_ratelab"))
+            .arg("verify")
+            .arg(path)
+            .output()
+            .unwrap()
+    };
+    let good = run(&tmp.path().join("small.tar.gz"));
+    let stdout = String::from_utf8_lossy(&good.stdout);
+    assert!(good.status.success(), "{stdout}");
+    assert!(stdout.contains("verified: every check holds"), "{stdout}");
+    std::fs::remove_file(dir.join("calibrate/meta.json")).unwrap();
+    let bad = run(&dir);
+    assert!(!bad.status.success());
+    let stdout = String::from_utf8_lossy(&bad.stdout);
+    assert!(stdout.contains("FAIL checksums"), "{stdout}");
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("does not verify"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+}
+
+/// datapackage.json validates with the Frictionless reference implementation, where it is
+/// installed (`pip install frictionless`; FRICTIONLESS names the command, default
+/// `frictionless`): field types, constraints, byte counts and hashes of every CSV.
+#[test]
+fn frictionless_validates_the_package() {
+    let tool = std::env::var("FRICTIONLESS").unwrap_or_else(|_| "frictionless".into());
+    if Command::new(&tool).arg("--version").output().is_err() {
+        println!("skipped: `{tool}` is not installed (pip install frictionless); set FRICTIONLESS");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = small_dataset(tmp.path());
+    let out = Command::new(&tool)
+        .arg("validate")
+        .arg("datapackage.json")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // And it sees a bad cell, so the pass above means something.
+    let csv = dir.join("calibrate/calibrate.csv");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let header_end = text.find('\n').unwrap();
+    let (header, rows) = text.split_at(header_end + 1);
+    let pair = header.split(',').position(|c| c == "pair").unwrap();
+    let mut first: Vec<&str> = rows.lines().next().unwrap().split(',').collect();
+    first[pair] = "two";
+    let rest: String = rows.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&csv, format!("{header}{}\n{rest}", first.join(","))).unwrap();
+    let out = Command::new(&tool)
+        .arg("validate")
+        .arg("datapackage.json")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "frictionless passed a bad cell");
+}
+
+/// The committed reference is published: its datapackage.json, SHA256SUMS and CITATION.cff are
+/// current. After re-running or adding a reference experiment, or changing claims:
+/// `ratelab report results/reference && ratelab publish results/reference`, then commit.
+#[test]
+fn the_committed_reference_verifies() {
+    let v = publish::verify(&reference()).unwrap();
+    assert!(
+        v.passed(),
+        "results/reference is stale: run `ratelab report results/reference && ratelab publish \
+         results/reference` and commit\n{}",
+        v.render()
+    );
+}
+
+/// CITATION.cff validates against the Citation File Format 1.2.0 schema with `cffconvert`, where
+/// it is installed (`pip install cffconvert`; CFFCONVERT names the command).
+#[test]
+fn cffconvert_validates_the_citation() {
+    let tool = std::env::var("CFFCONVERT").unwrap_or_else(|_| "cffconvert".into());
+    if Command::new(&tool).arg("--version").output().is_err() {
+        println!("skipped: `{tool}` is not installed (pip install cffconvert); set CFFCONVERT");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = small_dataset(tmp.path());
+    let out = Command::new(&tool)
+        .args(["--validate", "-i"])
+        .arg(dir.join("CITATION.cff"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
