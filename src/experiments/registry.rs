@@ -2,6 +2,7 @@
 //! and `report` iterate. Adding an experiment: its module with a [`Definition`], its TOML, its
 //! claims in analysis/claims.toml, and one line in [`ALL`].
 
+use super::cluster;
 use super::error::ExperimentError;
 use super::frame::{self, Session, Validate};
 use super::params::{self, ExperimentInfo, ParamError};
@@ -109,6 +110,7 @@ pub static ALL: &[&dyn Experiment] = &[
     &bigkey::Bigkey,
     &scripts::Scripts,
     &replication::Replication,
+    &cluster::Cluster,
 ];
 
 /// Looks an id up, or says which ids exist.

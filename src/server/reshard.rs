@@ -1,5 +1,5 @@
 //! Moving slots between the nodes of a managed cluster, the way `redis-cli --cluster reshard`
-//! does it, slot by slot: the target IMPORTING, the source MIGRATING, every key MIGRATEd, then
+//! does it for each slot: the target IMPORTING, the source MIGRATING, every key MIGRATEd, then
 //! every node told the slot's new owner (SETSLOT NODE), so no node keeps redirecting to the old one.
 
 use super::{RedisCluster, ServerError, ADMIN_TIMEOUT};
@@ -47,37 +47,49 @@ impl RedisCluster {
         let source_id = my_id(&mut on_source)?;
         let target_id = my_id(&mut on_target)?;
         let started = Instant::now();
+        let slots: Vec<u16> = (first..=last).collect();
+        // Each step for every slot in one pipeline: the order per slot is redis-cli's, and no
+        // step of a slot starts before the previous step of every slot is done.
+        setslots(&mut on_target, &slots, "IMPORTING", &source_id)?;
+        setslots(&mut on_source, &slots, "MIGRATING", &target_id)?;
         let mut keys = 0;
-        for slot in first..=last {
-            setslot(&mut on_target, slot, "IMPORTING", &source_id)?;
-            setslot(&mut on_source, slot, "MIGRATING", &target_id)?;
-            loop {
-                let batch: Vec<String> = redis::cmd("CLUSTER")
+        loop {
+            let mut fetch = redis::pipe();
+            for &slot in &slots {
+                fetch
+                    .cmd("CLUSTER")
                     .arg("GETKEYSINSLOT")
                     .arg(slot)
-                    .arg(BATCH)
-                    .query(&mut on_source)?;
-                if batch.is_empty() {
-                    break;
-                }
-                redis::cmd("MIGRATE")
+                    .arg(BATCH);
+            }
+            let batches: Vec<Vec<String>> = fetch.query(&mut on_source)?;
+            let batches: Vec<&Vec<String>> = batches.iter().filter(|b| !b.is_empty()).collect();
+            if batches.is_empty() {
+                break;
+            }
+            // One MIGRATE per slot: keys of several slots in one command would be refused.
+            let mut migrate = redis::pipe();
+            for batch in &batches {
+                migrate
+                    .cmd("MIGRATE")
                     .arg("127.0.0.1")
                     .arg(to)
                     .arg("")
                     .arg(0)
                     .arg(ADMIN_TIMEOUT.as_millis() as u64)
                     .arg("KEYS")
-                    .arg(&batch)
-                    .query::<()>(&mut on_source)?;
+                    .arg(*batch)
+                    .ignore();
                 keys += batch.len() as u64;
             }
-            // The target first, so the slot is never without an owner that knows it.
-            for con in [&mut on_target, &mut on_source]
-                .into_iter()
-                .chain(others.iter_mut())
-            {
-                setslot(con, slot, "NODE", &target_id)?;
-            }
+            migrate.query::<()>(&mut on_source)?;
+        }
+        // The target first, so the slot is never without an owner that knows it.
+        for con in [&mut on_target, &mut on_source]
+            .into_iter()
+            .chain(others.iter_mut())
+        {
+            setslots(con, &slots, "NODE", &target_id)?;
         }
         let moved = started.elapsed();
         let converging = Instant::now();
@@ -95,17 +107,22 @@ fn my_id(con: &mut redis::Connection) -> Result<String, ServerError> {
     Ok(redis::cmd("CLUSTER").arg("MYID").query(con)?)
 }
 
-fn setslot(
+/// CLUSTER SETSLOT <slot> <state> <node> for every slot, in one pipeline.
+fn setslots(
     con: &mut redis::Connection,
-    slot: u16,
+    slots: &[u16],
     state: &str,
     node: &str,
 ) -> Result<(), ServerError> {
-    redis::cmd("CLUSTER")
-        .arg("SETSLOT")
-        .arg(slot)
-        .arg(state)
-        .arg(node)
-        .query::<()>(con)?;
+    let mut pipe = redis::pipe();
+    for &slot in slots {
+        pipe.cmd("CLUSTER")
+            .arg("SETSLOT")
+            .arg(slot)
+            .arg(state)
+            .arg(node)
+            .ignore();
+    }
+    pipe.query::<()>(con)?;
     Ok(())
 }
