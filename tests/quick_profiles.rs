@@ -33,6 +33,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         ("bigkey", "bigkey.csv", "bigkey.svg"),
         ("replication", "replication.csv", "replication.svg"),
         ("scripts", "survival.csv", "cost_cpu.svg"),
+        ("cluster", "cluster.csv", "outcome.svg"),
     ] {
         let dir = out.path().join(id);
         let rows = std::fs::read_to_string(dir.join(csv)).unwrap_or_default();
@@ -54,6 +55,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "bigkey",
         "replication",
         "scripts",
+        "cluster",
     ] {
         assert!(report.contains(&format!("## {id}")), "report lacks {id}");
     }
@@ -99,6 +101,12 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "scripts.fallback-load-round-trips",
         "scripts.no-fallback-errors",
         "scripts.flush-fallback-no-errors",
+        "cluster.same-node-works",
+        "cluster.fails-only-across-nodes",
+        "cluster.one-redis-passes",
+        "cluster.declared-works",
+        "cluster.hashtag-works",
+        "cluster.bucket-exact",
     ] {
         let claim = claims
             .iter()
