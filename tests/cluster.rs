@@ -324,3 +324,67 @@ fn no_node_is_left_after_success_error_or_sigint() {
     assert_eq!(status.code(), Some(130), "{status}");
     assert_all_gone(&seen);
 }
+
+#[test]
+fn a_create_that_keeps_failing_is_retried_reports_every_nodes_log_and_stops_every_node() {
+    use ratelab::server::{ServerError, ServerOptions};
+    use std::os::unix::fs::PermissionsExt;
+    // The real redis-server beside a redis-cli that always fails: cli_for takes the sibling.
+    let bin = tempfile::tempdir().unwrap();
+    let real = which("redis-server");
+    std::os::unix::fs::symlink(&real, bin.path().join("redis-server")).unwrap();
+    let cli = bin.path().join("redis-cli");
+    std::fs::write(
+        &cli,
+        "#!/bin/sh\necho '[ERR] refused by the test'\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let opts = ClusterOptions {
+        server: ServerOptions {
+            binary: bin.path().join("redis-server"),
+            ..ServerOptions::default()
+        },
+        create_attempts: 2,
+        ..ClusterOptions::default()
+    };
+    let Err(err) = RedisCluster::start(&opts) else {
+        panic!("a cluster started without redis-cli");
+    };
+    let ServerError::ClusterCreate {
+        attempts,
+        output,
+        log_tails,
+    } = &err
+    else {
+        panic!("{err}");
+    };
+    assert_eq!(*attempts, 2);
+    assert!(output.contains("refused by the test"), "{output}");
+    let ports: Vec<u16> = (log_tails.lines())
+        .filter_map(|l| {
+            l.strip_prefix("--- node on port ")?
+                .strip_suffix(" ---")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert_eq!(ports.len(), 3, "{log_tails}");
+    assert!(
+        log_tails.contains("Ready to accept connections"),
+        "{log_tails}"
+    );
+    for port in ports {
+        let gone = common::wait_for(std::time::Duration::from_secs(5), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
+        });
+        assert!(gone, "a node still listens on {port}");
+    }
+}
+
+fn which(name: &str) -> std::path::PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    (std::env::split_paths(&path).map(|d| d.join(name)))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{name} not on PATH"))
+}
