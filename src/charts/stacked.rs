@@ -9,8 +9,8 @@ use super::spec::{
 /// One panel: its name (drawn in its top-left corner) and its bars, left to right.
 pub(crate) struct Panel {
     pub name: String,
-    /// Per category: its label and one height per segment, in legend order.
-    pub bars: Vec<(String, Vec<f64>)>,
+    /// Per category: its label, one height per segment in legend order, and the text above it.
+    pub bars: Vec<(String, Vec<f64>, String)>,
 }
 
 /// Everything a stacked bar chart shows.
@@ -26,7 +26,7 @@ pub(crate) struct StackedChart<'a> {
 }
 
 const HALF_WIDTH: f64 = 0.32;
-const PANEL_PX: u32 = 300;
+const PANEL_PX: u32 = 250;
 
 /// The chart spec: one plot per panel, every plot on the same y scale.
 pub(crate) fn spec(c: StackedChart) -> Chart {
@@ -34,7 +34,7 @@ pub(crate) fn spec(c: StackedChart) -> Chart {
         .panels
         .iter()
         .flat_map(|p| &p.bars)
-        .map(|(_, hs)| hs.iter().sum::<f64>());
+        .map(|(_, hs, _)| hs.iter().sum::<f64>());
     let top = tallest.fold(0.0, f64::max).max(1.0) * 1.25;
     let plots = c
         .panels
@@ -45,12 +45,15 @@ pub(crate) fn spec(c: StackedChart) -> Chart {
         .map(|(name, color)| (Marker::Dot(*color), name.to_string()))
         .collect();
     let height = 130 + PANEL_PX * plots.len().max(1) as u32;
-    Chart::new((1200, height), c.title, c.subtitle, plots).legend(90, legend)
+    // As wide as the widest panel's labels need, no wider: the PNG's cost grows with its area.
+    let slots = c.panels.iter().map(|p| p.bars.len()).max().unwrap_or(1) as u32;
+    let width = (200 + 140 * slots).clamp(900, 1400);
+    Chart::new((width, height), c.title, c.subtitle, plots).legend(90, legend)
 }
 
 fn plot(c: &StackedChart, panel: &Panel, top: f64) -> Plot {
     let mut layers = Vec::new();
-    for (x, (_, heights)) in panel.bars.iter().enumerate() {
+    for (x, (_, heights, note)) in panel.bars.iter().enumerate() {
         let x = x as f64;
         let mut base = 0.0;
         for (h, (_, color)) in heights.iter().zip(&c.segments) {
@@ -60,15 +63,9 @@ fn plot(c: &StackedChart, panel: &Panel, top: f64) -> Plot {
             }
             base += h;
         }
-        layers.push(text(
-            (x, base),
-            (0, -20),
-            &si(base),
-            BLACK,
-            Anchor::CenterTop,
-        ));
+        layers.push(text((x, base), (0, -20), note, BLACK, Anchor::CenterTop));
     }
-    let labels = panel.bars.iter().map(|(label, _)| label.clone()).collect();
+    let labels = panel.bars.iter().map(|(label, ..)| label.clone()).collect();
     layers.push(text(
         (-0.45, top),
         (0, 4),
@@ -100,11 +97,14 @@ mod tests {
             panels: vec![
                 Panel {
                     name: "a".into(),
-                    bars: vec![("v".into(), vec![300.0, 700.0])],
+                    bars: vec![("v".into(), vec![300.0, 700.0], "700 failed".into())],
                 },
                 Panel {
                     name: "b".into(),
-                    bars: vec![("v".into(), vec![10.0, 0.0]), ("w".into(), vec![0.0, 0.0])],
+                    bars: vec![
+                        ("v".into(), vec![10.0, 0.0], String::new()),
+                        ("w".into(), vec![0.0; 2], String::new()),
+                    ],
                 },
             ],
         });

@@ -58,7 +58,10 @@ fn outcome(rows: &[CallRow]) -> StackedChart<'static> {
         name,
         bars: bars
             .into_iter()
-            .map(|(v, c)| (v.to_string(), c.to_vec()))
+            .map(|(v, c)| {
+                let note = failed_note(c[1] + c[2] + c[3], c.iter().sum());
+                (v.to_string(), c.to_vec(), note)
+            })
             .collect(),
     });
     StackedChart {
@@ -95,9 +98,13 @@ fn node_pairs(rows: &[CallRow]) -> StackedChart<'static> {
         pairs[p].entry(pair).or_insert([0.0; 2])[usize::from(r.ok == 0)] += 1.0;
     }
     for (name, by_pair) in phases.into_iter().zip(pairs) {
-        let bars = by_pair
-            .into_iter()
-            .map(|((b, d), c)| (format!("{b} -> {d}"), c.to_vec()));
+        let bars = by_pair.into_iter().map(|((b, d), c)| {
+            (
+                format!("{b} -> {d}"),
+                c.to_vec(),
+                failed_note(c[1], c[0] + c[1]),
+            )
+        });
         panels.push(Panel {
             name,
             bars: bars.collect(),
@@ -142,10 +149,13 @@ fn reshard(rows: &[CallRow]) -> Option<StackedChart<'static>> {
     if variants.is_empty() {
         return None;
     }
-    let bars = variants
-        .iter()
-        .zip(counts)
-        .map(|(v, c)| (v.to_string(), c.to_vec()));
+    let bars = variants.iter().zip(counts).map(|(v, c)| {
+        (
+            v.to_string(),
+            c.to_vec(),
+            format!("{} changed", c[2] + c[3]),
+        )
+    });
     Some(StackedChart {
         title: "cluster: who changed when slots moved",
         subtitle:
@@ -164,6 +174,14 @@ fn reshard(rows: &[CallRow]) -> Option<StackedChart<'static>> {
             bars: bars.collect(),
         }],
     })
+}
+
+/// "662 of 1000 failed", or "all 1000 ok".
+fn failed_note(failed: f64, users: f64) -> String {
+    match failed {
+        0.0 => format!("all {users} ok"),
+        _ => format!("{failed} of {users} failed"),
+    }
 }
 
 /// `host:port` -> `:port` (every node is on one host here; the port tells them apart).
@@ -226,6 +244,7 @@ mod tests {
         assert!(pairs.contains(":7000 -&gt; :7001") || pairs.contains(":7000 -> :7001"));
         let change = reshard(&rows).unwrap();
         assert_eq!(change.panels[0].bars[0].1, [0.0, 0.0, 1.0, 1.0]);
+        assert_eq!(change.panels[0].bars[0].2, "2 changed");
         assert_eq!(
             csv_text(&Variant::UndeclaredShebangAllowCrossSlot),
             "undeclared-shebang-allow-cross-slot"
