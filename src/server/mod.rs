@@ -17,7 +17,8 @@ mod spawn;
 mod stats;
 
 pub use cleanup::{
-    install_interrupt_handler, kill_all, register, registered, set_parent_death_signal, unregister,
+    install_interrupt_handler, interrupted, kill_all, register, registered,
+    set_parent_death_signal, unregister,
 };
 pub use cluster::{ClusterOptions, ClusterSetup, RedisCluster};
 pub use describe::RedisMeta;
