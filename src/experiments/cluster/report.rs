@@ -28,7 +28,9 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         }),
         ("as placement predicts", |r| Some(f64::from(r.as_predicted))),
     ];
-    let mut out = String::from("Fractions of users (one call per user, variant and phase):\n\n");
+    let setups: Vec<SetupRow> = read_typed(&dir.join("setup.csv"))?;
+    let mut out = headline(&rows, &setups);
+    out.push_str("Fractions of users (one call per user, variant and phase):\n\n");
     out.push_str(&summary_table(&rows, &keys, &stats));
     out.push_str(&exceptions(&rows));
     out.push_str(&error_texts(&rows));
@@ -48,7 +50,9 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ];
         out.push_str(&summarize(&bucket, &keys, &stats)?);
     }
-    out.push_str("\nCluster set-up and reshard, ms:\n\n");
+    if !setups.is_empty() {
+        out.push_str("\nCluster set-up and reshard, ms:\n\n");
+    }
     let keys: [Key<SetupRow>; 1] = [("operation", |r| r.operation.clone())];
     let stats: [Stat<SetupRow>; 6] = [
         ("nodes", |r| Some(f64::from(r.nodes))),
@@ -58,12 +62,49 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("until agreed", |r| Some(r.converge_ms)),
         ("total", |r| Some(r.total_ms)),
     ];
-    out.push_str(&summarize(&dir.join("setup.csv"), &keys, &stats)?);
+    if !setups.is_empty() {
+        out.push_str(&summary_table(&setups, &keys, &stats));
+    }
     let phases: Vec<PhaseRow> = read_typed(&dir.join("phases.csv"))?;
     for skipped in phases.iter().filter(|p| p.ran == 0) {
         let _ = writeln!(out, "\nSkipped: {} ({}).", skipped.phase, skipped.reason);
     }
     Ok(out)
+}
+
+/// What the undeclared script did on the cluster, in the server's words, and the set-up time.
+fn headline(rows: &[CallRow], setups: &[SetupRow]) -> String {
+    let on_cluster: Vec<&CallRow> = (rows.iter())
+        .filter(|r| r.phase == "cluster" && r.variant == super::Variant::Undeclared)
+        .collect();
+    let mut out = String::new();
+    if let Some(first) = on_cluster.first() {
+        let failed: Vec<&&CallRow> = on_cluster.iter().filter(|r| r.ok == 0).collect();
+        let text = failed
+            .first()
+            .map_or("", |r| r.error.split(" script: ").next().unwrap_or(""));
+        let _ = write!(
+            out,
+            "On the {}-node cluster the undeclared script failed for {} of {} users ({}; (N-1)/N = {}) \
+             with `{text}`. ",
+            first.nodes,
+            failed.len(),
+            on_cluster.len(),
+            short(failed.len() as f64 / on_cluster.len() as f64),
+            short(first.expected_fail_fraction),
+        );
+    }
+    if let Some(create) = setups.iter().find(|s| s.operation == "create") {
+        let _ = write!(
+            out,
+            "Setting the cluster up took {:.0} ms.",
+            create.total_ms
+        );
+    }
+    if !out.is_empty() {
+        out.push_str("\n\n");
+    }
+    out
 }
 
 /// Users whose outcome is not what placement predicts, or a line saying there are none.
