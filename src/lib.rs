@@ -5,10 +5,12 @@
 //! - [`cli`]: clap types, validated once into a [`context::Ctx`]; nothing else sees clap.
 //! - [`app`]: the command-line edge: runs commands, prints where results are.
 //! - [`context`]: the options every experiment runs with (profile, output, server, pinning, seed).
-//! - [`server`]: starts, pins, signals and always stops redis-server; INFO parsing; admin commands
+//! - [`server`]: starts, pins, signals and always stops redis-server (standalone, replica, an
+//!   N-node Redis Cluster with its slot map and slot moves); INFO parsing; admin commands
 //!   (CONFIG, MEMORY USAGE, OBJECT ENCODING); `--redis-url`; what meta.json says of a server;
 //!   deleting this run's keys by prefix.
-//! - [`limiter`]: one file per strategy; Lua in `limiter/lua/*.lua`.
+//! - [`limiter`]: one file per strategy; Lua in `limiter/lua/*.lua`; the single-key scripts also
+//!   on any async connection (a cluster client's).
 //! - [`store`]: the resilient client of seed 000: per-check budget, fail-open | fail-closed,
 //!   degraded answers counted apart, no offline queue, circuit breaker.
 //! - [`fault`]: what breaks Redis on purpose (kill, restart, SIGSTOP) and the guard that always

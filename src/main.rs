@@ -7,6 +7,8 @@ fn main() -> ExitCode {
     let cli = ratelab::cli::Cli::parse();
     match ratelab::app::execute(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // The run failed because the interrupt handler was stopping its servers: exit as it does.
+        Err(_) if ratelab::server::interrupted() => ExitCode::from(130),
         Err(err) => {
             eprintln!("ratelab: error: {err}");
             for cause in err.chain().skip(1) {

@@ -34,6 +34,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         ("replication", "replication.csv", "replication.svg"),
         ("scripts", "survival.csv", "cost_cpu.svg"),
         ("eviction", "keys.csv", "eviction.svg"),
+        ("cluster", "cluster.csv", "outcome.svg"),
     ] {
         let dir = out.path().join(id);
         let rows = std::fs::read_to_string(dir.join(csv)).unwrap_or_default();
@@ -56,6 +57,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "replication",
         "scripts",
         "eviction",
+        "cluster",
     ] {
         assert!(report.contains(&format!("## {id}")), "report lacks {id}");
     }
@@ -101,6 +103,12 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "scripts.fallback-load-round-trips",
         "scripts.no-fallback-errors",
         "scripts.flush-fallback-no-errors",
+        "cluster.same-node-works",
+        "cluster.fails-only-across-nodes",
+        "cluster.one-redis-passes",
+        "cluster.declared-works",
+        "cluster.hashtag-works",
+        "cluster.bucket-exact",
     ] {
         let claim = claims
             .iter()

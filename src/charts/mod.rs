@@ -11,6 +11,7 @@ mod place;
 mod png;
 mod render;
 pub(crate) mod spec;
+pub(crate) mod stacked;
 
 pub use png::svg_to_png;
 

@@ -2,6 +2,7 @@
 //! and `report` iterate. Adding an experiment: its module with a [`Definition`], its TOML, its
 //! claims in analysis/claims.toml, and one line in [`ALL`].
 
+use super::cluster;
 use super::error::ExperimentError;
 use super::eviction;
 use super::frame::{self, Session, Validate};
@@ -116,6 +117,7 @@ pub static ALL: &[&dyn Experiment] = &[
     &scripts::Scripts,
     &replication::Replication,
     &eviction::Eviction,
+    &cluster::Cluster,
 ];
 
 /// Looks an id up, or says which ids exist.

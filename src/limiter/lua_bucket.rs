@@ -6,14 +6,14 @@
 use super::library::BUCKET_FUNCTION;
 use super::script::LuaScript;
 use super::{Attempt, LimitSpec, Strategy};
-use redis::aio::MultiplexedConnection;
+use redis::aio::ConnectionLike;
 
 pub(super) fn script() -> LuaScript {
     LuaScript::new(include_str!("lua/token_bucket.lua")).with_function(BUCKET_FUNCTION)
 }
 
 pub(super) async fn check(
-    con: &mut MultiplexedConnection,
+    con: &mut impl ConnectionLike,
     script: &LuaScript,
     key: &str,
     spec: &LimitSpec,

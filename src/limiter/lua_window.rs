@@ -3,14 +3,14 @@
 
 use super::script::LuaScript;
 use super::{unix_ms, Attempt, LimitSpec, Strategy};
-use redis::aio::MultiplexedConnection;
+use redis::aio::ConnectionLike;
 
 pub(super) fn script() -> LuaScript {
     LuaScript::new(include_str!("lua/fixed_window.lua"))
 }
 
 pub(super) async fn check(
-    con: &mut MultiplexedConnection,
+    con: &mut impl ConnectionLike,
     script: &LuaScript,
     key: &str,
     spec: &LimitSpec,

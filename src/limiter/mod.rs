@@ -266,6 +266,32 @@ impl Limiter {
     }
 }
 
+impl Limiter {
+    /// Decides one request on any async connection, a Redis Cluster client's included. Only the
+    /// scripts whose one key is KEYS[1] (lua-bucket, lua-window) run there: a cluster client routes
+    /// a script by its first key, and nothing else of theirs needs a node of its own.
+    pub async fn attempt_on(
+        &self,
+        con: &mut impl redis::aio::ConnectionLike,
+        key: &str,
+    ) -> Attempt {
+        let spec = &self.spec;
+        match &self.prepared {
+            Prepared::LuaBucket(script) => lua_bucket::check(con, script, key, spec).await,
+            Prepared::LuaWindow(script) => lua_window::check(con, script, key, spec).await,
+            _ => Attempt {
+                outcome: Err(LimiterError::Unsupported {
+                    strategy: self.strategy(),
+                    invocation: self.invocation(),
+                    why: "only lua-bucket and lua-window run on any connection",
+                }),
+                round_trips: 0,
+                noscript: false,
+            },
+        }
+    }
+}
+
 /// Milliseconds since the Unix epoch on this machine's clock.
 pub fn unix_ms() -> u64 {
     SystemTime::now()

@@ -6,7 +6,7 @@
 
 use super::library::library;
 use super::{Attempt, Decision, Invocation, LimiterError, Strategy};
-use redis::aio::MultiplexedConnection;
+use redis::aio::ConnectionLike;
 use redis::{ErrorKind, FromRedisValue, RedisError, ServerErrorKind, ToRedisArgs};
 
 /// A script's source and SHA-1, its function in the `ratelab` library if it has one, and how it
@@ -105,11 +105,7 @@ impl Call<'_> {
     }
 
     /// Runs a script that returns `{allowed (1|0), remaining, retry_ms}`.
-    pub(super) async fn decide(
-        self,
-        con: &mut MultiplexedConnection,
-        strategy: Strategy,
-    ) -> Attempt {
+    pub(super) async fn decide(self, con: &mut impl ConnectionLike, strategy: Strategy) -> Attempt {
         let Invoked {
             reply,
             round_trips,
@@ -126,7 +122,7 @@ impl Call<'_> {
     }
 
     /// Runs the script as its invocation says, falling back if that is part of it.
-    async fn invoke<T: FromRedisValue>(&self, con: &mut MultiplexedConnection) -> Invoked<T> {
+    async fn invoke<T: FromRedisValue>(&self, con: &mut impl ConnectionLike) -> Invoked<T> {
         let script = self.script;
         let first = match script.invocation {
             Invocation::Eval => self.command("EVAL", script.source),

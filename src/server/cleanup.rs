@@ -6,10 +6,18 @@
 //! A SIGKILL of the harness itself is covered by the parent-death signal set at spawn time.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
 
 static CHILDREN: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 static INSTALL: Once = Once::new();
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// True once SIGINT or SIGTERM arrived: a run failing now failed because its servers were being
+/// stopped, and the process should exit as interrupted (130) whichever thread gets there first.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
 
 /// Remembers a child pid so a signal handler can kill it.
 pub fn register(pid: u32) {
@@ -60,6 +68,7 @@ pub fn install_interrupt_handler() {
         // A failure to install (another handler already set, e.g. by an embedding program) leaves
         // the parent-death signal as the safety net, so it is not an error.
         let _ = ctrlc::set_handler(|| {
+            INTERRUPTED.store(true, Ordering::SeqCst);
             kill_all();
             eprintln!("ratelab: interrupted; stopped every redis-server and worker it started");
             crate::record::set_aside_unfinished();

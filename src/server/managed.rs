@@ -4,7 +4,7 @@
 //! restarted by a supervisor; `persistence.rs` stops it gracefully instead, `replica.rs` starts
 //! one as a replica of another.
 
-use super::spawn::{free_port, resolve_binary, spawn};
+use super::spawn::{free_cluster_port, free_port, resolve_binary, spawn};
 use super::{admin, admin_connection, cleanup, Persistence, ServerError};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -25,6 +25,9 @@ pub struct ServerOptions {
     pub start_timeout: Duration,
     /// What the server writes to its directory, so a graceful restart can keep data.
     pub persistence: Persistence,
+    /// A Redis Cluster node: `--cluster-enabled yes`, its node table in its own directory, and a
+    /// port below 55535 whose bus port (port + 10000) is free too (`cluster.rs`).
+    pub cluster_node: bool,
 }
 
 impl Default for ServerOptions {
@@ -35,6 +38,7 @@ impl Default for ServerOptions {
             extra_args: Vec::new(),
             start_timeout: Duration::from_secs(10),
             persistence: Persistence::None,
+            cluster_node: false,
         }
     }
 }
@@ -72,7 +76,10 @@ impl RedisServer {
     ) -> Result<Self, ServerError> {
         let binary = resolve_binary(&opts.binary)?;
         for _ in 0..PORT_ATTEMPTS {
-            let port = free_port()?;
+            let port = match opts.cluster_node {
+                true => free_cluster_port()?,
+                false => free_port()?,
+            };
             match Self::start_on(&binary, port, opts, replica_of) {
                 // Another process took the port between our probe and redis's bind: try another.
                 Err(ServerError::ExitedAtStart { log_tail, .. })

@@ -3,6 +3,7 @@
 
 pub mod admin;
 mod cleanup;
+mod cluster;
 mod describe;
 mod info;
 mod keys;
@@ -10,18 +11,24 @@ mod managed;
 mod persistence;
 pub mod pin;
 mod replica;
+mod reshard;
+mod slots;
 mod spawn;
 mod stats;
 
 pub use cleanup::{
-    install_interrupt_handler, kill_all, register, registered, set_parent_death_signal, unregister,
+    install_interrupt_handler, interrupted, kill_all, register, registered,
+    set_parent_death_signal, unregister,
 };
+pub use cluster::{ClusterOptions, ClusterSetup, RedisCluster};
 pub use describe::RedisMeta;
 pub use info::Info;
 pub use keys::host_port;
 pub use managed::{RedisServer, ServerOptions};
 pub use persistence::Persistence;
 pub use replica::wait_caught_up;
+pub use reshard::SlotMove;
+pub use slots::{key_slot, SlotMap, SlotRange, SLOTS};
 pub use stats::{command_stats, main_thread_cpu_us, ServerCost, ServerSample};
 
 use std::path::PathBuf;
@@ -114,6 +121,27 @@ pub enum ServerError {
         primary_offset: u64,
         replica_offset: String,
         waited: Duration,
+    },
+    #[error(
+        "redis-cli not found at `{}` nor on PATH; install it with `apt-get install -y redis-tools`",
+        .0.display()
+    )]
+    CliNotFound(PathBuf),
+    #[error(
+        "redis-cli --cluster create failed {attempts} time(s); its last output:\n{output}\n\
+             last lines of every node's log:\n{log_tails}"
+    )]
+    ClusterCreate {
+        attempts: u32,
+        output: String,
+        log_tails: String,
+    },
+    #[error("the cluster's nodes did not agree within {waited:?} ({states}); last lines of every node's log:\n\
+             {log_tails}")]
+    ClusterNotReady {
+        waited: Duration,
+        states: String,
+        log_tails: String,
     },
     #[error("server on port {port} still reports role:{role} {waited:?} after REPLICAOF NO ONE")]
     NotPromoted {

@@ -29,6 +29,11 @@ pub(super) fn spawn(
         cmd.args(["--replicaof", "127.0.0.1"])
             .arg(primary_port.to_string());
     }
+    if opts.cluster_node {
+        cmd.args(["--cluster-enabled", "yes"])
+            .arg("--cluster-config-file")
+            .arg(dir.join("nodes.conf"));
+    }
     for (name, value) in &opts.extra_args {
         cmd.arg(format!("--{name}")).arg(value);
     }
@@ -65,4 +70,20 @@ pub(super) fn resolve_binary(binary: &Path) -> Result<PathBuf, ServerError> {
 pub(super) fn free_port() -> Result<u16, ServerError> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?.port())
+}
+
+/// The bus of a cluster node listens on its port + 10000, so a node's port must stay below this.
+pub(super) const CLUSTER_PORT_LIMIT: u16 = 55535;
+
+/// A free loopback port below [`CLUSTER_PORT_LIMIT`] whose bus port (+10000) was free too.
+pub(super) fn free_cluster_port() -> Result<u16, ServerError> {
+    const ATTEMPTS: usize = 200;
+    for _ in 0..ATTEMPTS {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        if port < CLUSTER_PORT_LIMIT && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err(ServerError::NoFreePort(ATTEMPTS))
 }

@@ -1,0 +1,120 @@
+//! cluster's CSV schemas.
+
+use super::Variant;
+use serde::{Deserialize, Serialize};
+
+/// One user's call of one variant in one phase.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CallRow {
+    /// one-redis | cluster | reshard.
+    pub phase: String,
+    pub variant: Variant,
+    pub user: u64,
+    /// Primaries serving slots (1 for one-redis).
+    pub nodes: u32,
+    /// (nodes - 1) / nodes: the share of users whose derived key an even split puts on another
+    /// node than the base key.
+    pub expected_fail_fraction: f64,
+    /// Which key KEYS[1] held: `base` (the script derives the counter) or `derived` (declared).
+    pub declared: String,
+    pub base_key: String,
+    pub base_slot: u16,
+    /// `host:port` of the primary owning the slot.
+    pub base_node: String,
+    /// The window's counter: `base_key:w<index>`.
+    pub derived_key: String,
+    pub derived_slot: u16,
+    pub derived_node: String,
+    /// 1 when base and derived key live on the same node.
+    pub same_node: u8,
+    /// 1 when they hash to the same slot.
+    pub same_slot: u8,
+    /// The node the EVAL went to: the owner of KEYS[1].
+    pub sent_to: String,
+    /// 1 when the script ran and replied.
+    pub ok: u8,
+    /// The script's decision when it ran (1 allowed, 0 denied).
+    pub allowed: Option<u8>,
+    /// `` | non-local-key | cross-slot | moved | other.
+    pub error_kind: String,
+    /// 1 when the error is "Script attempted to access a non local key in a cluster node".
+    pub non_local_key: u8,
+    /// The server's reply as sent (code and message), empty when ok.
+    pub error: String,
+    /// 1 when placement says the call must fail: on a cluster, an undeclared derived key on
+    /// another node (any script), or in another slot (`#!lua` without allow-cross-slot-keys).
+    pub predicted_fail: u8,
+    /// 1 when the outcome is what placement predicts.
+    pub as_predicted: u8,
+}
+
+/// One slot range of the map every node agreed on, per phase.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NodeRow {
+    /// cluster | reshard.
+    pub phase: String,
+    pub first_slot: u16,
+    pub last_slot: u16,
+    pub slots: u32,
+    pub node: String,
+    pub node_id: String,
+}
+
+/// One user's token bucket, checked from every client through the cluster.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BucketRow {
+    pub user: u64,
+    pub key: String,
+    pub slot: u16,
+    pub node: String,
+    pub clients: u64,
+    /// Checks sent for this bucket, over all clients.
+    pub requests: u64,
+    pub admitted: u64,
+    pub denied: u64,
+    pub errors: u64,
+    /// The bucket's capacity; it never refills, so exactly this many must be admitted.
+    pub capacity: u64,
+    /// The first error's text, empty when none.
+    pub first_error: String,
+}
+
+/// The cluster's creation, or a reshard, with how long each step took.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SetupRow {
+    /// create | reshard.
+    pub operation: String,
+    pub nodes: u32,
+    /// create: starting every node until it answered PING.
+    pub start_nodes_ms: f64,
+    /// create: redis-cli --cluster create, every attempt; reshard: moving the slots and keys.
+    pub work_ms: f64,
+    /// create: redis-cli runs it took.
+    pub attempts: u32,
+    /// From the end of the work until every node reported the same slot map and cluster_state:ok.
+    pub converge_ms: f64,
+    pub total_ms: f64,
+    /// reshard: the slots moved and from which node to which.
+    pub first_slot: Option<u16>,
+    pub last_slot: Option<u16>,
+    pub from_node: String,
+    pub to_node: String,
+    pub keys_moved: Option<u64>,
+}
+
+/// What each phase did, or why it was skipped.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PhaseRow {
+    /// one-redis | cluster | bucket | reshard.
+    pub phase: String,
+    /// 1 when it ran.
+    pub ran: u8,
+    /// Why not, when it did not.
+    pub reason: String,
+    /// managed (the harness's own servers) or user (--redis-url).
+    pub servers: String,
+    pub nodes: u32,
+    /// Calls (or checks) made.
+    pub calls: u64,
+    pub took_ms: f64,
+}
