@@ -33,6 +33,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         ("bigkey", "bigkey.csv", "bigkey.svg"),
         ("replication", "replication.csv", "replication.svg"),
         ("scripts", "survival.csv", "cost_cpu.svg"),
+        ("chaos", "chaos.csv", "chaos.svg"),
     ] {
         let dir = out.path().join(id);
         let rows = std::fs::read_to_string(dir.join(csv)).unwrap_or_default();
@@ -54,6 +55,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "bigkey",
         "replication",
         "scripts",
+        "chaos",
     ] {
         assert!(report.contains(&format!("## {id}")), "report lacks {id}");
     }
@@ -99,6 +101,11 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "scripts.fallback-load-round-trips",
         "scripts.no-fallback-errors",
         "scripts.flush-fallback-no-errors",
+        "chaos.5s-unavailable",
+        "chaos.unrecorded-counter-flat",
+        "chaos.after-enforced",
+        "chaos.after-decided-by-redis",
+        "chaos.after-stuck-open",
     ] {
         let claim = claims
             .iter()

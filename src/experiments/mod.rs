@@ -4,6 +4,7 @@
 pub mod atomic;
 pub mod bigkey;
 pub mod calibrate;
+pub mod chaos;
 mod concurrency;
 pub mod cost;
 mod error;

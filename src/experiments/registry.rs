@@ -8,7 +8,7 @@ use super::params::{self, ExperimentInfo, ParamError};
 use super::replication;
 use super::scripts;
 use super::{
-    atomic, bigkey, calibrate, cost, latency, memory, outage, race, tsmember, window_edge,
+    atomic, bigkey, calibrate, chaos, cost, latency, memory, outage, race, tsmember, window_edge,
 };
 use crate::analysis::AnalysisError;
 use crate::charts::ChartError;
@@ -109,6 +109,7 @@ pub static ALL: &[&dyn Experiment] = &[
     &bigkey::Bigkey,
     &scripts::Scripts,
     &replication::Replication,
+    &chaos::Chaos,
 ];
 
 /// Looks an id up, or says which ids exist.

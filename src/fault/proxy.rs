@@ -229,6 +229,13 @@ async fn accept_loop(
                     continue;
                 };
                 id += 1;
+                // Forward each chunk at once: Nagle's wait for an ACK would add up to the peer's
+                // delayed-ACK time (~40 ms) to a small reply, a fault the proxy was not asked for.
+                let nodelay = client.set_nodelay(true).and_then(|()| server.set_nodelay(true));
+                if nodelay.is_err() {
+                    reset(&client, Some(&server));
+                    continue;
+                }
                 let (client, server) = (Arc::new(client), Arc::new(server));
                 let (closed, _) = watch::channel(false);
                 let closed = Arc::new(closed);
@@ -303,6 +310,21 @@ impl Pump {
                 break;
             }
             let held = matches!(fault, Fault::Blackhole(d) if d.covers(self.leg));
+            // What is due goes out now: a timer would round up to tokio's next 1 ms tick and
+            // add that to every hop of a healed proxy.
+            if !held
+                && queue
+                    .front()
+                    .is_some_and(|c| c.0 <= tokio::time::Instant::now())
+            {
+                let Some((_, chunk)) = queue.pop_front() else {
+                    continue;
+                };
+                if write_all(&self.dst, &chunk).await.is_err() {
+                    break;
+                }
+                continue;
+            }
             let due = queue.front().map(|c| c.0);
             tokio::select! {
                 biased;
