@@ -146,6 +146,13 @@ async fn refuse_turns_new_connections_away_and_keeps_open_ones() {
     let server = common::start_server();
     let proxy = Proxy::start(upstream(&server), 1).await.unwrap();
     let mut open = connect(&proxy).await;
+    // Accepted by the proxy before the switch (one still in the listen backlog is reset when
+    // the listener closes, as with any server that stops listening).
+    open.write_all(&resp(&[b"PING"])).await.unwrap();
+    assert_eq!(
+        read_for(&mut open, 7, PATIENCE).await.unwrap(),
+        b"+PONG\r\n"
+    );
     proxy.set(Fault::Refuse);
     // The listener closes when the accept task sees the switch; until then a connect may land.
     let refused = tokio::time::timeout(PATIENCE, async {

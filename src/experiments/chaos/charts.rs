@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{AfterRow, Drill, DrillRow, SecondRow};
+use super::{AfterRow, BinRow, Drill, DrillRow};
 use crate::charts::axes::log_points;
 use crate::charts::bars::{self, si, BarChart};
 use crate::charts::spec::{
@@ -55,21 +55,21 @@ fn windows(drills: &[DrillRow], client: &str, timeout_ms: u64) -> Vec<(Drill, f6
 }
 
 /// Rows of one (client, timeout), in time order.
-fn of<'a>(rows: &'a [SecondRow], client: &str, timeout_ms: u64) -> Vec<&'a SecondRow> {
-    let mut out: Vec<&SecondRow> = (rows.iter())
+fn of<'a>(rows: &'a [BinRow], client: &str, timeout_ms: u64) -> Vec<&'a BinRow> {
+    let mut out: Vec<&BinRow> = (rows.iter())
         .filter(|r| r.client == client && r.timeout_ms == timeout_ms)
         .collect();
     out.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
     out
 }
 
-fn per_s(rows: &[&SecondRow], f: fn(&SecondRow) -> f64) -> Vec<(f64, Option<f64>)> {
-    let rate = |r: &SecondRow| 1e3 / r.bin_ms.max(1) as f64;
+fn per_s(rows: &[&BinRow], f: fn(&BinRow) -> f64) -> Vec<(f64, Option<f64>)> {
+    let rate = |r: &BinRow| 1e3 / r.bin_ms.max(1) as f64;
     rows.iter().map(|r| (r.t_s, Some(f(r) * rate(r)))).collect()
 }
 
 /// p99 per bin, log10 ms; a bin that served nothing is a gap.
-fn p99_log(rows: &[&SecondRow]) -> Vec<(f64, Option<f64>)> {
+fn p99_log(rows: &[&BinRow]) -> Vec<(f64, Option<f64>)> {
     (rows.iter())
         .map(|r| (r.t_s, r.p99_ms.map(|p| p.max(FLOOR_MS).log10())))
         .collect()
@@ -150,7 +150,7 @@ fn legend(lines: &[Line]) -> Vec<(Marker, String)> {
 }
 
 /// The correct client's panels: per timeout, rates then p99.
-fn correct_chart(rows: &[SecondRow], drills: &[DrillRow]) -> Option<Chart> {
+fn correct_chart(rows: &[BinRow], drills: &[DrillRow]) -> Option<Chart> {
     let mut timeouts: Vec<u64> = (rows.iter())
         .filter(|r| r.client == "correct")
         .map(|r| r.timeout_ms)
@@ -194,7 +194,7 @@ fn correct_chart(rows: &[SecondRow], drills: &[DrillRow]) -> Option<Chart> {
 }
 
 /// The misconfigured clients beside the correct one at their timeout.
-fn flaws_chart(rows: &[SecondRow], drills: &[DrillRow]) -> Option<Chart> {
+fn flaws_chart(rows: &[BinRow], drills: &[DrillRow]) -> Option<Chart> {
     let flawed = rows.iter().find(|r| r.client != "correct")?;
     let t = flawed.timeout_ms;
     let (correct, setup, unrecorded, stuck) = (
@@ -253,7 +253,7 @@ fn flaws_chart(rows: &[SecondRow], drills: &[DrillRow]) -> Option<Chart> {
         );
     }
     if !stuck.is_empty() {
-        let by_redis = |r: &SecondRow| (r.allowed + r.denied) as f64;
+        let by_redis = |r: &BinRow| (r.allowed + r.denied) as f64;
         let lines = [
             line(
                 "never-reconnects: answered by Redis /s",
@@ -313,7 +313,7 @@ fn after_chart(rows: &[AfterRow]) -> Chart {
         title: "chaos: after the drill, is the limit enforced again?",
         subtitle: format!(
             "{requests} checks one after another on one fresh key, healed; an enforcing limiter \
-             allows its limit"
+             allows its capacity ({capacity}) plus what refills while they run"
         ),
         x_desc: "client (store timeout)",
         y_desc: "requests",
@@ -323,7 +323,7 @@ fn after_chart(rows: &[AfterRow]) -> Chart {
             (Marker::Dot(color(1)), "denied by Redis"),
             (Marker::Dot(color(4)), "allowed by policy (fail-open)"),
         ],
-        reference: Some((capacity, "limit")),
+        reference: Some((capacity, "capacity")),
         slots,
     };
     bars::spec(chart)
@@ -332,7 +332,7 @@ fn after_chart(rows: &[AfterRow]) -> Chart {
 /// Renders chaos.svg, chaos_flaws.svg (when misconfigured clients ran) and after.svg; the fault
 /// windows come from drills.csv.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let rows = read_csv::<SecondRow>(&dir.join("chaos.csv"))?;
+    let rows = read_csv::<BinRow>(&dir.join("chaos.csv"))?;
     let drills = read_csv::<DrillRow>(&dir.join("drills.csv"))?;
     let mut written = Vec::new();
     if let Some(chart) = correct_chart(&rows, &drills) {
@@ -379,7 +379,7 @@ never-reconnects,30,300,20,6,10,21,0,0,300,0,0,false
     fn drills_csv() -> String {
         let mut w = csv::Writer::from_writer(Vec::new());
         let mut reader = csv::Reader::from_reader(CSV.as_bytes());
-        let rows: Vec<SecondRow> = reader.deserialize().collect::<Result<_, _>>().unwrap();
+        let rows: Vec<BinRow> = reader.deserialize().collect::<Result<_, _>>().unwrap();
         for r in rows.iter().filter(|r| r.drill != Drill::Baseline) {
             for (drill, start_ms, end_ms) in
                 [(Drill::Baseline, 0.0, 510.0), (r.drill, 510.0, 1000.0)]
@@ -400,7 +400,7 @@ never-reconnects,30,300,20,6,10,21,0,0,300,0,0,false
     #[test]
     fn windows_come_from_the_switch_instants_and_rates_are_per_second() {
         let mut reader = csv::Reader::from_reader(CSV.as_bytes());
-        let rows: Vec<SecondRow> = reader.deserialize().collect::<Result<_, _>>().unwrap();
+        let rows: Vec<BinRow> = reader.deserialize().collect::<Result<_, _>>().unwrap();
         let text = drills_csv();
         let mut reader = csv::Reader::from_reader(text.as_bytes());
         let drills: Vec<DrillRow> = reader.deserialize().collect::<Result<_, _>>().unwrap();

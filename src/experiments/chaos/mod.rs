@@ -28,7 +28,7 @@ mod rows;
 pub mod service;
 pub mod tally;
 
-pub use rows::{AfterRow, Drill, DrillRow, SecondRow, SwitchRow};
+pub use rows::{AfterRow, BinRow, Drill, DrillRow, SwitchRow};
 
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::fault::Direction;
@@ -51,7 +51,7 @@ impl Definition for Chaos {
 
     fn tables() -> Vec<Table> {
         vec![
-            Table::of::<SecondRow>("chaos.csv"),
+            Table::of::<BinRow>("chaos.csv"),
             Table::of::<DrillRow>("drills.csv"),
             Table::of::<AfterRow>("after.csv"),
             Table::of::<SwitchRow>("switches.csv"),

@@ -23,16 +23,6 @@ pub enum Drill {
 }
 
 impl Drill {
-    /// Every window, in order.
-    pub const ALL: [Drill; 6] = [
-        Drill::Baseline,
-        Drill::Blackhole,
-        Drill::AfterBlackhole,
-        Drill::Latency,
-        Drill::AfterLatency,
-        Drill::Reset,
-    ];
-
     /// The windows a fault is active in (shaded in the charts).
     pub fn is_fault(self) -> bool {
         matches!(self, Drill::Blackhole | Drill::Latency | Drill::Reset)
@@ -47,7 +37,7 @@ impl std::fmt::Display for Drill {
 
 /// One time bin of one client's service (`bin_ms` wide; counts are per bin).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct SecondRow {
+pub struct BinRow {
     /// `correct`, or the flaw the client was given.
     pub client: String,
     /// The store's timeout (its whole-call budget; connecting only for `setup-timeout-only`).

@@ -1,7 +1,7 @@
 //! From one client's raw trace to its rows: time bins (chaos.csv) and drill windows (drills.csv).
 //! Pure functions of the trace, so what the claims read is tested without Redis.
 
-use super::rows::{Drill, DrillRow, SecondRow};
+use super::rows::{BinRow, Drill, DrillRow};
 use super::service::{Fate, Request, Sample, Trace};
 use crate::store::Outcome;
 use hdrhistogram::Histogram;
@@ -72,7 +72,7 @@ fn drill_at(windows: &[Window], t_ns: u64) -> Drill {
 }
 
 /// One row per `bin_ms` from the schedule's start until the last request ended.
-pub fn bins(spec: &Spec, trace: &Trace, windows: &[Window]) -> Vec<SecondRow> {
+pub fn bins(spec: &Spec, trace: &Trace, windows: &[Window]) -> Vec<BinRow> {
     if windows.is_empty() {
         return Vec::new();
     }
@@ -105,7 +105,7 @@ pub fn bins(spec: &Spec, trace: &Trace, windows: &[Window]) -> Vec<SecondRow> {
             let [p50_ms, p99_ms, max_ms] = served[i].percentiles();
             let c = served[i].counts;
             let (busy_max, busy_sum, samples, queue_max) = busy[i];
-            SecondRow {
+            BinRow {
                 client: spec.client.to_string(),
                 timeout_ms: spec.timeout_ms,
                 drill: drill_at(windows, t),
