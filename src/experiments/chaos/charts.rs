@@ -13,8 +13,8 @@ use super::{AfterRow, BinRow, Drill, DrillRow};
 use crate::charts::axes::log_points;
 use crate::charts::bars::{self, si, BarChart};
 use crate::charts::spec::{
-    color, path, text, Anchor, Axis, Bar, Chart, Layer, Marker, Plot, Range, Shape, Slot, Ticks,
-    BLACK,
+    color, dots, path, text, Anchor, Axis, Bar, Chart, Layer, Marker, Plot, Range, Shape, Slot,
+    Ticks, BLACK,
 };
 use crate::charts::{read_csv, write_spec, ChartError};
 
@@ -63,15 +63,22 @@ fn of<'a>(rows: &'a [BinRow], client: &str, timeout_ms: u64) -> Vec<&'a BinRow> 
     out
 }
 
+/// The middle of a bin, where its value is drawn.
+fn mid(r: &BinRow) -> f64 {
+    r.t_s + r.bin_ms as f64 / 2e3
+}
+
 fn per_s(rows: &[&BinRow], f: fn(&BinRow) -> f64) -> Vec<(f64, Option<f64>)> {
     let rate = |r: &BinRow| 1e3 / r.bin_ms.max(1) as f64;
-    rows.iter().map(|r| (r.t_s, Some(f(r) * rate(r)))).collect()
+    rows.iter()
+        .map(|r| (mid(r), Some(f(r) * rate(r))))
+        .collect()
 }
 
 /// p99 per bin, log10 ms; a bin that served nothing is a gap.
 fn p99_log(rows: &[&BinRow]) -> Vec<(f64, Option<f64>)> {
     (rows.iter())
-        .map(|r| (r.t_s, r.p99_ms.map(|p| p.max(FLOOR_MS).log10())))
+        .map(|r| (mid(r), r.p99_ms.map(|p| p.max(FLOOR_MS).log10())))
         .collect()
 }
 
@@ -115,7 +122,12 @@ fn panel(
     under.push(text((0.0, y_hi), (6, 4), title, BLACK, Anchor::LeftTop));
     let layers = (lines.iter())
         .flat_map(|l| l.segments().into_iter().map(move |seg| (seg, l)))
-        .map(|(seg, l)| path(seg, l.color, 2, l.dashed.then_some((6, 4))))
+        // A lone point (one bin with a value between gaps) is a dot: a path of one point is
+        // invisible.
+        .map(|(seg, l)| match seg.len() {
+            1 => dots(seg, l.color, 3),
+            _ => path(seg, l.color, 2, l.dashed.then_some((6, 4))),
+        })
         .collect();
     let mut x = Axis::new(
         "s after traffic started",
@@ -412,7 +424,7 @@ never-reconnects,30,300,20,6,10,21,0,0,300,0,0,false
         let rs = of(&rows, "correct", 5000);
         assert_eq!(
             per_s(&rs, |r| r.served as f64),
-            [(0.0, Some(800.0)), (0.5, Some(80.0))]
+            [(0.25, Some(800.0)), (0.75, Some(80.0))]
         );
         let gap = line(
             "p99",
