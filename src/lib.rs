@@ -14,7 +14,7 @@
 //! - [`store`]: the resilient client of seed 000: per-check budget, fail-open | fail-closed,
 //!   degraded answers counted apart, no offline queue, circuit breaker.
 //! - [`fault`]: what breaks Redis on purpose (kill, restart, SIGSTOP) and the guard that always
-//!   continues a stopped server.
+//!   continues a stopped server; a loopback TCP fault proxy (blackhole, refuse, delay, reset).
 //! - [`load`]: closed-loop load and open-loop (scheduled) arrivals from worker processes (the
 //!   binary re-executed as `worker`); a PING probe that sees how long the server stalls.
 //! - [`record`]: CSV sinks flushed per row, atomic result directories, a run's meta.json, the

@@ -36,6 +36,7 @@ fn store(server: &RedisServer, policy: Policy, breaker: Option<BreakerSettings>)
         budget: BUDGET,
         policy,
         breaker,
+        flaw: None,
     };
     Store::new(
         &server.url(),

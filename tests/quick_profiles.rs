@@ -35,6 +35,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         ("scripts", "survival.csv", "cost_cpu.svg"),
         ("eviction", "keys.csv", "eviction.svg"),
         ("cluster", "cluster.csv", "outcome.svg"),
+        ("chaos", "chaos.csv", "chaos.svg"),
     ] {
         let dir = out.path().join(id);
         let rows = std::fs::read_to_string(dir.join(csv)).unwrap_or_default();
@@ -58,6 +59,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "scripts",
         "eviction",
         "cluster",
+        "chaos",
     ] {
         assert!(report.contains(&format!("## {id}")), "report lacks {id}");
     }
@@ -109,6 +111,11 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "cluster.declared-works",
         "cluster.hashtag-works",
         "cluster.bucket-exact",
+        "chaos.5s-unavailable",
+        "chaos.unrecorded-counter-flat",
+        "chaos.after-enforced",
+        "chaos.after-decided-by-redis",
+        "chaos.after-stuck-open",
     ] {
         let claim = claims
             .iter()

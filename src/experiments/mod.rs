@@ -5,6 +5,7 @@ pub mod atomic;
 pub mod bigkey;
 pub mod calibrate;
 pub mod cluster;
+pub mod chaos;
 mod concurrency;
 pub mod cost;
 mod error;

@@ -10,7 +10,7 @@ use super::params::{self, ExperimentInfo, ParamError};
 use super::replication;
 use super::scripts;
 use super::{
-    atomic, bigkey, calibrate, cost, latency, memory, outage, race, tsmember, window_edge,
+    atomic, bigkey, calibrate, chaos, cost, latency, memory, outage, race, tsmember, window_edge,
 };
 use crate::analysis::{AnalysisError, Section};
 use crate::charts::ChartError;
@@ -118,6 +118,7 @@ pub static ALL: &[&dyn Experiment] = &[
     &replication::Replication,
     &eviction::Eviction,
     &cluster::Cluster,
+    &chaos::Chaos,
 ];
 
 /// Looks an id up, or says which ids exist.

@@ -4,6 +4,13 @@
 //! Two outages look nothing alike to a client (seed 000): a killed server closes its sockets and
 //! refuses new ones, so every check fails at once; a SIGSTOPped one is frozen while the kernel keeps
 //! its TCP connections open and even completes new handshakes, so every check waits its full budget.
+//!
+//! `proxy`: a loopback TCP proxy between clients and Redis that blackholes, refuses, delays,
+//! resets and heals at run time (seed 003's drills).
+
+pub mod proxy;
+
+pub use proxy::{Direction, Fault, Proxy, Switch};
 
 use crate::server::{RedisServer, ServerError};
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! checks (it multiplexes), dropped when it fails. Each connection gets a generation number so a
 //! check that failed on an old connection never drops a newer one another check just made.
 
-use super::{lock, Failure, StoreError};
+use super::{lock, Failure, Flaw, StoreError};
 use crate::limiter::{Decision, Limiter, LimiterError};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ErrorKind, RedisError};
@@ -36,20 +36,27 @@ pub(super) struct Slot {
     client: redis::Client,
     config: AsyncConnectionConfig,
     timeouts: (Duration, Duration),
+    /// The budget bounds connecting only (the `SetupTimeoutOnly` flaw).
+    setup_only: bool,
     current: Mutex<Current>,
 }
 
 impl Slot {
     /// No connection yet; redis-rs's own timeouts are set to the budget explicitly (its default
     /// response timeout is 500 ms), though the whole-call timeout in `ask` fires first or with them.
-    pub(super) fn new(url: &str, budget: Duration) -> Result<Self, StoreError> {
+    /// With the `SetupTimeoutOnly` flaw the response timeout is off and only connecting is bounded.
+    pub(super) fn new(url: &str, budget: Duration, flaw: Option<Flaw>) -> Result<Self, StoreError> {
+        let setup_only = flaw == Some(Flaw::SetupTimeoutOnly);
+        // No response timeout at all: what a client that never set a command timeout waits.
+        let response = (!setup_only).then_some(budget);
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(budget))
-            .set_response_timeout(Some(budget));
+            .set_response_timeout(response);
         Ok(Slot {
             client: redis::Client::open(url)?,
             config,
-            timeouts: (budget, budget),
+            timeouts: (budget, response.unwrap_or(Duration::MAX)),
+            setup_only,
             current: Mutex::new(Current {
                 generation: 0,
                 con: None,
@@ -65,6 +72,9 @@ impl Slot {
     /// Runs one check within `budget`, connecting first if there is no connection. Nothing
     /// waits for anything beyond the budget: the timeout wraps connecting and checking alike.
     pub(super) async fn ask(&self, limiter: &Limiter, key: &str, budget: Duration) -> Asked {
+        if self.setup_only {
+            return self.ask_setup_bounded(limiter, key, budget).await;
+        }
         let mut generation = 0;
         let mut reconnected = false;
         let attempt = async {
@@ -95,6 +105,26 @@ impl Slot {
         }
     }
 
+    /// The flawed check: `budget` bounds connecting, the command waits for as long as it takes.
+    async fn ask_setup_bounded(&self, limiter: &Limiter, key: &str, budget: Duration) -> Asked {
+        let (generation, mut con, reconnected) = match self.connection() {
+            Some((g, con)) => (g, con, false),
+            None => match tokio::time::timeout(budget, self.connect()).await {
+                Ok(Ok((g, con))) => (g, con, true),
+                Ok(Err(e)) => return failed(e, 0, true),
+                Err(_elapsed) => return failed_timeout(true),
+            },
+        };
+        match limiter.check(&mut con, key).await {
+            Ok(decision) => Asked {
+                result: Ok(decision),
+                generation,
+                reconnected,
+            },
+            Err(e) => failed(e, generation, reconnected),
+        }
+    }
+
     fn connection(&self) -> Option<(u64, MultiplexedConnection)> {
         let current = lock(&self.current);
         current.con.clone().map(|con| (current.generation, con))
@@ -122,6 +152,26 @@ impl Slot {
     /// Drops whatever connection there is (the breaker opened: the probe gets a fresh one).
     pub(super) fn forget_any(&self) {
         lock(&self.current).con = None;
+    }
+}
+
+fn failed(e: LimiterError, generation: u64, reconnected: bool) -> Asked {
+    let result = match e {
+        LimiterError::Redis(e) => Err(AskFailure::Redis(classify(&e))),
+        bug => Err(AskFailure::Bug(bug)),
+    };
+    Asked {
+        result,
+        generation,
+        reconnected,
+    }
+}
+
+fn failed_timeout(reconnected: bool) -> Asked {
+    Asked {
+        result: Err(AskFailure::Redis(Failure::Timeout)),
+        generation: 0,
+        reconnected,
     }
 }
 

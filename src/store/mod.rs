@@ -44,6 +44,25 @@ pub struct StoreSettings {
     pub policy: Policy,
     /// The circuit breaker, or none (every check asks Redis and may pay the full budget).
     pub breaker: Option<BreakerSettings>,
+    /// A deliberate misconfiguration (seed 003's list), for drills that measure what it does;
+    /// none for a correct client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flaw: Option<Flaw>,
+}
+
+/// The misconfigurations seed 003 says only a drill reveals; each is one thing a correct store
+/// does and this one does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Flaw {
+    /// The budget bounds connection set-up only: a command waits as long as Redis takes (the
+    /// client library's timeout that "only covers connection setup, not command execution").
+    SetupTimeoutOnly,
+    /// Answers by policy are not counted: the fail-open path records nothing.
+    Unrecorded,
+    /// A connection that failed is kept: every later check fails on it, answered by policy for
+    /// ever (a client that "cached a dead connection").
+    NeverReconnects,
 }
 
 /// The answer a caller acts on; degraded answers came from the policy, not from Redis.
@@ -146,7 +165,7 @@ impl Store {
     pub fn new(url: &str, limiter: Limiter, settings: StoreSettings) -> Result<Self, StoreError> {
         Ok(Store {
             limiter,
-            slot: Slot::new(url, settings.budget)?,
+            slot: Slot::new(url, settings.budget, settings.flaw)?,
             breaker: settings.breaker.map(|b| Mutex::new(Breaker::new(b))),
             settings,
             counters: Mutex::new(Counters::default()),
@@ -160,6 +179,7 @@ impl Store {
 
     /// The redis-rs connection and response timeouts it sets (both the budget: the whole-call
     /// timeout around them is what bounds a check; these only keep redis-rs from its own default).
+    /// `Duration::MAX` is no response timeout at all (the `SetupTimeoutOnly` flaw).
     pub fn client_timeouts(&self) -> (Duration, Duration) {
         self.slot.timeouts()
     }
@@ -198,9 +218,10 @@ impl Store {
                 return Err(StoreError::Limiter(e));
             }
             Err(connection::AskFailure::Redis(failure)) => {
-                if self.record(admission, false) {
+                let keeps_dead = self.settings.flaw == Some(Flaw::NeverReconnects);
+                if self.record(admission, false) && !keeps_dead {
                     self.slot.forget_any();
-                } else if failure == Failure::Connection {
+                } else if failure == Failure::Connection && !keeps_dead {
                     self.slot.forget(asked.generation);
                 }
                 return Ok(self.degraded(route, Some(failure), asked.reconnected));
@@ -252,16 +273,18 @@ impl Store {
             Policy::FailOpen => Outcome::DegradedAllowed,
             Policy::FailClosed => Outcome::DegradedDenied,
         };
-        let mut c = lock(&self.counters);
-        c.degraded_allowed += u64::from(outcome == Outcome::DegradedAllowed);
-        c.degraded_denied += u64::from(outcome == Outcome::DegradedDenied);
-        c.timeouts += u64::from(failure == Some(Failure::Timeout));
-        c.connection_errors += u64::from(failure == Some(Failure::Connection));
-        c.server_errors += u64::from(failure == Some(Failure::Server));
-        c.short_circuited += u64::from(route == Route::Open);
-        c.probes += u64::from(route == Route::Probe);
-        c.reconnects += u64::from(reconnected);
-        drop(c);
+        // The flaw: the answer is the policy's, and nothing anywhere says so.
+        if self.settings.flaw != Some(Flaw::Unrecorded) {
+            let mut c = lock(&self.counters);
+            c.degraded_allowed += u64::from(outcome == Outcome::DegradedAllowed);
+            c.degraded_denied += u64::from(outcome == Outcome::DegradedDenied);
+            c.timeouts += u64::from(failure == Some(Failure::Timeout));
+            c.connection_errors += u64::from(failure == Some(Failure::Connection));
+            c.server_errors += u64::from(failure == Some(Failure::Server));
+            c.short_circuited += u64::from(route == Route::Open);
+            c.probes += u64::from(route == Route::Probe);
+            c.reconnects += u64::from(reconnected);
+        }
         Answer {
             outcome,
             route,

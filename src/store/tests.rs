@@ -39,6 +39,7 @@ fn store(url: &str, policy: Policy, breaker: Option<(u32, u64)>) -> Store {
             cooldown: Duration::from_millis(cooldown_ms),
             probe_budget: Duration::from_millis(20),
         }),
+        flaw: None,
     };
     let limiter = Limiter::new(Strategy::LuaBucket, LimitSpec::default());
     Store::new(url, limiter, settings).unwrap()

@@ -142,6 +142,7 @@ fn store(p: &Params, url: &str) -> Result<Store, PhaseError> {
         budget: Duration::from_millis(p.budget_ms),
         policy: p.store_policy,
         breaker: None,
+        flaw: None,
     };
     Store::new(url, limiter(p), settings).map_err(|e| PhaseError::Invalid(format!("store: {e}")))
 }

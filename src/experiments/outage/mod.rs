@@ -105,6 +105,7 @@ impl Params {
                 cooldown: Duration::from_millis(cooldown_ms),
                 probe_budget: Duration::from_millis(self.probe_budget_ms),
             }),
+            flaw: None,
         }
     }
 }

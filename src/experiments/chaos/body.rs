@@ -1,0 +1,361 @@
+//! chaos's measurement: per sequence (one store timeout, one or more clients side by side) a
+//! fault proxy, the model service per client, the drills on a fixed timeline, then the
+//! after-drill check; rows written per sequence.
+
+use super::rows::{AfterRow, Drill, SwitchRow};
+use super::service::{serve, ServiceSpec, Trace};
+use super::tally::{self, Window};
+use super::Params;
+use crate::experiments::{ExperimentError, Phase as _, PhaseError, Session};
+use crate::fault::{Fault, Proxy};
+use crate::load::Arrivals;
+use crate::store::{Flaw, Outcome, Policy, Store, StoreSettings};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Unrecorded checks per client before traffic: connect, load the script.
+const WARMUP_CHECKS: u32 = 5;
+/// Time between the warm-up and the schedule's start.
+const LEAD: Duration = Duration::from_millis(50);
+/// How long a reset may take to reach every connection before the proxy heals.
+const RESET_WAIT: Duration = Duration::from_millis(200);
+
+/// A client's name in the CSVs: `correct`, or its flaw.
+fn client_name(flaw: Option<Flaw>) -> String {
+    flaw.map_or_else(|| "correct".to_string(), |f| crate::record::csv_text(&f))
+}
+
+pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    let url = s.target.url();
+    let (upstream, proxied) = proxied_url(&url).phase(|| "reading the server's address".into())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(crate::server::ServerError::from)
+        .phase(|| "building the async runtime".into())?;
+    let mut sequences: Vec<(u64, Vec<Option<Flaw>>)> =
+        p.timeouts_ms.iter().map(|&t| (t, vec![None])).collect();
+    if !p.flaws.is_empty() {
+        sequences.push((
+            p.flaw_timeout_ms,
+            p.flaws.iter().copied().map(Some).collect(),
+        ));
+    }
+    let mut seconds = s.csv("chaos.csv")?;
+    let mut drills = s.csv("drills.csv")?;
+    let mut afters = s.csv("after.csv")?;
+    let mut switches = s.csv("switches.csv")?;
+    let bar = s.progress(sequences.len() as u64);
+    for (i, (timeout_ms, flaws)) in sequences.iter().enumerate() {
+        let names: Vec<String> = flaws.iter().map(|f| client_name(*f)).collect();
+        let what = || format!("the {timeout_ms} ms sequence ({})", names.join(", "));
+        let seq = Sequence {
+            p,
+            upstream,
+            proxied: &proxied,
+            timeout: Duration::from_millis(*timeout_ms),
+            flaws,
+            seed: s.ctx.seed.wrapping_add(i as u64),
+            prefix: format!("{}{timeout_ms}:", s.prefix),
+        };
+        let out = rt.block_on(seq.run()).phase(what)?;
+        for (name, trace, after) in &out.clients {
+            let spec = tally::Spec {
+                client: name,
+                timeout_ms: *timeout_ms,
+                workers: p.workers as u64,
+                injected_ms: p.injected_ms,
+                bin_ms: p.bin_ms,
+            };
+            if let Some(e) = &trace.first_error {
+                return Err(PhaseError::Invalid(format!("{name}: limiter error: {e}"))).phase(what);
+            }
+            for row in tally::bins(&spec, trace, &out.windows) {
+                seconds.write(&row)?;
+            }
+            for row in tally::drills(&spec, trace, &out.windows) {
+                drills.write(&row)?;
+            }
+            afters.write(after)?;
+        }
+        for (at_ms, fault) in &out.switches {
+            switches.write(&SwitchRow {
+                clients: names.join("+"),
+                timeout_ms: *timeout_ms,
+                at_ms: *at_ms,
+                fault: fault.clone(),
+            })?;
+        }
+        s.run.note(format!(
+            "{} ms: proxy accepted {} connection(s); {}",
+            timeout_ms, out.accepted, out.counters
+        ));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+/// The server's address, and a URL template with `{}` where the proxy's address goes (credentials
+/// and database kept).
+fn proxied_url(url: &str) -> Result<(SocketAddr, String), PhaseError> {
+    let bad = || PhaseError::Invalid(format!("cannot put a proxy in front of {url}"));
+    let rest = url.strip_prefix("redis://").ok_or_else(bad)?;
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let (auth, host_port) = match authority.rsplit_once('@') {
+        Some((auth, hp)) => (format!("{auth}@"), hp),
+        None => (String::new(), authority),
+    };
+    let host_port = match host_port.contains(':') {
+        true => host_port.to_string(),
+        false => format!("{host_port}:6379"),
+    };
+    let addr = (host_port.to_socket_addrs().ok())
+        .and_then(|mut a| a.next())
+        .ok_or_else(bad)?;
+    Ok((addr, format!("redis://{auth}{{}}/{path}")))
+}
+
+/// One sequence of drills.
+struct Sequence<'a> {
+    p: &'a Params,
+    upstream: SocketAddr,
+    proxied: &'a str,
+    timeout: Duration,
+    flaws: &'a [Option<Flaw>],
+    seed: u64,
+    prefix: String,
+}
+
+/// What a sequence measured.
+struct SequenceOut {
+    clients: Vec<(String, Trace, AfterRow)>,
+    windows: Vec<Window>,
+    /// (ms after the schedule's start, fault)
+    switches: Vec<(f64, String)>,
+    accepted: u64,
+    counters: String,
+}
+
+impl Sequence<'_> {
+    async fn run(&self) -> Result<SequenceOut, PhaseError> {
+        let p = self.p;
+        let proxy = Proxy::start(self.upstream, self.seed)
+            .await
+            .map_err(crate::server::ServerError::from)?;
+        let url = self.proxied.replace("{}", &proxy.addr().to_string());
+        let mut stores = Vec::new();
+        for flaw in self.flaws {
+            let settings = StoreSettings {
+                budget: self.timeout,
+                policy: Policy::FailOpen,
+                breaker: None,
+                flaw: *flaw,
+            };
+            let store = Store::new(&url, p.limiter(), settings)
+                .map_err(|e| PhaseError::Invalid(format!("store: {e}")))?;
+            warm_up(&store, &format!("{}warmup", self.prefix)).await?;
+            stores.push((client_name(*flaw), Arc::new(store)));
+        }
+        let t0 = Instant::now() + LEAD;
+        let plan = Plan::of(p);
+        let mut services = Vec::new();
+        for (i, (name, store)) in stores.iter().enumerate() {
+            let spec = ServiceSpec {
+                workers: p.workers,
+                queue_max: p.queue_max,
+                queue_wait: Duration::from_millis(p.queue_wait_ms),
+                work: Duration::from_millis(p.work_ms),
+                keys: p.keys,
+                key_prefix: format!("{}{name}:", self.prefix),
+                sample_every: Duration::from_millis(p.sample_ms),
+            };
+            let seed = self.seed.wrapping_mul(31).wrapping_add(i as u64);
+            let schedule = Arrivals::Poisson {
+                rate_per_s: p.rate_per_s,
+                duration_ms: plan.total_ms(),
+            }
+            .schedule(seed);
+            services.push(tokio::spawn(serve(
+                Arc::clone(store),
+                spec,
+                schedule,
+                seed,
+                t0,
+            )));
+        }
+        let bounds = drive(&proxy, t0, &plan, p).await;
+        let mut traces = Vec::new();
+        for service in services {
+            let trace = service
+                .await
+                .map_err(|e| PhaseError::Invalid(format!("the service task failed: {e}")))?;
+            traces.push(trace);
+        }
+        proxy.heal();
+        let mut clients = Vec::new();
+        let mut counters = Vec::new();
+        for ((name, store), trace) in stores.iter().zip(traces) {
+            let key = format!("{}after:{name}", self.prefix);
+            let after = after_check(store, &key, name, self.timeout, p).await?;
+            let c = serde_json::to_string(&store.counters()).unwrap_or_default();
+            counters.push(format!("{name} store counters {c}"));
+            clients.push((name.clone(), trace, after));
+        }
+        let t0_std = t0.into_std();
+        let switches = (proxy.switches().iter())
+            .map(|s| (signed_ms(s.at, t0_std), s.fault.to_string()))
+            .collect();
+        let accepted = proxy.accepted();
+        drop(proxy);
+        Ok(SequenceOut {
+            clients,
+            windows: bounds,
+            switches,
+            accepted,
+            counters: counters.join("; "),
+        })
+    }
+}
+
+fn signed_ms(at: std::time::Instant, t0: std::time::Instant) -> f64 {
+    match at.checked_duration_since(t0) {
+        Some(d) => d.as_secs_f64() * 1e3,
+        None => -(t0.duration_since(at).as_secs_f64() * 1e3),
+    }
+}
+
+/// The drills' timeline, ms after the schedule's start.
+struct Plan {
+    /// (drill, length ms) in order.
+    windows: Vec<(Drill, u64)>,
+}
+
+impl Plan {
+    fn of(p: &Params) -> Plan {
+        let windows = vec![
+            (Drill::Baseline, p.baseline_ms),
+            (Drill::Blackhole, p.blackhole_drill_ms),
+            (Drill::AfterBlackhole, p.settle_ms),
+            (Drill::Latency, p.latency_drill_ms),
+            (Drill::AfterLatency, p.settle_ms),
+            (Drill::Reset, p.settle_ms),
+        ];
+        Plan { windows }
+    }
+
+    fn total_ms(&self) -> u64 {
+        self.windows.iter().map(|w| w.1).sum()
+    }
+}
+
+/// Switches the proxy on the plan's timeline; returns each window as it really was, from the
+/// switch instants, in ns after `t0`.
+async fn drive(proxy: &Proxy, t0: Instant, plan: &Plan, p: &Params) -> Vec<Window> {
+    let t0_std = t0.into_std();
+    let mut starts = Vec::new();
+    let mut planned = 0;
+    for (drill, len) in &plan.windows {
+        tokio::time::sleep_until(t0 + Duration::from_millis(planned)).await;
+        let at = match drill {
+            Drill::Baseline => t0_std,
+            Drill::Blackhole => proxy.set(Fault::Blackhole(p.blackhole_direction)),
+            Drill::Latency => proxy.set(Fault::Delay {
+                fixed: Duration::from_millis(p.injected_ms),
+                jitter: Duration::from_millis(p.jitter_ms),
+            }),
+            Drill::AfterBlackhole | Drill::AfterLatency => proxy.heal(),
+            Drill::Reset => {
+                let at = proxy.set(Fault::Reset);
+                let reset_by = Instant::now() + RESET_WAIT;
+                while proxy.live_pumps() > 0 && Instant::now() < reset_by {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                proxy.heal();
+                at
+            }
+        };
+        starts.push((*drill, (signed_ms(at, t0_std).max(0.0) * 1e6) as u64));
+        planned += len;
+    }
+    tokio::time::sleep_until(t0 + Duration::from_millis(planned)).await;
+    let ends = (starts.iter().skip(1).map(|s| s.1)).chain([planned * 1_000_000]);
+    (starts.iter().zip(ends))
+        .map(|(&(drill, start_ns), end_ns)| Window {
+            drill,
+            start_ns,
+            end_ns,
+        })
+        .collect()
+}
+
+async fn warm_up(store: &Store, key: &str) -> Result<(), PhaseError> {
+    for i in 0..WARMUP_CHECKS {
+        let answer = (store.check(key).await).map_err(|e| PhaseError::Invalid(e.to_string()))?;
+        if i + 1 == WARMUP_CHECKS && !answer.outcome.is_normal() {
+            return Err(PhaseError::Invalid(format!(
+                "warm-up: Redis did not answer through the proxy ({answer:?})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `after_requests` checks on one fresh key, one after another.
+async fn after_check(
+    store: &Store,
+    key: &str,
+    name: &str,
+    timeout: Duration,
+    p: &Params,
+) -> Result<AfterRow, PhaseError> {
+    let mut counts = [0u64; 4];
+    let mut reconnects = 0;
+    let start = Instant::now();
+    for _ in 0..p.after_requests {
+        let answer = (store.check(key).await).map_err(|e| PhaseError::Invalid(e.to_string()))?;
+        counts[answer.outcome as usize] += 1;
+        reconnects += u64::from(answer.reconnected);
+    }
+    let elapsed = start.elapsed();
+    let max_allowed = p.capacity + (p.refill_per_sec * elapsed.as_secs_f64()).ceil() as u64;
+    let (allowed, denied) = (
+        counts[Outcome::Allowed as usize],
+        counts[Outcome::Denied as usize],
+    );
+    Ok(AfterRow {
+        client: name.to_string(),
+        timeout_ms: timeout.as_millis() as u64,
+        requests: p.after_requests,
+        capacity: p.capacity,
+        refill_per_sec: p.refill_per_sec,
+        elapsed_ms: elapsed.as_secs_f64() * 1e3,
+        max_allowed,
+        allowed,
+        denied,
+        degraded_allowed: counts[Outcome::DegradedAllowed as usize],
+        degraded_denied: counts[Outcome::DegradedDenied as usize],
+        reconnects,
+        enforced: denied > 0 && allowed <= max_allowed,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_proxy_takes_the_servers_place_in_its_url() {
+        let (addr, template) = proxied_url("redis://127.0.0.1:6390/").unwrap();
+        assert_eq!(addr, SocketAddr::from(([127, 0, 0, 1], 6390)));
+        assert_eq!(
+            template.replace("{}", "127.0.0.1:1"),
+            "redis://127.0.0.1:1/"
+        );
+        let (_, template) = proxied_url("redis://:secret@127.0.0.1:7000/2").unwrap();
+        assert_eq!(template, "redis://:secret@{}/2");
+        assert!(proxied_url("rediss://127.0.0.1:1/").is_err());
+    }
+}

@@ -1,0 +1,164 @@
+//! # chaos
+//! Hypothesis (seed 003): with fail-open and a 5 s store timeout, a store blackhole makes every
+//! request wait 5 s, so a 40-worker service at 800 req/s has every worker busy in under a second
+//! and stops serving: the limiter took the service down without rejecting anything. With a 30 ms
+//! timeout each request pays at most 30 ms, the fail-open counter climbs and the service keeps
+//! serving. Injected latency shows whether the timeout really bounds commands: p99 rises by at
+//! most the timeout, or by the injected delay when the timeout covers only connection set-up. A
+//! fail-open path that records nothing admits everything with its counter flat; a client that
+//! never reconnects stays open after the drill: the after-drill check allows all 300 requests
+//! where an enforcing limiter allows its limit.
+//!
+//! Method: an in-process loopback TCP proxy (crate::fault::proxy) between the clients and Redis;
+//! the model service (chaos/service.rs) on one current-thread runtime in the harness with the
+//! proxy. Per store timeout a sequence: baseline, blackhole, healed, +latency on every reply,
+//! healed, every connection reset once then healed; traffic throughout; then the after-drill
+//! check. The misconfigured clients (store flaws) run one sequence side by side, each its own
+//! service. Every request is recorded (intended start, end, answer), the pool sampled every few
+//! ms, every fault switch timed; then binned and summed per drill window (chaos/tally.rs).
+//!
+//! Writes `chaos/chaos.csv` (one row per bin per client), `chaos/drills.csv` (one row per drill
+//! window per client), `chaos/after.csv` (one row per client), `chaos/switches.csv` (one row per
+//! fault switch), `chaos/meta.json`.
+
+mod body;
+mod charts;
+mod report;
+mod rows;
+pub mod service;
+pub mod tally;
+
+pub use rows::{AfterRow, BinRow, Drill, DrillRow, SwitchRow};
+
+use super::{Body, Definition, Render, Summarize, Validate};
+use crate::fault::Direction;
+use crate::limiter::{LimitSpec, Limiter, Strategy};
+use crate::record::Table;
+use crate::store::Flaw;
+use serde::{Deserialize, Serialize};
+
+/// The chaos experiment.
+pub struct Chaos;
+
+impl Definition for Chaos {
+    const ID: &'static str = "chaos";
+    const TOML: &'static str = include_str!("../../../experiments/chaos.toml");
+    type Params = Params;
+
+    const BODY: Body<Params> = body::run;
+    const CHARTS: Render = charts::render;
+    const SUMMARY: Summarize = report::summary;
+
+    fn tables() -> Vec<Table> {
+        vec![
+            Table::of::<BinRow>("chaos.csv"),
+            Table::of::<DrillRow>("drills.csv"),
+            Table::of::<AfterRow>("after.csv"),
+            Table::of::<SwitchRow>("switches.csv"),
+        ]
+    }
+}
+
+/// Parameters; defaults in `experiments/chaos.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    pub workers: usize,
+    pub rate_per_s: f64,
+    pub work_ms: u64,
+    pub queue_max: usize,
+    pub queue_wait_ms: u64,
+    pub keys: u64,
+    pub capacity: u64,
+    pub refill_per_sec: f64,
+    pub timeouts_ms: Vec<u64>,
+    pub flaws: Vec<Flaw>,
+    pub flaw_timeout_ms: u64,
+    pub baseline_ms: u64,
+    pub blackhole_drill_ms: u64,
+    pub blackhole_direction: Direction,
+    pub injected_ms: u64,
+    pub jitter_ms: u64,
+    pub latency_drill_ms: u64,
+    pub settle_ms: u64,
+    pub after_requests: u64,
+    pub bin_ms: u64,
+    pub sample_ms: u64,
+}
+
+impl Params {
+    fn limiter(&self) -> Limiter {
+        let spec = LimitSpec {
+            capacity: self.capacity,
+            refill_per_sec: self.refill_per_sec,
+            ..LimitSpec::default()
+        };
+        Limiter::new(Strategy::LuaBucket, spec)
+    }
+}
+
+impl Validate for Params {
+    fn validate(&self) -> Result<(), String> {
+        let p = self;
+        let bad = [
+            (p.workers == 0, "workers must be >= 1"),
+            (
+                !(p.rate_per_s > 0.0 && p.rate_per_s.is_finite()),
+                "rate_per_s must be a positive number",
+            ),
+            (p.keys == 0, "keys must be >= 1"),
+            (p.capacity == 0, "capacity must be >= 1"),
+            (
+                p.after_requests <= p.capacity,
+                "after_requests must exceed capacity, or enforcement cannot show",
+            ),
+            (
+                p.timeouts_ms.is_empty() || p.timeouts_ms.contains(&0),
+                "timeouts_ms must list timeouts >= 1",
+            ),
+            (p.flaw_timeout_ms == 0, "flaw_timeout_ms must be >= 1"),
+            (
+                p.baseline_ms == 0 || p.blackhole_drill_ms == 0 || p.latency_drill_ms == 0,
+                "baseline_ms, blackhole_drill_ms and latency_drill_ms must be >= 1",
+            ),
+            (
+                p.bin_ms == 0 || p.sample_ms == 0,
+                "bin_ms and sample_ms must be >= 1",
+            ),
+        ];
+        match bad.iter().find(|(is_bad, _)| *is_bad) {
+            Some((_, reason)) => Err((*reason).to_string()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::Profile;
+    use crate::experiments::frame::resolve;
+
+    #[test]
+    fn full_profile_has_the_seeds_shape() {
+        let full = resolve::<Chaos>(Profile::Full, &[]).unwrap();
+        full.validate().unwrap();
+        assert_eq!((full.workers, full.rate_per_s), (40, 800.0));
+        assert_eq!(full.timeouts_ms, [5000, 30]);
+        assert_eq!(
+            (full.blackhole_drill_ms, full.latency_drill_ms),
+            (60_000, 60_000)
+        );
+        assert_eq!((full.injected_ms, full.after_requests), (300, 300));
+        let quick = resolve::<Chaos>(Profile::Quick, &[]).unwrap();
+        quick.validate().unwrap();
+        assert_eq!(quick.flaws.len(), 3, "every misconfiguration in CI");
+    }
+
+    #[test]
+    fn an_after_check_no_longer_than_the_limit_is_refused() {
+        let sets = [("after_requests".to_string(), "20".to_string())];
+        let p = resolve::<Chaos>(Profile::Quick, &sets).unwrap();
+        assert!(p.validate().unwrap_err().contains("after_requests"));
+    }
+}

@@ -1,0 +1,48 @@
+//! chaos's summary for REPORT.md: per client, timeout and drill window (drills.csv), then the
+//! after-drill check (after.csv).
+
+use super::{AfterRow, DrillRow};
+use crate::analysis::table::{summarize, Key, Stat};
+use crate::analysis::AnalysisError;
+use std::path::Path;
+
+/// Per client, timeout and drill; then the after-drill check.
+pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
+    let keys: [Key<DrillRow>; 3] = [
+        ("client", |r| r.client.clone()),
+        ("timeout ms", |r| r.timeout_ms.to_string()),
+        ("drill", |r| r.drill.to_string()),
+    ];
+    let stats: [Stat<DrillRow>; 11] = [
+        ("offered", |r| Some(r.offered as f64)),
+        ("served in window %", |r| Some(r.served_fraction * 100.0)),
+        ("dropped %", |r| Some(r.dropped_fraction * 100.0)),
+        ("p50 ms", |r| r.p50_ms),
+        ("p99 ms", |r| r.p99_ms),
+        ("p99 rise ms", |r| r.p99_rise_ms),
+        ("max ms", |r| r.max_ms),
+        ("all busy after ms", |r| r.all_busy_after_ms),
+        ("busy mean", |r| Some(r.busy_mean)),
+        ("by policy %", |r| Some(r.degraded_fraction * 100.0)),
+        ("fail-open counter", |r| Some(r.fail_open_counter as f64)),
+    ];
+    let mut out = summarize(&dir.join("drills.csv"), &keys, &stats)?;
+    let after = dir.join("after.csv");
+    if after.is_file() {
+        out.push_str("\nAfter the drill (healed; one fresh key, checks one after another):\n\n");
+        let keys: [Key<AfterRow>; 2] = [
+            ("client", |r| r.client.clone()),
+            ("timeout ms", |r| r.timeout_ms.to_string()),
+        ];
+        let stats: [Stat<AfterRow>; 6] = [
+            ("requests", |r| Some(r.requests as f64)),
+            ("limit", |r| Some(r.capacity as f64)),
+            ("allowed", |r| Some(r.allowed as f64)),
+            ("denied", |r| Some(r.denied as f64)),
+            ("allowed by policy", |r| Some(r.degraded_allowed as f64)),
+            ("reconnects", |r| Some(r.reconnects as f64)),
+        ];
+        out.push_str(&summarize(&after, &keys, &stats)?);
+    }
+    Ok(out)
+}

@@ -1,0 +1,151 @@
+//! The chaos experiment's rows: one per time bin per client (chaos.csv), one per drill window per
+//! client (drills.csv, the claims' figures), one per after-drill check (after.csv), one per fault
+//! switch (switches.csv).
+
+use serde::{Deserialize, Serialize};
+
+/// A window of a drill sequence, in the seed's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Drill {
+    /// Healthy, under load: the reference.
+    Baseline,
+    /// The store port blackholed (connections stay open, nothing forwarded).
+    Blackhole,
+    /// Healed after the blackhole.
+    AfterBlackhole,
+    /// Every reply delayed by the injected latency.
+    Latency,
+    /// Healed after the latency injection.
+    AfterLatency,
+    /// Every connection reset once, then healed: what a client that never reconnects cannot survive.
+    Reset,
+}
+
+impl Drill {
+    /// The windows a fault is active in (shaded in the charts).
+    pub fn is_fault(self) -> bool {
+        matches!(self, Drill::Blackhole | Drill::Latency | Drill::Reset)
+    }
+}
+
+impl std::fmt::Display for Drill {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::record::csv_text(self))
+    }
+}
+
+/// One time bin of one client's service (`bin_ms` wide; counts are per bin).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BinRow {
+    /// `correct`, or the flaw the client was given.
+    pub client: String,
+    /// The store's timeout (its whole-call budget; connecting only for `setup-timeout-only`).
+    pub timeout_ms: u64,
+    /// The drill window the bin starts in.
+    pub drill: Drill,
+    /// Start of the bin, s after the schedule's start.
+    pub t_s: f64,
+    pub bin_ms: u64,
+    /// Requests whose intended start falls in the bin.
+    pub offered: u64,
+    /// Requests that finished (a worker answered them) in the bin.
+    pub served: u64,
+    /// Requests dropped in the bin: no worker within the queue wait, or the queue full.
+    pub dropped: u64,
+    /// Latency from the intended start of the requests served in the bin (empty: none served).
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    /// How the requests served in the bin were answered: by Redis, or by policy (fail-open).
+    pub allowed: u64,
+    pub denied: u64,
+    pub degraded: u64,
+    /// The client's own fail-open counter: its increase over the bin (the metric a dashboard
+    /// shows; flat for an uninstrumented client whatever it admits).
+    pub fail_open_counter: u64,
+    /// Workers busy, sampled every few ms: the most and the mean over the bin; requests waiting.
+    pub busy_max: u64,
+    pub busy_mean: f64,
+    pub queue_max: u64,
+}
+
+/// One drill window of one client: what the claims read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DrillRow {
+    pub client: String,
+    pub timeout_ms: u64,
+    pub drill: Drill,
+    /// The window on the schedule's clock, from the proxy's switch instants.
+    pub start_ms: f64,
+    pub end_ms: f64,
+    pub workers: u64,
+    /// The delay injected in this window (0 outside the latency drill).
+    pub injected_ms: u64,
+    /// Requests intended in the window; of them served and dropped.
+    pub offered: u64,
+    pub served: u64,
+    pub dropped: u64,
+    /// Requests finished inside the window, as a share of those offered: the service's
+    /// throughput while the window lasted.
+    pub completed_in_window: u64,
+    pub served_fraction: f64,
+    /// The most `workers` workers can finish in the window when each request holds one for the
+    /// timeout: workers x (1 + ceil(window / timeout)), as a share of `offered`.
+    pub pool_bound: f64,
+    pub dropped_fraction: f64,
+    /// Latency from the intended start of the requests offered in the window that were served.
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    /// The same client's baseline p99, and this window's p99 minus it.
+    pub baseline_p99_ms: Option<f64>,
+    pub p99_rise_ms: Option<f64>,
+    /// From the window's start to the first instant every worker was busy (empty: never).
+    pub all_busy_after_ms: Option<f64>,
+    pub busy_max: u64,
+    pub busy_mean: f64,
+    /// How the requests offered in the window were answered.
+    pub allowed: u64,
+    pub denied: u64,
+    pub degraded_allowed: u64,
+    /// Answers that came from the policy, as a share of those served.
+    pub degraded_fraction: f64,
+    /// The client's fail-open counter: its increase over the window.
+    pub fail_open_counter: u64,
+    /// Requests whose check was a limiter bug (never expected: the run fails on any).
+    pub errors: u64,
+}
+
+/// The after-drill check: `requests` checks on one fresh key, one after another, once healed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AfterRow {
+    pub client: String,
+    pub timeout_ms: u64,
+    pub requests: u64,
+    /// The bucket's capacity: what an enforcing limiter allows at once.
+    pub capacity: u64,
+    pub refill_per_sec: f64,
+    pub elapsed_ms: f64,
+    /// capacity + the tokens refilled while the check ran, rounded up: the most it may allow.
+    pub max_allowed: u64,
+    pub allowed: u64,
+    pub denied: u64,
+    pub degraded_allowed: u64,
+    pub degraded_denied: u64,
+    /// Checks that opened a new connection.
+    pub reconnects: u64,
+    /// Redis decided again: something was denied and no more than `max_allowed` allowed.
+    pub enforced: bool,
+}
+
+/// One switch of the proxy's fault.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SwitchRow {
+    /// The clients that ran through this sequence of faults, `+`-joined.
+    pub clients: String,
+    pub timeout_ms: u64,
+    /// On the schedule's clock (negative: before traffic started).
+    pub at_ms: f64,
+    pub fault: String,
+}

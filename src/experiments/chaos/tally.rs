@@ -1,0 +1,399 @@
+//! From one client's raw trace to its rows: time bins (chaos.csv) and drill windows (drills.csv).
+//! Pure functions of the trace, so what the claims read is tested without Redis.
+
+use super::rows::{BinRow, Drill, DrillRow};
+use super::service::{Fate, Request, Sample, Trace};
+use crate::store::Outcome;
+use hdrhistogram::Histogram;
+
+/// One drill window, ns after the schedule's start: [start_ns, end_ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub drill: Drill,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// Who the rows are about.
+pub struct Spec<'a> {
+    pub client: &'a str,
+    pub timeout_ms: u64,
+    pub workers: u64,
+    pub injected_ms: u64,
+    pub bin_ms: u64,
+}
+
+/// Latency percentiles and answers of a set of served requests.
+struct Served {
+    hist: Option<Histogram<u64>>,
+    counts: [u64; 4],
+}
+
+impl Served {
+    fn new() -> Self {
+        let hist = crate::load::latency::new_histogram().ok();
+        Served {
+            hist,
+            counts: [0; 4],
+        }
+    }
+
+    fn add(&mut self, r: &Request, outcome: Outcome) {
+        if let Some(h) = &mut self.hist {
+            h.saturating_record(r.end_ns.saturating_sub(r.intended_ns).max(1));
+        }
+        self.counts[outcome as usize] += 1;
+    }
+
+    fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// (p50, p99, max) in ms; None when nothing was served.
+    fn percentiles(&self) -> [Option<f64>; 3] {
+        match &self.hist {
+            Some(h) if !h.is_empty() => {
+                [0.5, 0.99, 1.0].map(|q| Some(h.value_at_quantile(q) as f64 / 1e6))
+            }
+            _ => [None; 3],
+        }
+    }
+}
+
+/// The client's fail-open counter at `t_ns`: the last sample at or before it (0 before any).
+fn counter_at(samples: &[Sample], t_ns: u64) -> u64 {
+    let i = samples.partition_point(|s| s.t_ns <= t_ns);
+    i.checked_sub(1).map_or(0, |i| samples[i].fail_open)
+}
+
+fn drill_at(windows: &[Window], t_ns: u64) -> Drill {
+    let i = windows.partition_point(|w| w.start_ns <= t_ns);
+    windows[i.saturating_sub(1).min(windows.len() - 1)].drill
+}
+
+/// One row per `bin_ms` from the schedule's start until the last request ended.
+pub fn bins(spec: &Spec, trace: &Trace, windows: &[Window]) -> Vec<BinRow> {
+    if windows.is_empty() {
+        return Vec::new();
+    }
+    let bin = spec.bin_ms.max(1) * 1_000_000;
+    let end = (trace.requests.iter().map(|r| r.end_ns))
+        .chain(windows.iter().map(|w| w.end_ns))
+        .max()
+        .unwrap_or(0);
+    let n = end.div_ceil(bin).max(1) as usize;
+    let at = |t: u64| ((t / bin) as usize).min(n - 1);
+    let mut offered = vec![0u64; n];
+    let mut dropped = vec![0u64; n];
+    let mut served: Vec<Served> = (0..n).map(|_| Served::new()).collect();
+    for r in &trace.requests {
+        offered[at(r.intended_ns)] += 1;
+        match r.fate {
+            Fate::Served(outcome) => served[at(r.end_ns)].add(r, outcome),
+            Fate::Dropped => dropped[at(r.end_ns)] += 1,
+            Fate::Error => {}
+        }
+    }
+    let mut busy: Vec<(u64, u64, u64, u64)> = vec![(0, 0, 0, 0); n];
+    for s in &trace.samples {
+        let b = &mut busy[at(s.t_ns)];
+        *b = (b.0.max(s.busy), b.1 + s.busy, b.2 + 1, b.3.max(s.waiting));
+    }
+    (0..n)
+        .map(|i| {
+            let t = i as u64 * bin;
+            let [p50_ms, p99_ms, max_ms] = served[i].percentiles();
+            let c = served[i].counts;
+            let (busy_max, busy_sum, samples, queue_max) = busy[i];
+            BinRow {
+                client: spec.client.to_string(),
+                timeout_ms: spec.timeout_ms,
+                drill: drill_at(windows, t),
+                t_s: t as f64 / 1e9,
+                bin_ms: spec.bin_ms,
+                offered: offered[i],
+                served: served[i].total(),
+                dropped: dropped[i],
+                p50_ms,
+                p99_ms,
+                max_ms,
+                allowed: c[Outcome::Allowed as usize],
+                denied: c[Outcome::Denied as usize],
+                degraded: c[Outcome::DegradedAllowed as usize]
+                    + c[Outcome::DegradedDenied as usize],
+                fail_open_counter: counter_at(&trace.samples, t + bin)
+                    .saturating_sub(counter_at(&trace.samples, t)),
+                busy_max,
+                busy_mean: busy_sum as f64 / samples.max(1) as f64,
+                queue_max,
+            }
+        })
+        .collect()
+}
+
+/// One row per drill window; the baseline window (the first) is every window's reference.
+pub fn drills(spec: &Spec, trace: &Trace, windows: &[Window]) -> Vec<DrillRow> {
+    let mut rows: Vec<DrillRow> = windows.iter().map(|w| drill(spec, trace, w)).collect();
+    let baseline = (rows.iter())
+        .find(|r| r.drill == Drill::Baseline)
+        .and_then(|r| r.p99_ms);
+    for r in &mut rows {
+        r.baseline_p99_ms = baseline;
+        r.p99_rise_ms = r.p99_ms.zip(baseline).map(|(p, b)| p - b);
+    }
+    rows
+}
+
+fn drill(spec: &Spec, trace: &Trace, w: &Window) -> DrillRow {
+    let inside = |t: u64| t >= w.start_ns && t < w.end_ns;
+    let mut served = Served::new();
+    let (mut offered, mut dropped, mut errors, mut completed) = (0, 0, 0, 0);
+    // The baseline is the healthy reference: a request still in flight when the first fault
+    // began is the fault's, not the baseline's.
+    let counts = |r: &Request| match w.drill {
+        Drill::Baseline => inside(r.intended_ns) && r.end_ns < w.end_ns,
+        _ => inside(r.intended_ns),
+    };
+    for r in &trace.requests {
+        completed += u64::from(matches!(r.fate, Fate::Served(_)) && inside(r.end_ns));
+        if !counts(r) {
+            continue;
+        }
+        offered += 1;
+        match r.fate {
+            Fate::Served(outcome) => served.add(r, outcome),
+            Fate::Dropped => dropped += 1,
+            Fate::Error => errors += 1,
+        }
+    }
+    let samples: Vec<&Sample> = trace.samples.iter().filter(|s| inside(s.t_ns)).collect();
+    let busy_max = samples.iter().map(|s| s.busy).max().unwrap_or(0);
+    let busy_mean =
+        samples.iter().map(|s| s.busy as f64).sum::<f64>() / samples.len().max(1) as f64;
+    // All busy when the window opened (carried over), or the first time the last worker was taken.
+    let before = trace.samples.partition_point(|s| s.t_ns <= w.start_ns);
+    let busy_at_start = before
+        .checked_sub(1)
+        .is_some_and(|i| trace.samples[i].busy >= spec.workers);
+    let all_busy_after_ms = match busy_at_start {
+        true => Some(0.0),
+        false => {
+            (trace.all_busy_ns.iter().find(|&&t| inside(t))).map(|t| (t - w.start_ns) as f64 / 1e6)
+        }
+    };
+    let length_ms = (w.end_ns - w.start_ns) as f64 / 1e6;
+    let periods = (length_ms / spec.timeout_ms.max(1) as f64).ceil();
+    let share = |n: f64| n / offered.max(1) as f64;
+    let [p50_ms, p99_ms, max_ms] = served.percentiles();
+    let c = served.counts;
+    DrillRow {
+        client: spec.client.to_string(),
+        timeout_ms: spec.timeout_ms,
+        drill: w.drill,
+        start_ms: w.start_ns as f64 / 1e6,
+        end_ms: w.end_ns as f64 / 1e6,
+        workers: spec.workers,
+        injected_ms: if w.drill == Drill::Latency {
+            spec.injected_ms
+        } else {
+            0
+        },
+        offered,
+        served: served.total(),
+        dropped,
+        completed_in_window: completed,
+        served_fraction: share(completed as f64),
+        pool_bound: share(spec.workers as f64 * (1.0 + periods)),
+        dropped_fraction: share(dropped as f64),
+        p50_ms,
+        p99_ms,
+        max_ms,
+        baseline_p99_ms: None,
+        p99_rise_ms: None,
+        all_busy_after_ms,
+        busy_max,
+        busy_mean,
+        allowed: c[Outcome::Allowed as usize],
+        denied: c[Outcome::Denied as usize],
+        degraded_allowed: c[Outcome::DegradedAllowed as usize],
+        degraded_fraction: share_of(
+            c[Outcome::DegradedAllowed as usize] + c[Outcome::DegradedDenied as usize],
+            served.total(),
+        ),
+        fail_open_counter: counter_at(&trace.samples, w.end_ns)
+            .saturating_sub(counter_at(&trace.samples, w.start_ns)),
+        errors,
+    }
+}
+
+/// A drill row with this window and zeros elsewhere, for tests of what reads drills.csv.
+#[cfg(test)]
+pub(super) fn tests_row(
+    client: &str,
+    timeout_ms: u64,
+    drill: Drill,
+    start_ms: f64,
+    end_ms: f64,
+) -> DrillRow {
+    let spec = Spec {
+        client,
+        timeout_ms,
+        workers: 40,
+        injected_ms: 300,
+        bin_ms: 1000,
+    };
+    let w = Window {
+        drill,
+        start_ns: (start_ms * 1e6) as u64,
+        end_ns: (end_ms * 1e6) as u64,
+    };
+    self::drill(&spec, &Trace::default(), &w)
+}
+
+fn share_of(part: u64, whole: u64) -> f64 {
+    part as f64 / whole.max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn served(intended_ms: u64, took_ms: u64, outcome: Outcome) -> Request {
+        Request {
+            intended_ns: intended_ms * MS,
+            end_ns: (intended_ms + took_ms) * MS,
+            fate: Fate::Served(outcome),
+        }
+    }
+
+    fn sample(t_ms: u64, busy: u64, fail_open: u64) -> Sample {
+        Sample {
+            t_ns: t_ms * MS,
+            busy,
+            waiting: 0,
+            fail_open,
+        }
+    }
+
+    fn spec() -> Spec<'static> {
+        Spec {
+            client: "correct",
+            timeout_ms: 100,
+            workers: 2,
+            injected_ms: 300,
+            bin_ms: 1000,
+        }
+    }
+
+    fn windows() -> Vec<Window> {
+        vec![
+            Window {
+                drill: Drill::Baseline,
+                start_ns: 0,
+                end_ns: 1000 * MS,
+            },
+            Window {
+                drill: Drill::Blackhole,
+                start_ns: 1000 * MS,
+                end_ns: 2000 * MS,
+            },
+        ]
+    }
+
+    /// Baseline: two fast requests. Blackhole: both workers taken 50 ms in, one request dropped,
+    /// one answered by policy after 100 ms, one finishing after the window.
+    fn trace() -> Trace {
+        Trace {
+            requests: vec![
+                served(10, 2, Outcome::Allowed),
+                served(500, 4, Outcome::Denied),
+                served(1040, 100, Outcome::DegradedAllowed),
+                Request {
+                    intended_ns: 1100 * MS,
+                    end_ns: 1350 * MS,
+                    fate: Fate::Dropped,
+                },
+                served(1950, 100, Outcome::DegradedAllowed),
+            ],
+            samples: vec![
+                sample(0, 0, 0),
+                sample(1000, 0, 0),
+                sample(1500, 2, 1),
+                sample(2100, 0, 2),
+            ],
+            all_busy_ns: vec![1050 * MS],
+            first_error: None,
+        }
+    }
+
+    #[test]
+    fn drill_windows_count_what_was_offered_in_them_and_finished_in_them() {
+        let rows = drills(&spec(), &trace(), &windows());
+        let (base, hole) = (&rows[0], &rows[1]);
+        assert_eq!(
+            (base.offered, base.served, base.completed_in_window),
+            (2, 2, 2)
+        );
+        assert_eq!((base.allowed, base.denied), (1, 1));
+        // hdrhistogram keeps 3 significant digits: 4 ms within 0.1%.
+        assert!(
+            (base.p99_ms.unwrap() / 4.0 - 1.0).abs() < 1e-3,
+            "{:?}",
+            base.p99_ms
+        );
+        assert_eq!((hole.offered, hole.served, hole.dropped), (3, 2, 1));
+        assert_eq!(
+            hole.completed_in_window, 1,
+            "the last one finished after the window"
+        );
+        assert_eq!(hole.all_busy_after_ms, Some(50.0));
+        assert_eq!(
+            hole.fail_open_counter, 1,
+            "the counter at the window's end, not after"
+        );
+        assert_eq!(hole.degraded_fraction, 1.0);
+        // p99 of {100, 100} ms: hdrhistogram's 3 digits keep 100 ms within 0.1%.
+        let rise = hole.p99_rise_ms.unwrap();
+        assert!((rise - 96.0).abs() < 0.2, "{rise}");
+        // 2 workers x (1 + 1000 / 100 periods) of 3 offered.
+        assert_eq!(hole.pool_bound, 22.0 / 3.0);
+        assert_eq!(hole.injected_ms, 0, "injected only in the latency drill");
+    }
+
+    #[test]
+    fn bins_place_served_and_dropped_requests_where_they_ended() {
+        let rows = bins(&spec(), &trace(), &windows());
+        assert_eq!(rows.len(), 3, "until the last request ended at 2.05 s");
+        assert_eq!(
+            rows.iter().map(|r| r.offered).collect::<Vec<_>>(),
+            [2, 3, 0]
+        );
+        assert_eq!(rows.iter().map(|r| r.served).collect::<Vec<_>>(), [2, 1, 1]);
+        assert_eq!(rows[1].dropped, 1);
+        assert_eq!(rows[1].drill, Drill::Blackhole);
+        assert_eq!(
+            rows[2].drill,
+            Drill::Blackhole,
+            "past the last window: the last drill"
+        );
+        assert_eq!(
+            rows.iter().map(|r| r.fail_open_counter).collect::<Vec<_>>(),
+            [0, 1, 1]
+        );
+        assert_eq!((rows[1].busy_max, rows[1].degraded), (2, 1));
+        assert_eq!(rows[2].p50_ms.map(f64::round), Some(100.0));
+        assert_eq!(rows[2].p99_ms.is_some(), rows[2].served > 0);
+    }
+
+    #[test]
+    fn workers_busy_when_a_window_opens_count_as_exhausted_at_once() {
+        let mut t = trace();
+        t.samples[1] = sample(1000, 2, 0);
+        t.all_busy_ns.clear();
+        let rows = drills(&spec(), &t, &windows());
+        assert_eq!(rows[1].all_busy_after_ms, Some(0.0));
+        assert_eq!(rows[0].all_busy_after_ms, None);
+    }
+}

@@ -1,0 +1,199 @@
+//! The chaos drill's parts against a real redis-server behind the fault proxy: the model service
+//! through a blackhole with a long and a short store timeout, and the after-drill check for a
+//! correct client and for one that never reconnects.
+//!
+//! No fixed times: the long timeout outlasts the whole blackhole, so no request it covers can
+//! finish before the heal whatever the machine's speed; the short one is compared with it as a
+//! ratio, and the pool's bound comes from the run's own parameters.
+
+mod common;
+
+use ratelab::experiments::chaos::service::{serve, ServiceSpec, Trace};
+use ratelab::experiments::chaos::tally::{drills, Spec, Window};
+use ratelab::experiments::chaos::{Drill, DrillRow};
+use ratelab::fault::{Direction, Fault, Proxy};
+use ratelab::limiter::{LimitSpec, Limiter, Strategy};
+use ratelab::load::Arrivals;
+use ratelab::server::RedisServer;
+use ratelab::store::{Flaw, Outcome, Policy, Store, StoreSettings};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+const WORKERS: usize = 20;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+fn store(url: &str, budget: Duration, flaw: Option<Flaw>, limit: LimitSpec) -> Store {
+    let settings = StoreSettings {
+        budget,
+        policy: Policy::FailOpen,
+        breaker: None,
+        flaw,
+    };
+    Store::new(url, Limiter::new(Strategy::LuaBucket, limit), settings).expect("store")
+}
+
+fn upstream(server: &RedisServer) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], server.port()))
+}
+
+/// Clients connected to the server right now, our own admin connection included.
+fn clients(server: &RedisServer) -> usize {
+    let mut con = server.connection().unwrap();
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut con).unwrap();
+    list.lines().count()
+}
+
+/// 400 req/s for 1.6 s through the proxy, blackholed (to the server) from 0.3 s to 1.3 s; the
+/// blackhole window's row. The proxy and the store are dropped before it returns.
+fn blackhole_drill(server: &RedisServer, timeout: Duration) -> DrillRow {
+    let rt = runtime();
+    let (trace, window): (Trace, Window) = rt.block_on(async {
+        let proxy = Proxy::start(upstream(server), 1).await.unwrap();
+        let limit = LimitSpec {
+            capacity: 1_000_000,
+            refill_per_sec: 1_000_000.0,
+            ..LimitSpec::default()
+        };
+        let s = Arc::new(store(&proxy.url(), timeout, None, limit));
+        assert!(s
+            .check("chaos:test:warm")
+            .await
+            .unwrap()
+            .outcome
+            .is_normal());
+        let spec = ServiceSpec {
+            workers: WORKERS,
+            queue_max: 100,
+            queue_wait: Duration::from_millis(100),
+            work: Duration::from_millis(5),
+            keys: 10,
+            key_prefix: "chaos:test:".into(),
+            sample_every: Duration::from_millis(5),
+        };
+        let schedule = Arrivals::Poisson {
+            rate_per_s: 400.0,
+            duration_ms: 1600,
+        }
+        .schedule(3);
+        let t0 = Instant::now();
+        let service = tokio::spawn(serve(Arc::clone(&s), spec, schedule, 3, t0));
+        tokio::time::sleep_until(t0 + Duration::from_millis(300)).await;
+        let start = proxy.set(Fault::Blackhole(Direction::ToServer));
+        tokio::time::sleep_until(t0 + Duration::from_millis(1300)).await;
+        let end = proxy.heal();
+        let trace = service.await.unwrap();
+        let ns = |at: std::time::Instant| at.duration_since(t0.into_std()).as_nanos() as u64;
+        let window = Window {
+            drill: Drill::Blackhole,
+            start_ns: ns(start),
+            end_ns: ns(end),
+        };
+        (trace, window)
+    });
+    assert!(trace.first_error.is_none(), "{:?}", trace.first_error);
+    let spec = Spec {
+        client: "correct",
+        timeout_ms: timeout.as_millis() as u64,
+        workers: WORKERS as u64,
+        injected_ms: 0,
+        bin_ms: 100,
+    };
+    let baseline = Window {
+        drill: Drill::Baseline,
+        start_ns: 0,
+        end_ns: window.start_ns,
+    };
+    let rows = drills(&spec, &trace, &[baseline, window]);
+    rows.into_iter().nth(1).expect("the blackhole row")
+}
+
+#[test]
+fn a_long_timeout_exhausts_the_pool_and_a_short_one_keeps_it_serving() {
+    let server = common::start_server();
+    let before = clients(&server);
+    let long = blackhole_drill(&server, Duration::from_secs(5));
+    let short = blackhole_drill(&server, Duration::from_millis(30));
+    // 5 s outlasts the 1 s blackhole: every worker that took a request in it holds it to the heal.
+    assert!(
+        long.all_busy_after_ms.is_some(),
+        "the pool never ran dry: {long:?}"
+    );
+    assert!(long.busy_max == WORKERS as u64);
+    assert!(
+        long.served_fraction <= long.pool_bound,
+        "finished more than {WORKERS} workers can: {long:?}"
+    );
+    assert!(long.dropped_fraction > 0.5, "{long:?}");
+    // The short timeout: answered by policy, counted, served.
+    assert!(short.degraded_fraction > 0.9, "{short:?}");
+    assert!(short.fail_open_counter > 0);
+    assert!(
+        short.served_fraction > 10.0 * long.served_fraction.max(0.01),
+        "30 ms served {} of the offered load, 5 s {}",
+        short.served_fraction,
+        long.served_fraction
+    );
+    assert!(short.dropped_fraction < long.dropped_fraction / 10.0);
+    // Every proxy connection to Redis closed with the proxy: nothing of it outlived the drill.
+    assert!(
+        common::wait_for(Duration::from_secs(10), || clients(&server) == before),
+        "{} clients left on Redis, {before} before",
+        clients(&server)
+    );
+}
+
+/// The after-drill check: `n` checks on a fresh key after a reset and a heal, with reconnection
+/// time given first (a few checks on another key), as the drill's settle window gives it.
+fn after_reset(flaw: Option<Flaw>, n: u64, capacity: u64) -> [u64; 4] {
+    let server = common::start_server();
+    let rt = runtime();
+    rt.block_on(async {
+        let proxy = Proxy::start(upstream(&server), 1).await.unwrap();
+        let limit = LimitSpec {
+            capacity,
+            refill_per_sec: 0.0,
+            ..LimitSpec::default()
+        };
+        let s = store(&proxy.url(), Duration::from_millis(30), flaw, limit);
+        assert!(s.check("chaos:warm").await.unwrap().outcome.is_normal());
+        proxy.set(Fault::Reset);
+        for _ in 0..1000 {
+            if proxy.live_pumps() == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert_eq!(proxy.live_pumps(), 0, "the reset reached every connection");
+        proxy.heal();
+        for _ in 0..3 {
+            s.check("chaos:settle").await.unwrap();
+        }
+        let mut counts = [0u64; 4];
+        for _ in 0..n {
+            counts[s.check("chaos:after").await.unwrap().outcome as usize] += 1;
+        }
+        counts
+    })
+}
+
+#[test]
+fn after_the_drill_the_correct_client_enforces_and_the_stuck_one_admits_everything() {
+    let (n, capacity) = (300, 20);
+    let correct = after_reset(None, n, capacity);
+    assert_eq!(correct[Outcome::Allowed as usize], capacity, "{correct:?}");
+    assert_eq!(
+        correct[Outcome::Denied as usize],
+        n - capacity,
+        "{correct:?}"
+    );
+    let stuck = after_reset(Some(Flaw::NeverReconnects), n, capacity);
+    assert_eq!(stuck[Outcome::DegradedAllowed as usize], n, "{stuck:?}");
+}
