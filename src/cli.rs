@@ -94,6 +94,13 @@ impl RunArgs {
     pub fn into_ctx(self, sets: &[String]) -> anyhow::Result<Ctx> {
         use std::io::IsTerminal;
         let worker_exe = std::env::current_exe()?;
+        // Checked before any server starts: a file in the way would fail only at the first write.
+        if self.out.exists() && !self.out.is_dir() {
+            anyhow::bail!(
+                "--out {} is a file, not a directory: name a directory (it is created if missing)",
+                self.out.display()
+            );
+        }
         let mut ctx = Ctx::new(self.out, worker_exe);
         ctx.profile = self.profile;
         ctx.sets = sets

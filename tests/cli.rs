@@ -51,6 +51,31 @@ fn unknown_parameter_is_a_clear_error_and_writes_nothing() {
 }
 
 #[test]
+fn out_naming_a_file_is_a_clear_error_and_the_file_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("results");
+    std::fs::write(&file, "mine").unwrap();
+    for command in ["run", "all"] {
+        let mut cmd = ratelab();
+        cmd.arg(command);
+        if command == "run" {
+            cmd.arg("race");
+        }
+        let assert = cmd
+            .args(["--profile", "quick", "--out"])
+            .arg(&file)
+            .assert()
+            .failure();
+        let err = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+        assert!(
+            err.contains("is a file, not a directory"),
+            "{command}: {err}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+    }
+}
+
+#[test]
 fn unknown_experiment_lists_valid_ids() {
     let assert = ratelab().args(["run", "raec"]).assert().failure();
     let err = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
