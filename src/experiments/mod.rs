@@ -4,8 +4,8 @@
 pub mod atomic;
 pub mod bigkey;
 pub mod calibrate;
-pub mod cluster;
 pub mod chaos;
+pub mod cluster;
 mod concurrency;
 pub mod cost;
 mod error;
