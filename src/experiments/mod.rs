@@ -4,12 +4,13 @@
 pub mod atomic;
 pub mod bigkey;
 pub mod calibrate;
-pub mod cluster;
 pub mod chaos;
+pub mod cluster;
 mod concurrency;
 pub mod cost;
 mod error;
 pub mod eviction;
+pub mod failover;
 pub mod frame;
 pub mod latency;
 pub mod measure;
