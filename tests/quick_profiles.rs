@@ -34,6 +34,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         ("replication", "replication.csv", "replication.svg"),
         ("scripts", "survival.csv", "cost_cpu.svg"),
         ("eviction", "keys.csv", "eviction.svg"),
+        ("failover", "failover.csv", "failover.svg"),
         ("cluster", "cluster.csv", "outcome.svg"),
         ("chaos", "chaos.csv", "chaos.svg"),
     ] {
@@ -58,6 +59,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "replication",
         "scripts",
         "eviction",
+        "failover",
         "cluster",
         "chaos",
     ] {

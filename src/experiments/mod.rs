@@ -10,6 +10,7 @@ mod concurrency;
 pub mod cost;
 mod error;
 pub mod eviction;
+pub mod failover;
 pub mod frame;
 pub mod latency;
 pub mod measure;

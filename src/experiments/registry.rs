@@ -5,6 +5,7 @@
 use super::cluster;
 use super::error::ExperimentError;
 use super::eviction;
+use super::failover;
 use super::frame::{self, Session, Validate};
 use super::params::{self, ExperimentInfo, ParamError};
 use super::replication;
@@ -117,6 +118,7 @@ pub static ALL: &[&dyn Experiment] = &[
     &scripts::Scripts,
     &replication::Replication,
     &eviction::Eviction,
+    &failover::Failover,
     &cluster::Cluster,
     &chaos::Chaos,
 ];

@@ -23,6 +23,31 @@ impl RedisServer {
         Ok(replica)
     }
 
+    /// Starts a replica of `primary` that reaches it through `via_port` on loopback (a fault
+    /// proxy in front of the primary, so the replication link itself can be cut), ready once the
+    /// primary streams to it. After a diskless sync the primary streams commands only once the
+    /// replica's first REPLCONF ACK arrives after the sync has ended; an ACK that came earlier
+    /// leaves the link "up" and the stream still until the next one, a second later. A PUBLISH
+    /// (propagated, but writing no key) the replica must receive proves the stream flows.
+    pub fn start_replica_via(
+        primary: &RedisServer,
+        via_port: u16,
+        opts: &ServerOptions,
+    ) -> Result<RedisServer, ServerError> {
+        let mut primary_con = primary.connection()?;
+        admin::config_set(&mut primary_con, "repl-diskless-sync-delay", "0")?;
+        let replica = RedisServer::start_with(opts, Some(via_port))?;
+        let started = Instant::now();
+        replica.wait_link_up(opts.start_timeout)?;
+        redis::cmd("PUBLISH")
+            .arg("ratelab:replica-stream")
+            .arg("1")
+            .query::<i64>(&mut primary_con)?;
+        let left = opts.start_timeout.saturating_sub(started.elapsed());
+        wait_caught_up(primary, &replica, left)?;
+        Ok(replica)
+    }
+
     fn wait_link_up(&self, timeout: Duration) -> Result<(), ServerError> {
         let mut con = self.connection()?;
         let started = Instant::now();

@@ -1,0 +1,159 @@
+//! failover's measurement: every case of the matrix on servers of its own (trial.rs), then its
+//! rows per key, per bin and per trial (tally.rs does the counting).
+
+use super::rows::{BinRow, KeyRow, TrialRow, SWITCH};
+use super::tally::{self, Frame};
+use super::trial::{self, Case, Measured};
+use super::Params;
+use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
+use crate::limiter::Invocation;
+
+pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(crate::server::ServerError::from)
+        .phase(|| "building the async runtime".into())?;
+    let cases = p.cases();
+    let mut keys = s.csv::<KeyRow>("failover.csv")?;
+    let mut bins = s.csv::<BinRow>("bins.csv")?;
+    let mut trials = s.csv::<TrialRow>("trials.csv")?;
+    let bar = s.progress(cases.len() as u64);
+    for case in cases {
+        let what = || {
+            format!(
+                "{} {} {} K={} offered {}x trial {}",
+                crate::record::csv_text(&case.variant),
+                case.strategy,
+                case.invocation,
+                case.keys,
+                case.offered,
+                case.trial
+            )
+        };
+        let m = trial::run(s.ctx, p, case, &rt).phase(what)?;
+        let rows = Rows::of(p, case, &m).phase(what)?;
+        for r in &rows.keys {
+            keys.write(r)?;
+        }
+        for r in &rows.bins {
+            bins.write(r)?;
+        }
+        trials.write(&rows.trial)?;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    s.note(format!(
+        "clients moved by {SWITCH}: {} connections per side opened before the promotion, every check \
+         sent after the switch used the promoted replica's; the old primary was left running",
+        8
+    ));
+    Ok(())
+}
+
+struct Rows {
+    keys: Vec<KeyRow>,
+    bins: Vec<BinRow>,
+    trial: TrialRow,
+}
+
+impl Rows {
+    fn of(p: &Params, case: Case, m: &Measured) -> Result<Rows, PhaseError> {
+        let frame = Frame {
+            keys: case.keys,
+            burst: p.burst,
+            window_ms: p.window_ms,
+            pre_windows: p.pre_windows,
+            post_windows: p.post_windows,
+            switch_unix_ms: m.switch_unix_ms,
+        };
+        let burst = p.burst as f64;
+        let keys: Vec<KeyRow> = (tally::per_key(&frame, &m.checks).into_iter().enumerate())
+            .map(|(key, (sent_post, admitted_pre, admitted_post))| {
+                let allowed_pre = p.burst * p.pre_windows;
+                let allowed_post = p.burst * p.post_windows;
+                let baseline = admitted_pre as i64 - allowed_pre as i64;
+                let overshoot = admitted_post as i64 - allowed_post as i64;
+                KeyRow {
+                    variant: case.variant,
+                    strategy: case.strategy,
+                    invocation: case.invocation,
+                    keys: case.keys,
+                    offered: case.offered,
+                    trial: case.trial,
+                    key: key as u64,
+                    burst: p.burst,
+                    window_ms: p.window_ms,
+                    sent_post,
+                    admitted_pre,
+                    allowed_pre,
+                    admitted_post,
+                    allowed_post,
+                    baseline,
+                    overshoot,
+                    overshoot_bursts: overshoot as f64 / burst,
+                    baseline_bursts: baseline as f64 / burst,
+                }
+            })
+            .collect();
+        let limit = case.keys as f64 * burst * p.bin_ms as f64 / p.window_ms as f64;
+        let bins = (tally::bins(&frame, &m.checks, p.bin_ms).into_iter())
+            .map(|b| BinRow {
+                variant: case.variant,
+                strategy: case.strategy,
+                invocation: case.invocation,
+                keys: case.keys,
+                offered: case.offered,
+                trial: case.trial,
+                t_ms: b.t_ms,
+                bin_ms: p.bin_ms,
+                sent: b.sent,
+                admitted: b.admitted,
+                denied: b.denied,
+                errors: b.errors,
+                noscript: b.noscript,
+                limit,
+            })
+            .collect();
+        let mean =
+            |f: fn(&KeyRow) -> f64| keys.iter().map(f).sum::<f64>() / keys.len().max(1) as f64;
+        let after = m.checks.iter().filter(|c| c.after_switch);
+        let noscript_after = after.clone().filter(|c| c.noscript).count() as u64;
+        let errors_after = (after.filter(|c| c.answer == tally::Answer::Error)).count() as u64;
+        if case.invocation != Invocation::Evalsha && errors_after > 0 {
+            return Err(PhaseError::Invalid(format!(
+                "{errors_after} checks after the switch got no decision"
+            )));
+        }
+        let trial = TrialRow {
+            variant: case.variant,
+            strategy: case.strategy,
+            invocation: case.invocation,
+            keys: case.keys,
+            offered: case.offered,
+            trial: case.trial,
+            switch: SWITCH.to_string(),
+            burst: p.burst,
+            window_ms: p.window_ms,
+            lag_ms: m.lag_ms,
+            promote_ms: m.promote_ms,
+            switch_after_promote_ms: m.switch_after_promote_ms,
+            switch_phase: frame.phase(),
+            lost_repl_bytes: m.lost_repl_bytes,
+            lost_admits: m.lost_admits,
+            replica_keys: m.replica_keys,
+            first_call: m.first_call.clone(),
+            noscript_after,
+            errors_after,
+            overshoot_bursts_mean: mean(|r| r.overshoot_bursts),
+            overshoot_bursts_max: (keys.iter().map(|r| r.overshoot_bursts))
+                .fold(f64::MIN, f64::max),
+            baseline_bursts_mean: mean(|r| r.baseline_bursts),
+            overshoot_per_offered: mean(|r| r.overshoot_bursts) / case.offered,
+            overshoot_total: keys.iter().map(|r| r.overshoot).sum(),
+            requests: m.checks.len() as u64,
+            send_lag_max_ms: m.send_lag_max_ms,
+        };
+        Ok(Rows { keys, bins, trial })
+    }
+}

@@ -1,0 +1,191 @@
+//! The failover charts: `failover.svg`, admitted per bin (all keys summed) around the switch with
+//! the limit's line, one panel per variant, for the largest K; `failover_keys.svg`, overshoot per
+//! key in bursts against K, one line per variant, strategy and offered rate.
+
+use super::{BinRow, TrialRow, Variant};
+use crate::charts::lines::{self, LineChart, Scale, Series};
+use crate::charts::spec::{color, text, Anchor, Chart, Range, BLACK, RED};
+use crate::charts::{read_csv, write_spec, ChartError};
+use crate::record::csv_text;
+use std::path::{Path, PathBuf};
+
+pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
+    let bins: Vec<BinRow> = read_csv(&dir.join("bins.csv"))?;
+    let trials: Vec<TrialRow> = read_csv(&dir.join("trials.csv"))?;
+    if bins.is_empty() || trials.is_empty() {
+        return Err(ChartError::Empty(dir.join("bins.csv")));
+    }
+    let mut written = write_spec(dir, "failover", &timeline(&bins)?)?;
+    written.extend(write_spec(dir, "failover_keys", &per_key(&trials)?)?);
+    Ok(written)
+}
+
+fn label(v: f64) -> String {
+    crate::charts::bars::si(v)
+}
+
+fn series_name(strategy: &str, invocation: &str, offered: f64) -> String {
+    format!("{strategy} {invocation} {offered}x")
+}
+
+/// The variants in the CSV's order.
+fn variants<'a>(all: impl Iterator<Item = &'a Variant>) -> Vec<Variant> {
+    let mut out: Vec<Variant> = Vec::new();
+    for v in all {
+        if !out.contains(v) {
+            out.push(*v);
+        }
+    }
+    out
+}
+
+/// Points into series named by `name`, coloured in first-appearance order.
+fn group<T>(
+    rows: &[&T],
+    name: impl Fn(&T) -> String,
+    point: impl Fn(&T) -> (f64, f64),
+) -> Vec<Series> {
+    let mut series: Vec<Series> = Vec::new();
+    for r in rows {
+        let n = name(r);
+        let i = match series.iter().position(|s| s.name == n) {
+            Some(i) => i,
+            None => {
+                let c = color(series.len());
+                series.push(Series {
+                    name: n,
+                    color: c,
+                    dashed: false,
+                    points: vec![],
+                });
+                series.len() - 1
+            }
+        };
+        series[i].points.push(point(r));
+    }
+    series
+}
+
+/// One panel per (variant, line chart), its name at the top left, under one header.
+fn panels(
+    title: String,
+    note: &str,
+    charts: Vec<(Variant, LineChart)>,
+) -> Result<Chart, ChartError> {
+    let mut plots = Vec::new();
+    let mut legend = Vec::new();
+    for (variant, chart) in charts {
+        let mut c = lines::spec(chart)?;
+        if c.legend.len() > legend.len() {
+            legend = std::mem::take(&mut c.legend);
+        }
+        let mut plot = c.plots.remove(0);
+        let top = match plot.y.range {
+            Range::Linear(_, hi) => hi,
+            _ => 0.0,
+        };
+        let left = match plot.x.range {
+            Range::Linear(lo, _) => lo,
+            _ => 0.0,
+        };
+        plot.layers.push(text(
+            (left, top),
+            (8, 4),
+            &csv_text(&variant),
+            BLACK,
+            Anchor::LeftTop,
+        ));
+        plots.push(plot);
+    }
+    let n = plots.len().max(1) as u32;
+    Ok(Chart::new((1200, 120 + 340 * n), title, note, plots).legend(100, legend))
+}
+
+/// Admitted per bin around the switch, one panel per variant, the largest K only.
+fn timeline(bins: &[BinRow]) -> Result<Chart, ChartError> {
+    let k = bins.iter().map(|b| b.keys).max().unwrap_or(0);
+    let mut charts = Vec::new();
+    for variant in variants(bins.iter().map(|b| &b.variant)) {
+        let rows: Vec<&BinRow> = (bins.iter())
+            .filter(|b| b.variant == variant && b.keys == k)
+            .collect();
+        let mut series = group(
+            &rows,
+            |r| series_name(&r.strategy.to_string(), r.invocation.name(), r.offered),
+            |r| (r.t_ms + r.bin_ms as f64 / 2.0, r.admitted as f64),
+        );
+        let limit = rows.first().map_or(0.0, |r| r.limit);
+        let (lo, hi) = (rows.iter()).fold((f64::MAX, f64::MIN), |(lo, hi), r| {
+            (lo.min(r.t_ms), hi.max(r.t_ms + r.bin_ms as f64))
+        });
+        let points = vec![(lo, limit), (hi, limit)];
+        series.push(Series {
+            name: "limit at its rate".into(),
+            color: RED,
+            dashed: true,
+            points,
+        });
+        charts.push((
+            variant,
+            LineChart {
+                title: "",
+                note: "",
+                x_desc: "ms from the switch (bin middles)",
+                y_desc: "admitted per bin",
+                x_scale: Scale::Linear,
+                y_scale: Scale::Linear,
+                y_from_zero: true,
+                series,
+                marks: vec![(0.0, "switch".to_string())],
+                label: &label,
+            },
+        ));
+    }
+    let title = format!(
+        "failover: admitted per bin around the promotion, {k} keys summed, one panel per variant"
+    );
+    let note = "line = mean over trials, dot = one trial's bin; dashed red = what the limit allows per bin at its rate";
+    panels(title, note, charts)
+}
+
+/// Overshoot per key (bursts, mean over keys) against K, one panel per variant: a dot per
+/// trial, a line through the means, the seed's one burst dashed red.
+fn per_key(trials: &[TrialRow]) -> Result<Chart, ChartError> {
+    let mut charts = Vec::new();
+    for variant in variants(trials.iter().map(|t| &t.variant)) {
+        let rows: Vec<&TrialRow> = trials.iter().filter(|t| t.variant == variant).collect();
+        let mut series = group(
+            &rows,
+            |r| series_name(&r.strategy.to_string(), r.invocation.name(), r.offered),
+            |r| (r.keys as f64, r.overshoot_bursts_mean),
+        );
+        let (lo, hi) = (rows.iter()).fold((f64::MAX, f64::MIN), |(lo, hi), r| {
+            (lo.min(r.keys as f64), hi.max(r.keys as f64))
+        });
+        let points = vec![(lo, 1.0), (hi, 1.0)];
+        series.push(Series {
+            name: "one burst per key".into(),
+            color: RED,
+            dashed: true,
+            points,
+        });
+        charts.push((
+            variant,
+            LineChart {
+                title: "",
+                note: "",
+                x_desc: "active keys (K)",
+                y_desc: "overshoot per key (bursts)",
+                x_scale: Scale::Log,
+                y_scale: Scale::Linear,
+                y_from_zero: true,
+                series,
+                marks: Vec::new(),
+                label: &label,
+            },
+        ));
+    }
+    let title = "failover: overshoot per active key against the number of active keys".to_string();
+    let note = "mean over keys of (admitted - limit) over whole windows from the switch's, in bursts; dot = one trial";
+    panels(title, note, charts)
+}

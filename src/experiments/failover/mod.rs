@@ -1,0 +1,186 @@
+//! # failover
+//! Hypothesis (seed 003, "Failover" and its FAQ): promoting a replica under steady load costs
+//! about one burst per active key of overshoot, because unreplicated state is lost and those keys
+//! restart as idle; overshoot that grows with traffic rather than with keys means keys are being
+//! recreated empty.
+//!
+//! Method: per case a primary and a replica that replicates through the fault proxy (so the link
+//! can be cut), both managed and fresh. K keys each offered `offered` x their limit's rate, evenly
+//! spaced from a seeded phase (open loop), from a full bucket; settling windows let every key
+//! drain to its limit at its own phase before anything is counted. At a planned phase of a
+//! window the replica is promoted (REPLICAOF NO ONE) and every client moves to it at once
+//! (connections opened beforehand: a client reconnect, recorded as such). Variants: replicated
+//! (caught up with the primary's offset just before), lagging (the replication link blackholed
+//! `lag_ms` before), wiped (FLUSHALL on the promoted replica before clients move).
+//! Invocations: EVALSHA (falling back to EVAL: the promoted replica has no script cache) and FCALL
+//! (the library is replicated). Every check is recorded; admitted per key over whole windows
+//! before and after the switch are compared with what the limit allows there.
+//!
+//! Writes `failover/failover.csv` (one row per key per trial), `failover/bins.csv` (one row per
+//! bin per trial, keys summed), `failover/trials.csv` (one row per trial), `failover/meta.json`.
+
+mod body;
+mod charts;
+mod report;
+mod rows;
+pub mod tally;
+mod trial;
+
+pub use rows::{BinRow, KeyRow, TrialRow, Variant};
+
+use super::{Body, Definition, Render, Summarize, Validate};
+use crate::limiter::{Invocation, Strategy};
+use crate::record::Table;
+use serde::{Deserialize, Serialize};
+use trial::Case;
+
+/// Why the experiment refuses `--redis-url`.
+const MUST_OWN: &str = "it starts a replica, cuts its link, promotes and flushes it";
+
+/// The failover experiment.
+pub struct Failover;
+
+impl Definition for Failover {
+    const ID: &'static str = "failover";
+    const TOML: &'static str = include_str!("../../../experiments/failover.toml");
+    const MUST_OWN_SERVER: Option<&'static str> = Some(MUST_OWN);
+    type Params = Params;
+
+    const BODY: Body<Params> = body::run;
+    const CHARTS: Render = charts::render;
+    const SUMMARY: Summarize = report::summary;
+
+    fn tables() -> Vec<Table> {
+        vec![
+            Table::of::<KeyRow>("failover.csv"),
+            Table::of::<BinRow>("bins.csv"),
+            Table::of::<TrialRow>("trials.csv"),
+        ]
+    }
+}
+
+/// Parameters; defaults in `experiments/failover.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    pub trials: u32,
+    pub variants: Vec<Variant>,
+    pub strategies: Vec<Strategy>,
+    pub invocations: Vec<Invocation>,
+    pub keys: Vec<u64>,
+    pub offered: Vec<f64>,
+    pub burst: u64,
+    pub window_ms: u64,
+    pub pre_windows: u64,
+    pub post_windows: u64,
+    pub switch_phase: f64,
+    pub lag_ms: u64,
+    pub bin_ms: u64,
+}
+
+impl Params {
+    /// Every case in run order; FCALL only where the library has the strategy's function.
+    fn cases(&self) -> Vec<Case> {
+        let mut out = Vec::new();
+        for trial in 0..self.trials {
+            for &variant in &self.variants {
+                for &strategy in &self.strategies {
+                    for &invocation in &self.invocations {
+                        if invocation.uses_function() && strategy != Strategy::LuaBucket {
+                            continue;
+                        }
+                        for &keys in &self.keys {
+                            for &offered in &self.offered {
+                                out.push(Case {
+                                    variant,
+                                    strategy,
+                                    invocation,
+                                    keys,
+                                    offered,
+                                    trial,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Validate for Params {
+    fn validate(&self) -> Result<(), String> {
+        let p = self;
+        let scripted = [Strategy::LuaBucket, Strategy::LuaWindow];
+        let bad = [
+            (
+                p.trials == 0 || p.variants.is_empty() || p.invocations.is_empty(),
+                "trials must be >= 1; variants and invocations non-empty",
+            ),
+            (
+                p.strategies.is_empty() || p.strategies.iter().any(|s| !scripted.contains(s)),
+                "strategies must list lua-bucket and/or lua-window",
+            ),
+            (
+                p.keys.is_empty() || p.keys.contains(&0),
+                "keys must list counts >= 1",
+            ),
+            (
+                p.offered.is_empty() || p.offered.iter().any(|o| !(*o > 1.0 && o.is_finite())),
+                "offered must list multiples > 1 of the limit (every key at its limit)",
+            ),
+            (
+                p.burst == 0 || p.window_ms < 10,
+                "burst must be >= 1 and window_ms >= 10",
+            ),
+            (
+                p.pre_windows == 0 || p.post_windows == 0,
+                "pre_windows and post_windows must be >= 1",
+            ),
+            (
+                !(0.05..=0.9).contains(&p.switch_phase),
+                "switch_phase must be within [0.05, 0.9] of a window",
+            ),
+            (
+                p.lag_ms as f64
+                    >= p.switch_phase * p.window_ms as f64 + (p.pre_windows * p.window_ms) as f64,
+                "lag_ms must end after the first counted window starts",
+            ),
+            (p.bin_ms == 0, "bin_ms must be >= 1"),
+        ];
+        match bad.iter().find(|(is_bad, _)| *is_bad) {
+            Some((_, reason)) => Err((*reason).to_string()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::Profile;
+    use crate::experiments::frame::resolve;
+
+    #[test]
+    fn both_profiles_are_valid_and_fcall_runs_only_the_bucket() {
+        for profile in [Profile::Quick, Profile::Full] {
+            let p = resolve::<Failover>(profile, &[]).unwrap();
+            p.validate().unwrap();
+            let cases = p.cases();
+            assert!(!cases.is_empty());
+            assert!(cases
+                .iter()
+                .all(|c| !c.invocation.uses_function() || c.strategy == Strategy::LuaBucket));
+        }
+        let full = resolve::<Failover>(Profile::Full, &[]).unwrap();
+        assert_eq!(full.keys, [10, 100, 1000]);
+    }
+
+    #[test]
+    fn an_offer_at_or_under_the_limit_is_refused() {
+        let sets = [("offered".to_string(), "[1.0]".to_string())];
+        let p = resolve::<Failover>(Profile::Quick, &sets).unwrap();
+        assert!(p.validate().unwrap_err().contains("offered"));
+    }
+}

@@ -1,0 +1,131 @@
+//! failover's CSV schemas and the variants its rows name.
+
+use crate::limiter::{Invocation, Strategy};
+use serde::{Deserialize, Serialize};
+
+/// What the promoted replica holds of the limiter's state when clients move to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Variant {
+    /// The replica caught up with the primary's offset just before the promotion.
+    Replicated,
+    /// The replication link was cut (a blackhole in both directions) `lag_ms` before the
+    /// promotion: the writes of that time never reached the replica.
+    Lagging,
+    /// The promoted replica was flushed before clients moved: every key is recreated empty.
+    Wiped,
+}
+
+/// How every client reached the promoted replica at one instant.
+pub const SWITCH: &str = "client-reconnect";
+
+/// One active key in one trial: what it was admitted over whole windows before and after the
+/// promotion, and what its limit allows over the same windows.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KeyRow {
+    pub variant: Variant,
+    pub strategy: Strategy,
+    pub invocation: Invocation,
+    /// Active keys in the trial (K).
+    pub keys: u64,
+    /// Offered rate per key as a multiple of its limit's rate.
+    pub offered: f64,
+    pub trial: u32,
+    pub key: u64,
+    /// The key's burst: bucket capacity, or requests per fixed window.
+    pub burst: u64,
+    pub window_ms: u64,
+    /// Requests the key sent (and was answered) in the windows after the promotion.
+    pub sent_post: u64,
+    /// Admitted in the `pre_windows` whole windows before the window of the switch.
+    pub admitted_pre: u64,
+    /// burst x pre_windows: what the limit allows there at its rate.
+    pub allowed_pre: u64,
+    /// Admitted in the `post_windows` whole windows from the window of the switch, the switch's
+    /// own included (by the old primary before it, the promoted replica after).
+    pub admitted_post: u64,
+    /// burst x post_windows.
+    pub allowed_post: u64,
+    /// admitted_pre - allowed_pre: the steady state's own excess, the noise floor.
+    pub baseline: i64,
+    /// admitted_post - allowed_post: what the promotion let through beyond the limit.
+    pub overshoot: i64,
+    /// overshoot / burst.
+    pub overshoot_bursts: f64,
+    /// baseline / burst.
+    pub baseline_bursts: f64,
+}
+
+/// One bin of one trial, all keys summed, timed from the switch.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BinRow {
+    pub variant: Variant,
+    pub strategy: Strategy,
+    pub invocation: Invocation,
+    pub keys: u64,
+    pub offered: f64,
+    pub trial: u32,
+    /// Start of the bin in ms after the switch (negative: before it).
+    pub t_ms: f64,
+    pub bin_ms: u64,
+    /// Checks sent in the bin (by their send instant) and their answers.
+    pub sent: u64,
+    pub admitted: u64,
+    pub denied: u64,
+    /// Checks that got no decision (counted neither admitted nor denied).
+    pub errors: u64,
+    /// Checks that met NOSCRIPT (or a missing function) on the way.
+    pub noscript: u64,
+    /// keys x burst x bin_ms / window_ms: what the limit allows per bin at its rate.
+    pub limit: f64,
+}
+
+/// One trial: the promotion, the switch, and what the replica had lost.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TrialRow {
+    pub variant: Variant,
+    pub strategy: Strategy,
+    pub invocation: Invocation,
+    pub keys: u64,
+    pub offered: f64,
+    pub trial: u32,
+    /// How clients moved: client-reconnect (connections to the replica opened beforehand, used
+    /// by every check sent after the switch).
+    pub switch: String,
+    pub burst: u64,
+    pub window_ms: u64,
+    /// How long the replication link was cut before the promotion (0 unless lagging).
+    pub lag_ms: f64,
+    /// REPLICAOF NO ONE sent to role:master seen, ms.
+    pub promote_ms: f64,
+    /// REPLICAOF NO ONE sent to the switch, ms (flush included when wiped).
+    pub switch_after_promote_ms: f64,
+    /// Phase of the switch within its window, 0..1.
+    pub switch_phase: f64,
+    /// The old primary's master_repl_offset at the end minus the promoted replica's offset at
+    /// its promotion: replication bytes it never got.
+    pub lost_repl_bytes: i64,
+    /// Checks admitted by the old primary after the last write the replica got (the cut: the
+    /// caught-up offset, the blackhole, or everything when wiped).
+    pub lost_admits: u64,
+    /// Keys on the replica right after its promotion (before the flush when wiped).
+    pub replica_keys: u64,
+    /// The first check the promoted replica answered: ok, noscript or error.
+    pub first_call: String,
+    /// Checks after the switch that met NOSCRIPT, and that got no decision.
+    pub noscript_after: u64,
+    pub errors_after: u64,
+    /// Mean and max over keys of overshoot_bursts.
+    pub overshoot_bursts_mean: f64,
+    pub overshoot_bursts_max: f64,
+    pub baseline_bursts_mean: f64,
+    /// overshoot_bursts_mean / offered: the same at every offered rate when the overshoot is
+    /// proportional to traffic.
+    pub overshoot_per_offered: f64,
+    /// All keys' overshoot summed, in checks.
+    pub overshoot_total: i64,
+    /// Checks sent in the trial, and the latest a check left after its intended start (ms): a
+    /// load generator that fell behind shows here.
+    pub requests: u64,
+    pub send_lag_max_ms: f64,
+}

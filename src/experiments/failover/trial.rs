@@ -1,0 +1,431 @@
+//! One failover trial against real servers: a primary, a replica that replicates through a
+//! fault proxy (so the link can be cut), steady open-loop load over K keys, the promotion at a
+//! planned phase of a window, and every client moved to the promoted replica at one instant.
+
+use super::rows::Variant;
+use super::tally::{Answer, Check};
+use super::Params;
+use crate::context::Ctx;
+use crate::experiments::PhaseError;
+use crate::fault::{Direction, Fault, Proxy};
+use crate::limiter::{Invocation, LimitSpec, Limiter, Strategy};
+use crate::load::rng::SplitMix64;
+use crate::server::{Persistence, RedisServer, ServerError, ServerOptions};
+use redis::aio::MultiplexedConnection;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::task::JoinSet;
+
+/// Connections per side; a key always uses the same one (`key % CONNECTIONS`).
+const CONNECTIONS: usize = 8;
+/// Random stream of the keys' phases.
+const PHASE_STREAM: u64 = 0xfa11_0ce5;
+/// Time between the warm-up and the first scheduled check.
+const LEAD: Duration = Duration::from_millis(50);
+/// How long a promotion may take before the trial fails.
+const PROMOTE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One cell of the matrix.
+#[derive(Debug, Clone, Copy)]
+pub struct Case {
+    pub variant: Variant,
+    pub strategy: Strategy,
+    pub invocation: Invocation,
+    pub keys: u64,
+    pub offered: f64,
+    pub trial: u32,
+}
+
+/// What one trial measured.
+pub struct Measured {
+    pub checks: Vec<Check>,
+    pub switch_unix_ms: f64,
+    pub promote_ms: f64,
+    pub switch_after_promote_ms: f64,
+    pub lag_ms: f64,
+    pub lost_repl_bytes: i64,
+    pub lost_admits: u64,
+    pub replica_keys: u64,
+    pub first_call: String,
+    pub send_lag_max_ms: f64,
+}
+
+/// The limit both strategies enforce: `burst` per window, the bucket refilling at that rate.
+pub fn limit(p: &Params) -> LimitSpec {
+    LimitSpec {
+        capacity: p.burst,
+        refill_per_sec: p.burst as f64 * 1000.0 / p.window_ms as f64,
+        window_ms: p.window_ms,
+        ..LimitSpec::default()
+    }
+}
+
+fn unix_now_ms() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e3)
+}
+
+/// The monotonic clock read against the Unix clock once, so every instant has a Unix time.
+#[derive(Clone, Copy)]
+struct Clock {
+    at: Instant,
+    unix_ms: f64,
+}
+
+impl Clock {
+    fn now() -> Clock {
+        Clock {
+            at: Instant::now(),
+            unix_ms: unix_now_ms(),
+        }
+    }
+    fn unix(&self, t: Instant) -> f64 {
+        self.unix_ms + t.saturating_duration_since(self.at).as_secs_f64() * 1e3
+    }
+    fn instant(&self, unix_ms: f64) -> Instant {
+        self.at + Duration::from_secs_f64(((unix_ms - self.unix_ms) / 1e3).max(0.0))
+    }
+}
+
+/// The replication link's proxy on a thread and runtime of its own: it must forward while the
+/// harness waits on the servers synchronously. Dropping it stops the runtime and the proxy.
+struct ProxyThread {
+    proxy: Arc<Proxy>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ProxyThread {
+    fn start(upstream: SocketAddr, seed: u64) -> Result<ProxyThread, ServerError> {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
+            let rt = match rt {
+                Ok(rt) => rt,
+                Err(e) => return drop(ready_tx.send(Err(e))),
+            };
+            rt.block_on(async move {
+                match Proxy::start(upstream, seed).await {
+                    Ok(proxy) => {
+                        let proxy = Arc::new(proxy);
+                        let _ = ready_tx.send(Ok(Arc::clone(&proxy)));
+                        // Sender dropped or sent: either way the trial is over.
+                        let _ = stopped.await;
+                    }
+                    Err(e) => drop(ready_tx.send(Err(e))),
+                }
+            });
+        });
+        let proxy = ready_rx
+            .recv()
+            .map_err(|_| std::io::Error::other("the proxy's thread ended before it started"))??;
+        Ok(ProxyThread {
+            proxy,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for ProxyThread {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Runs one case on servers of its own; `rt` runs the load and the timeline.
+pub fn run(
+    ctx: &Ctx,
+    p: &Params,
+    case: Case,
+    rt: &tokio::runtime::Runtime,
+) -> Result<Measured, PhaseError> {
+    let opts = ServerOptions {
+        binary: ctx.redis_server.clone(),
+        cpus: ctx.pin.redis.clone(),
+        persistence: Persistence::None,
+        ..ServerOptions::default()
+    };
+    let primary = RedisServer::start(&opts)?;
+    // FUNCTION LOAD before the replica syncs: functions travel with the data, scripts do not.
+    (redis::cmd("FUNCTION").arg("LOAD").arg("REPLACE"))
+        .arg(crate::limiter::library())
+        .query::<String>(&mut primary.connection()?)?;
+    // A sync through disk: after a diskless one the primary holds the stream back until the
+    // replica's next REPLCONF ACK, up to a second (see RedisServer::start_replica_via).
+    let mut con = primary.connection()?;
+    crate::server::admin::config_set(&mut con, "repl-diskless-sync", "no")?;
+    let upstream: SocketAddr = ([127, 0, 0, 1], primary.port()).into();
+    let seed = ctx.seed ^ u64::from(case.trial).wrapping_mul(0x9e37_79b9);
+    let link = ProxyThread::start(upstream, seed)?;
+    let replica = RedisServer::start_replica_via(&primary, link.proxy.addr().port(), &opts)?;
+    let limiter = Limiter::with_invocation(case.strategy, limit(p), case.invocation)
+        .map_err(|e| PhaseError::Invalid(e.to_string()))?;
+    let sides = Sides {
+        primary: primary.url(),
+        replica: replica.url(),
+        proxy: &link.proxy,
+    };
+    let out = rt.block_on(timeline(ctx, p, case, &sides, Arc::new(limiter), seed));
+    drop(link);
+    out
+}
+
+struct Sides<'a> {
+    primary: String,
+    replica: String,
+    proxy: &'a Proxy,
+}
+
+async fn connect(url: &str, ctx: &Ctx) -> Result<Vec<MultiplexedConnection>, PhaseError> {
+    let client = redis::Client::open(url)?;
+    let mut out = Vec::new();
+    for _ in 0..CONNECTIONS {
+        let cfg = ctx.timeouts.config();
+        out.push(
+            client
+                .get_multiplexed_async_connection_with_config(&cfg)
+                .await?,
+        );
+    }
+    Ok(out)
+}
+
+async fn info_field(con: &mut MultiplexedConnection, field: &str) -> Result<String, PhaseError> {
+    let info: redis::InfoDict = redis::cmd("INFO")
+        .arg("replication")
+        .query_async(con)
+        .await?;
+    Ok(info.get::<String>(field).unwrap_or_default())
+}
+
+async fn offset(con: &mut MultiplexedConnection, field: &str) -> Result<i64, PhaseError> {
+    let text = info_field(con, field).await?;
+    text.parse()
+        .map_err(|_| PhaseError::Invalid(format!("INFO replication {field} is `{text}`")))
+}
+
+/// The shared state of the load.
+struct Load {
+    limiter: Arc<Limiter>,
+    old: Vec<MultiplexedConnection>,
+    new: Vec<MultiplexedConnection>,
+    switched: AtomicBool,
+    clock: Clock,
+    names: Vec<String>,
+    checks: Mutex<Vec<(Check, f64)>>,
+}
+
+impl Load {
+    async fn check(self: Arc<Self>, key: u32, intended: Instant) {
+        let after_switch = self.switched.load(Ordering::SeqCst);
+        let side = if after_switch { &self.new } else { &self.old };
+        let mut con = side[key as usize % CONNECTIONS].clone();
+        let sent = Instant::now();
+        let attempt = self
+            .limiter
+            .attempt(&mut con, &self.names[key as usize])
+            .await;
+        let answer = match attempt.outcome {
+            Ok(d) if d.allowed => Answer::Admitted,
+            Ok(_) => Answer::Denied,
+            Err(_) => Answer::Error,
+        };
+        let check = Check {
+            key,
+            sent_unix_ms: self.clock.unix(sent),
+            answer,
+            noscript: attempt.noscript,
+            after_switch,
+        };
+        let lag_ms = sent.saturating_duration_since(intended).as_secs_f64() * 1e3;
+        let mut all = self.checks.lock().unwrap_or_else(|p| p.into_inner());
+        all.push((check, lag_ms));
+    }
+}
+
+/// Windows before the first counted one: a key starts with a full bucket, which an offer of
+/// `offered` x the rate drains in 1 / (offered - 1) windows; one more for the keys' phases. Each
+/// key drains at its own phase, so the keys' admissions are not in lockstep.
+pub fn settle_windows(offered: f64) -> u64 {
+    (1.0 / (offered - 1.0)).ceil() as u64 + 1
+}
+
+/// Every key's checks, evenly spaced at its offered rate from a seeded phase, merged in order:
+/// (ms after the start, key).
+fn schedule(p: &Params, case: Case, seed: u64, span_ms: f64) -> Vec<(f64, u32)> {
+    let period = p.window_ms as f64 / (p.burst as f64 * case.offered);
+    let mut rng = SplitMix64::new(seed, PHASE_STREAM);
+    let mut out = Vec::new();
+    for key in 0..case.keys as u32 {
+        let mut t = rng.unit_open0() * period;
+        while t < span_ms {
+            out.push((t, key));
+            t += period;
+        }
+    }
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out
+}
+
+async fn timeline(
+    ctx: &Ctx,
+    p: &Params,
+    case: Case,
+    sides: &Sides<'_>,
+    limiter: Arc<Limiter>,
+    seed: u64,
+) -> Result<Measured, PhaseError> {
+    let names = (0..case.keys)
+        .map(|k| format!("ratelab:failover:k{k}"))
+        .collect();
+    let load = Arc::new(Load {
+        limiter,
+        old: connect(&sides.primary, ctx).await?,
+        new: connect(&sides.replica, ctx).await?,
+        switched: AtomicBool::new(false),
+        clock: Clock::now(),
+        names,
+        checks: Mutex::new(Vec::new()),
+    });
+    let mut admin_primary = load.old[0].clone();
+    let mut admin_replica = redis::Client::open(sides.replica.as_str())?
+        .get_multiplexed_async_connection_with_config(&ctx.timeouts.config())
+        .await?;
+    // Warm-up: one check per connection on a key of its own (connect, cache the script).
+    for con in &load.old {
+        let attempt = load
+            .limiter
+            .attempt(&mut con.clone(), "ratelab:failover:warm")
+            .await;
+        attempt
+            .outcome
+            .map_err(|e| PhaseError::Invalid(format!("warm-up check: {e}")))?;
+    }
+    // The switch at `phase` of a window, after the settling windows and the pre windows.
+    let w = p.window_ms as f64;
+    let start = Instant::now() + LEAD;
+    let start_unix = load.clock.unix(start);
+    let settle = settle_windows(case.offered) as f64;
+    let first = ((start_unix / w).floor() + settle + p.pre_windows as f64) * w;
+    let switch_unix = first + p.switch_phase * w;
+    let end_unix = first + (p.post_windows as f64 + 0.5) * w;
+    let plan = schedule(p, case, seed, end_unix - start_unix);
+    let requests = plan.len() as u64;
+    let driver = tokio::spawn({
+        let load = Arc::clone(&load);
+        async move {
+            let mut tasks = JoinSet::new();
+            for (t_ms, key) in plan {
+                let intended = start + Duration::from_secs_f64(t_ms / 1e3);
+                tokio::time::sleep_until(intended.into()).await;
+                tasks.spawn(Arc::clone(&load).check(key, intended));
+                while tasks.try_join_next().is_some() {}
+            }
+            while tasks.join_next().await.is_some() {}
+        }
+    });
+    let promote_at = load.clock.instant(switch_unix);
+    let lag = Duration::from_secs_f64(p.lag_ms as f64 / 1e3);
+    let mut cut_unix = f64::NAN;
+    if case.variant == Variant::Lagging {
+        tokio::time::sleep_until(promote_at.checked_sub(lag).unwrap_or(promote_at).into()).await;
+        let at = sides.proxy.set(Fault::Blackhole(Direction::Both));
+        cut_unix = load.clock.unix(at);
+    }
+    tokio::time::sleep_until(promote_at.into()).await;
+    if case.variant == Variant::Replicated {
+        // The replica reaches the primary's offset of now: only what follows can be lost.
+        cut_unix = load.clock.unix(Instant::now());
+        let target = offset(&mut admin_primary, "master_repl_offset").await?;
+        let waited = Instant::now();
+        while offset(&mut admin_replica, "slave_repl_offset").await? < target {
+            if waited.elapsed() > PROMOTE_TIMEOUT {
+                return Err(PhaseError::Invalid("the replica never caught up".into()));
+            }
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+    }
+    let sent = Instant::now();
+    redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query_async::<()>(&mut admin_replica)
+        .await?;
+    while info_field(&mut admin_replica, "role").await? != "master" {
+        if sent.elapsed() > PROMOTE_TIMEOUT {
+            return Err(PhaseError::Invalid("the replica was not promoted".into()));
+        }
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+    let promoted = Instant::now();
+    let replica_offset = offset(&mut admin_replica, "master_repl_offset").await?;
+    let replica_keys: u64 = redis::cmd("DBSIZE").query_async(&mut admin_replica).await?;
+    // Every key was written long before the promotion: a replica without them never got the
+    // stream, and its "state loss" would be the harness's, not the variant's.
+    if replica_keys < case.keys {
+        return Err(PhaseError::Invalid(format!(
+            "the replica held {replica_keys} keys at its promotion, fewer than the {} active",
+            case.keys
+        )));
+    }
+    if case.variant == Variant::Wiped {
+        cut_unix = f64::NEG_INFINITY;
+        redis::cmd("FLUSHALL")
+            .arg("SYNC")
+            .query_async::<()>(&mut admin_replica)
+            .await?;
+    }
+    load.switched.store(true, Ordering::SeqCst);
+    let switched = Instant::now();
+    driver
+        .await
+        .map_err(|e| PhaseError::Invalid(format!("the load task failed: {e}")))?;
+    let primary_offset = offset(&mut admin_primary, "master_repl_offset").await?;
+    let raw = std::mem::take(&mut *load.checks.lock().unwrap_or_else(|p| p.into_inner()));
+    if raw.len() as u64 != requests {
+        return Err(PhaseError::Invalid(format!(
+            "{} of {requests} checks were recorded",
+            raw.len()
+        )));
+    }
+    let send_lag_max_ms = raw.iter().map(|c| c.1).fold(0.0, f64::max);
+    let mut checks: Vec<Check> = raw.into_iter().map(|c| c.0).collect();
+    checks.sort_by(|a, b| a.sent_unix_ms.total_cmp(&b.sent_unix_ms));
+    let lost_admits = (checks.iter())
+        .filter(|c| !c.after_switch && c.answer == Answer::Admitted && c.sent_unix_ms >= cut_unix)
+        .count() as u64;
+    let first_call = (checks.iter().find(|c| c.after_switch)).map_or("none", |c| match c {
+        c if c.noscript => "noscript",
+        c if c.answer == Answer::Error => "error",
+        _ => "ok",
+    });
+    let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1e3;
+    Ok(Measured {
+        checks,
+        switch_unix_ms: load.clock.unix(switched),
+        promote_ms: ms(sent, promoted),
+        switch_after_promote_ms: ms(sent, switched),
+        lag_ms: if case.variant == Variant::Lagging {
+            ms(load.clock.instant(cut_unix), sent)
+        } else {
+            0.0
+        },
+        lost_repl_bytes: primary_offset - replica_offset,
+        lost_admits,
+        replica_keys,
+        first_call: first_call.to_string(),
+        send_lag_max_ms,
+    })
+}

@@ -1,0 +1,124 @@
+//! Failover against real redis-servers: a replica promoted under steady load over K keys, every
+//! client moved to it at once. Bounds come from the run's own measurements (the burst, the
+//! writes the replica lost, where in its window the switch fell, the steady state's own excess),
+//! never from a time.
+
+mod common;
+
+use assert_cmd::Command;
+use ratelab::analysis::table::{number, read_rows, Row};
+
+/// The quick profile's matrix (both strategies, two offered rates, every variant); trial rows.
+fn run() -> Vec<Row> {
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new(common::ratelab_exe())
+        .args(["run", "failover", "--profile", "quick", "--quiet", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let dir = out.path().join("failover");
+    let keys = read_rows(&dir.join("failover.csv")).unwrap();
+    let trials = read_rows(&dir.join("trials.csv")).unwrap();
+    let per_trial: usize = trials.iter().map(|t| n(t, "keys") as usize).sum();
+    assert_eq!(keys.len(), per_trial, "one row per key per trial");
+    trials
+}
+
+fn n(row: &Row, column: &str) -> f64 {
+    number(row, column).unwrap_or_else(|| panic!("{column} missing in {row:?}"))
+}
+
+fn of<'a>(rows: &'a [Row], variant: &str, strategy: &str) -> Vec<&'a Row> {
+    let found: Vec<&Row> = (rows.iter())
+        .filter(|r| r["variant"] == variant && r["strategy"] == strategy)
+        .collect();
+    assert!(!found.is_empty(), "no trials for {variant} {strategy}");
+    found
+}
+
+/// One token (or one request of a window) in bursts, plus the steady state's own excess: how
+/// far a count over whole windows may stray from what the state alone decides.
+fn slack(t: &Row) -> f64 {
+    1.0 / n(t, "burst") + n(t, "baseline_bursts_mean").abs()
+}
+
+#[test]
+fn overshoot_is_what_the_replica_lost_bounded_by_a_burst_and_grows_with_traffic_when_wiped() {
+    let trials = run();
+    for strategy in ["lua-bucket", "lua-window"] {
+        // Caught up: only checks in flight at the switch can be lost.
+        for t in of(&trials, "replicated", strategy) {
+            let lost = n(t, "lost_admits") / (n(t, "keys") * n(t, "burst"));
+            let over = n(t, "overshoot_bursts_mean");
+            assert!(over <= 1.0, "replicated {strategy}: {over} bursts per key");
+            assert!(
+                over <= lost + slack(t),
+                "replicated {strategy}: {over} > lost {lost}"
+            );
+        }
+    }
+    // The bucket restored from before the cut refills what was admitted since: the overshoot
+    // is the admissions the replica never got, within a token, and under a burst.
+    for t in of(&trials, "lagging", "lua-bucket") {
+        let lost = n(t, "lost_admits") / (n(t, "keys") * n(t, "burst"));
+        let over = n(t, "overshoot_bursts_mean");
+        assert!(lost > 0.0, "lagging lost nothing: {t:?}");
+        assert!(
+            (over - lost).abs() <= slack(t),
+            "lagging: {over} vs lost {lost}"
+        );
+        assert!(over <= 1.0, "lagging: {over} bursts per key");
+    }
+    // Wiped, the bucket is full again: its burst less the token it was refilling, at any rate.
+    let replicated_max = (of(&trials, "replicated", "lua-bucket").iter())
+        .map(|t| n(t, "overshoot_bursts_mean"))
+        .fold(f64::MIN, f64::max);
+    for t in of(&trials, "wiped", "lua-bucket") {
+        let over = n(t, "overshoot_bursts_mean");
+        let token = 1.0 / n(t, "burst");
+        assert!(over >= 1.0 - 2.0 * token - slack(t), "wiped bucket: {over}");
+        assert!(over <= 1.0 + slack(t), "wiped bucket: {over}");
+        assert!(
+            over > replicated_max,
+            "wiped {over} <= replicated {replicated_max}"
+        );
+    }
+    // Wiped, the window's counter restarts at the switch: what the key had in the window on the
+    // old primary plus what the rest of the window admits on the new one, less one burst. Both
+    // parts are the key's traffic (its offered rate times the share of the window), so the
+    // overshoot grows with traffic until it reaches a burst.
+    let predicted = |t: &Row| {
+        let (o, phase) = (n(t, "offered"), n(t, "switch_phase"));
+        (o * phase).min(1.0) + (o * (1.0 - phase)).min(1.0) - 1.0
+    };
+    let wiped = of(&trials, "wiped", "lua-window");
+    for t in &wiped {
+        let over = n(t, "overshoot_bursts_mean");
+        let want = predicted(t);
+        assert!(
+            (over - want).abs() <= slack(t),
+            "wiped window: {over} bursts, its traffic predicts {want}"
+        );
+    }
+    let grows = (wiped.iter()).any(|a| {
+        (wiped.iter()).any(|b| {
+            predicted(b) > predicted(a) + slack(a).max(slack(b))
+                && n(b, "overshoot_bursts_mean") > n(a, "overshoot_bursts_mean")
+        })
+    });
+    let could = (wiped.iter())
+        .any(|a| (wiped.iter()).any(|b| predicted(b) > predicted(a) + slack(a).max(slack(b))));
+    assert!(
+        grows || !could,
+        "wiped window: more traffic did not overshoot more"
+    );
+    assert!(
+        could,
+        "the quick profile must offer rates far enough apart to show growth"
+    );
+}
