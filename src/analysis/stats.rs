@@ -38,6 +38,14 @@ impl Summary {
     }
 }
 
+/// `part / whole` as a share of counts, 0 for an empty whole.
+pub fn share(part: u64, whole: u64) -> f64 {
+    match whole {
+        0 => 0.0,
+        _ => part as f64 / whole as f64,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,7 @@
 
 use super::rows::{BinRow, Drill, DrillRow};
 use super::service::{Fate, Request, Sample, Trace};
+use crate::analysis::stats;
 use crate::store::Outcome;
 use hdrhistogram::Histogram;
 
@@ -216,7 +217,7 @@ fn drill(spec: &Spec, trace: &Trace, w: &Window) -> DrillRow {
         allowed: c[Outcome::Allowed as usize],
         denied: c[Outcome::Denied as usize],
         degraded_allowed: c[Outcome::DegradedAllowed as usize],
-        degraded_fraction: share_of(
+        degraded_fraction: stats::share(
             c[Outcome::DegradedAllowed as usize] + c[Outcome::DegradedDenied as usize],
             served.total(),
         ),
@@ -248,10 +249,6 @@ pub(super) fn tests_row(
         end_ns: (end_ms * 1e6) as u64,
     };
     self::drill(&spec, &Trace::default(), &w)
-}
-
-fn share_of(part: u64, whole: u64) -> f64 {
-    part as f64 / whole.max(1) as f64
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 
 use super::cache::{self, Written};
 use super::checks::{each_user, redis_answer, UserTally};
-use super::rows::fraction;
 use super::{CellRow, EvictionPolicy, Layout, Params, UserClass, UserRow, MUST_OWN};
+use crate::analysis::stats::share;
 use crate::context::Ctx;
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{LimitSpec, Limiter, Strategy};
@@ -235,13 +235,13 @@ fn one_cell(
         limiter_keys: p.users,
         limiter_survived,
         limiter_lost: p.users - limiter_survived,
-        limiter_survived_fraction: fraction(limiter_survived, p.users),
+        limiter_survived_fraction: share(limiter_survived, p.users),
         cache_ttl_keys: written.ttl_keys.len() as u64,
         cache_ttl_survived: ttl_survived,
-        cache_ttl_survived_fraction: fraction(ttl_survived, written.ttl_keys.len() as u64),
+        cache_ttl_survived_fraction: share(ttl_survived, written.ttl_keys.len() as u64),
         cache_plain_keys: written.plain_keys.len() as u64,
         cache_plain_survived: plain_survived,
-        cache_plain_survived_fraction: fraction(plain_survived, written.plain_keys.len() as u64),
+        cache_plain_survived_fraction: share(plain_survived, written.plain_keys.len() as u64),
         cache_write_errors: written.errors,
         cache_first_error: written.first_error,
         limiter_oom: u8::from(limiter_error.contains("OOM")),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::{CellRow, UserClass, UserRow};
 use crate::charts::bars::{self, si, BarChart};
 use crate::charts::spec::{color, Bar, Marker, Slot};
-use crate::charts::{mean, read_csv, write_spec, ChartError};
+use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
 use crate::record::csv_text;
 
 const KEYS_CSV: &str = "keys.csv";
@@ -47,15 +47,13 @@ fn grouped<R, K: PartialEq>(
     key: impl Fn(&R) -> K,
     value: impl Fn(&R) -> f64,
 ) -> Vec<(K, Vec<f64>)> {
-    let mut out: Vec<(K, Vec<f64>)> = Vec::new();
+    let (mut keys, mut values): (Vec<K>, Vec<Vec<f64>>) = (Vec::new(), Vec::new());
     for r in rows {
-        let k = key(r);
-        match out.iter_mut().find(|g| g.0 == k) {
-            Some(g) => g.1.push(value(r)),
-            None => out.push((k, vec![value(r)])),
-        }
+        let i = index_of(&mut keys, key(r));
+        values.resize_with(keys.len(), Vec::new);
+        values[i].push(value(r));
     }
-    out
+    keys.into_iter().zip(values).collect()
 }
 
 fn percent(v: f64) -> String {
@@ -107,8 +105,11 @@ fn over(users: &[UserRow]) -> BarChart<'static> {
         |r| (label(&r.layout, &r.policy), r.class, r.trial),
         |r| r.over_admitted as f64,
     );
-    let labels = grouped(users, |r| label(&r.layout, &r.policy), |_| 0.0);
-    let slots = labels.into_iter().map(|(name, _)| {
+    let mut labels = Vec::new();
+    for r in users {
+        index_of(&mut labels, label(&r.layout, &r.policy));
+    }
+    let slots = labels.into_iter().map(|name| {
         let bars: Vec<Bar> = (CLASSES_OF_USERS.iter().enumerate())
             .map(|(i, (class, _))| {
                 let dots: Vec<f64> = (per_trial.iter())

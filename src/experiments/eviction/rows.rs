@@ -129,11 +129,3 @@ pub struct CellRow {
     /// How long writing the cache data took.
     pub pressure_ms: f64,
 }
-
-/// `part / whole`, 0 for an empty whole.
-pub fn fraction(part: u64, whole: u64) -> f64 {
-    match whole {
-        0 => 0.0,
-        _ => part as f64 / whole as f64,
-    }
-}
