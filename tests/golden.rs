@@ -119,6 +119,13 @@ fn the_reference_report_is_reproduced_from_its_csvs() {
         committed.lines().count(),
         "REPORT.md has a different length"
     );
+    // REPORT.html is made from that same markdown and the same charts.
+    let ours = std::fs::read(copy.path().join("REPORT.html")).unwrap();
+    let committed = std::fs::read(reference().join("REPORT.html")).unwrap();
+    assert!(
+        ours == committed,
+        "REPORT.html is not what REPORT.md and the charts make"
+    );
     // claims.csv: one row per claim, each with a verdict, and a reason beside every difference
     // that the claims file explains.
     let ours = std::fs::read_to_string(copy.path().join("claims.csv")).unwrap();
@@ -391,4 +398,74 @@ fn a_wrong_measurement_fails_its_claim() {
             after.measured
         );
     }
+}
+
+/// REPORT.html is one self-contained page: it parses, holds every chart of the run inline (no
+/// external image, script or stylesheet), and has a row for every claim with what this run
+/// measured for it.
+#[test]
+fn the_reference_html_report_inlines_every_chart_and_every_claim() {
+    let page = std::fs::read_to_string(reference().join("REPORT.html")).unwrap();
+    let doc = roxmltree::Document::parse_with_options(
+        &page,
+        roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("REPORT.html does not parse: {e}"));
+    let named = |tag: &'static str| {
+        doc.descendants()
+            .filter(move |n| n.is_element() && n.tag_name().name() == tag)
+    };
+    assert_eq!(
+        named("img").count() + named("script").count() + named("link").count(),
+        0
+    );
+    let figures: Vec<&str> = named("figure")
+        .filter(|f| f.children().any(|c| c.tag_name().name() == "svg"))
+        .filter_map(|f| f.attribute("id"))
+        .collect();
+    let mut charts = Vec::new();
+    for e in experiments::ALL {
+        for entry in std::fs::read_dir(reference().join(e.id()))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = entry.file_name().to_string_lossy().to_string();
+            if name.ends_with(".svg") {
+                charts.push(format!("{}/{name}", e.id()));
+            }
+        }
+    }
+    assert!(!charts.is_empty());
+    for chart in &charts {
+        assert!(
+            figures.contains(&chart.as_str()),
+            "{chart} is not inlined in REPORT.html"
+        );
+    }
+    let text = |n: roxmltree::Node| -> String {
+        n.descendants()
+            .filter(|d| d.is_text())
+            .filter_map(|d| d.text())
+            .collect()
+    };
+    let rows: Vec<Vec<String>> = named("tr")
+        .map(|tr| tr.children().filter(|c| c.is_element()).map(text).collect())
+        .collect();
+    let mut reader = csv::Reader::from_path(reference().join("claims.csv")).unwrap();
+    let mut claims = 0;
+    for record in reader.records() {
+        let record = record.unwrap();
+        let (id, seed, measured) = (&record[0], &record[2], &record[4]);
+        assert!(
+            rows.iter()
+                .any(|r| r.len() == 5 && r[1] == seed && r[3] == measured),
+            "claim {id} has no row in REPORT.html with its measurement {measured:?}"
+        );
+        claims += 1;
+    }
+    assert_eq!(claims, claims::all().unwrap().len());
 }

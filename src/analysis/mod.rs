@@ -3,6 +3,7 @@
 
 pub mod claims;
 pub mod compare;
+mod html;
 mod judge;
 pub mod stats;
 pub mod table;
@@ -50,8 +51,9 @@ struct Judged<'a> {
     why: String,
 }
 
-/// Writes `dir/REPORT.md` (the verdicts first, then per experiment its setup, summary and claims)
-/// and `dir/claims.csv` (one row per claim).
+/// Writes `dir/REPORT.md` (the verdicts first, then per experiment its setup, summary and claims),
+/// `dir/REPORT.html` (the same, one page with the charts inline) and `dir/claims.csv` (one row per
+/// claim).
 pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, AnalysisError> {
     if !dir.is_dir() {
         return Err(AnalysisError::NotResults(dir.to_path_buf()));
@@ -152,19 +154,27 @@ pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, Analysi
     }
     out.push_str(&verdict_summary(&judged, &machine));
     out.push_str(&body);
+    let page = html::render(&out, dir)?;
+    write_atomically(&dir.join("claims.csv"), &claims_csv(&judged))?;
+    write_atomically(&dir.join("REPORT.html"), &page)?;
+    let path = dir.join("REPORT.md");
+    write_atomically(&path, &out)?;
+    Ok(path)
+}
+
+/// Writes `dir/.NAME.tmp`, then renames it over `dir/NAME`: a reader never sees half a report.
+fn write_atomically(path: &Path, text: &str) -> Result<(), AnalysisError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| AnalysisError::Io { path, source }
     };
-    let claims_csv = claims_csv(&judged);
-    let (csv_path, csv_tmp) = (dir.join("claims.csv"), dir.join(".claims.csv.tmp"));
-    std::fs::write(&csv_tmp, claims_csv).map_err(io(&csv_tmp))?;
-    std::fs::rename(&csv_tmp, &csv_path).map_err(io(&csv_path))?;
-    let path = dir.join("REPORT.md");
-    let tmp = dir.join(".REPORT.md.tmp");
-    std::fs::write(&tmp, out).map_err(io(&tmp))?;
-    std::fs::rename(&tmp, &path).map_err(io(&path))?;
-    Ok(path)
+    std::fs::write(&tmp, text).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io(path))
 }
 
 /// The SVG charts of an experiment's directory, by name.

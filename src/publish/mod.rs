@@ -28,7 +28,7 @@ pub const DATAPACKAGE: &str = "datapackage.json";
 pub const CITATION: &str = "CITATION.cff";
 pub const README: &str = "README.md";
 /// The files `ratelab report` writes at the root, published with the rows.
-pub const REPORT_FILES: [&str; 2] = ["REPORT.md", "claims.csv"];
+pub const REPORT_FILES: [&str; 3] = ["REPORT.md", "REPORT.html", "claims.csv"];
 
 /// The first line of an `experiment.toml` that publishing added because the run predates
 /// recording it: the file says itself that it is the publishing build's, not the run's.

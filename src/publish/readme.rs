@@ -93,7 +93,8 @@ fn usage(name: &str) -> String {
     format!(
         "## Files\n\n\
          - `REPORT.md`: each experiment's question, charts, claims judged against the seeds' \
-         figures, and summary tables; `claims.csv`: one row per claim with its verdict.\n\
+         figures, and summary tables; `REPORT.html`: the same as one page, charts inline, readable \
+         offline; `claims.csv`: one row per claim with its verdict.\n\
          - `<experiment>/*.csv`: the raw rows, one file per row type; `{DATAPACKAGE}` describes \
          every column (type, unit, description, constraints) as a Frictionless Table Schema.\n\
          - `{SHA256SUMS}`: the SHA-256 of every other file; `{CITATION}`: how to cite this.\n\n\

@@ -307,8 +307,8 @@ fn redraw(root: &Path, copy: &Path) -> Result<Check, PublishError> {
     let claims = report_problems.1;
     c.problems.extend(report_problems.0);
     c.summary = format!(
-        "{svgs} SVG charts redraw byte for byte ({pngs} PNGs too); REPORT.md and claims.csv \
-         rewritten from the CSVs: {claims} claims, {}",
+        "{svgs} SVG charts redraw byte for byte ({pngs} PNGs too); REPORT.md, REPORT.html and \
+         claims.csv rewritten from the CSVs: {claims} claims, {}",
         if c.problems.is_empty() {
             "same verdicts"
         } else {
@@ -318,7 +318,34 @@ fn redraw(root: &Path, copy: &Path) -> Result<Check, PublishError> {
     Ok(c)
 }
 
-/// Rewrites REPORT.md and claims.csv in `copy` and compares them with `root`'s; returns the
+/// What differs between the published `theirs` and the redrawn `ours` of `file`: its first
+/// differing lines and whether the lengths differ; `None` when they are the same.
+fn text_difference(file: &str, theirs: &str, ours: &str) -> Option<String> {
+    if ours == theirs {
+        return None;
+    }
+    let differing: Vec<String> = (theirs.lines().zip(ours.lines()).enumerate())
+        .filter(|(_, (a, b))| a != b)
+        .take(3)
+        .map(|(n, (a, b))| format!("line {}: published {a:?}, redrawn {b:?}", n + 1))
+        .collect();
+    let (published, redrawn) = (theirs.lines().count(), ours.lines().count());
+    Some(format!(
+        "{file} redrawn from the CSVs differs{}{}",
+        if differing.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", differing.join("; "))
+        },
+        if published != redrawn {
+            format!(" ({published} lines published, {redrawn} redrawn)")
+        } else {
+            String::new()
+        }
+    ))
+}
+
+/// Rewrites REPORT.md, REPORT.html and claims.csv in `copy` and compares them with `root`'s; returns the
 /// problems and the number of claims compared.
 fn compare_report(root: &Path, copy: &Path) -> Result<(Vec<String>, usize), PublishError> {
     let mut problems = Vec::new();
@@ -350,32 +377,9 @@ fn compare_report(root: &Path, copy: &Path) -> Result<(Vec<String>, usize), Publ
             "claim {id}: in the published claims.csv, not judged by this build"
         ));
     }
-    let read = |dir: &Path| std::fs::read_to_string(dir.join("REPORT.md")).unwrap_or_default();
-    let (ours, theirs) = (read(copy), read(root));
-    if ours != theirs {
-        let differing: Vec<String> = (theirs.lines().zip(ours.lines()).enumerate())
-            .filter(|(_, (a, b))| a != b)
-            .take(3)
-            .map(|(n, (a, b))| format!("line {}: published {a:?}, redrawn {b:?}", n + 1))
-            .collect();
-        let lengths = theirs.lines().count() != ours.lines().count();
-        problems.push(format!(
-            "REPORT.md redrawn from the CSVs differs{}{}",
-            if differing.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", differing.join("; "))
-            },
-            if lengths {
-                format!(
-                    " ({} lines published, {} redrawn)",
-                    theirs.lines().count(),
-                    ours.lines().count()
-                )
-            } else {
-                String::new()
-            }
-        ));
+    for file in ["REPORT.md", "REPORT.html"] {
+        let read = |dir: &Path| std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+        problems.extend(text_difference(file, &read(root), &read(copy)));
     }
     Ok((problems, redrawn.len()))
 }
