@@ -41,6 +41,20 @@ impl LogMembers {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         format!("{:012x}-{n:x}", self.prefix)
     }
+
+    /// The next member made `bytes` long: the dash and the counter kept whole (so members of one
+    /// limiter never collide), the prefix cut or zero-padded before them; 8 bytes hold a prefix
+    /// digit and counters up to 16.7 million. The dash keeps a member from reading as an
+    /// integer, which a listpack would store in fewer bytes.
+    pub(super) fn next_of(&self, bytes: usize) -> String {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let counter = format!("-{n:x}");
+        let prefix = format!("{:012x}", self.prefix);
+        match bytes.saturating_sub(counter.len()) {
+            room if room <= prefix.len() => format!("{}{counter}", &prefix[..room]),
+            room => format!("{prefix}{}{counter}", "0".repeat(room - prefix.len())),
+        }
+    }
 }
 
 pub(super) async fn check(
@@ -55,9 +69,10 @@ pub(super) async fn check(
         LogMember::TimeMs => "ms",
         LogMember::RedisMicros => "us",
     };
-    let member = match spec.log.member {
-        LogMember::UniqueId => members.next(),
-        LogMember::TimeMs | LogMember::RedisMicros => String::new(),
+    let member = match (spec.log.member, spec.log.member_bytes) {
+        (LogMember::UniqueId, None) => members.next(),
+        (LogMember::UniqueId, Some(bytes)) => members.next_of(bytes as usize),
+        (LogMember::TimeMs | LogMember::RedisMicros, _) => String::new(),
     };
     let clock = match spec.log.clock {
         LogClock::Redis => String::new(),
@@ -89,5 +104,19 @@ mod tests {
             .collect();
         assert_eq!(all.len(), 300);
         assert!(a.next().len() <= 20, "members stay short: {}", a.next());
+    }
+
+    #[test]
+    fn members_of_a_length_are_that_long_unique_and_never_integers() {
+        let a = LogMembers::new();
+        for bytes in [8, 17, 25, 40, 60] {
+            let all: std::collections::HashSet<String> =
+                (0..300).map(|_| a.next_of(bytes)).collect();
+            assert_eq!(all.len(), 300, "{bytes}");
+            for m in &all {
+                assert_eq!(m.len(), bytes, "{m}");
+                assert!(m.contains('-') && m.parse::<i64>().is_err(), "{m}");
+            }
+        }
     }
 }

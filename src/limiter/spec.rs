@@ -52,6 +52,10 @@ pub struct LogVariant {
     /// Whose clock scores the entries.
     #[serde(default)]
     pub clock: LogClock,
+    /// Unique members made exactly this many bytes long (memory's member-length sweep: a
+    /// listpack stores each member's bytes); `None`: ratelab's short id (~17 bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member_bytes: Option<u32>,
 }
 
 /// The member of a sliding-log entry: only a unique one counts every request.

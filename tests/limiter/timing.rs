@@ -34,7 +34,11 @@ fn sliding_log_variants_unique_members_are_exact_and_time_in_ms_over_admits() {
     let server = common::start_server();
     let run = |member, clock, key: &str| {
         let mut limit = spec(100);
-        limit.log = LogVariant { member, clock };
+        limit.log = LogVariant {
+            member,
+            clock,
+            member_bytes: None,
+        };
         let d = drive(
             &server.url(),
             &Limiter::new(Strategy::LuaLog, limit),

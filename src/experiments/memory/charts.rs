@@ -88,6 +88,8 @@ pub(crate) fn zoom(rows: &[MemoryRow], t: u64) -> Vec<Series> {
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     let csv_path = dir.join(CSV_NAME);
     let rows: Vec<MemoryRow> = read_csv(&csv_path)?;
+    // The charts show ratelab's own members and keys; the sweeps are a table in the summary.
+    let rows: Vec<MemoryRow> = rows.into_iter().filter(|r| !r.is_sweep()).collect();
     let (series, settings) = overview(&rows);
     let label = |v: f64| si(v);
     let marks = settings
@@ -151,17 +153,18 @@ mod tests {
 
     const HEADER: &str = "strategy,limit,clients,listpack_entries,listpack_setting,over_threshold,repeat,\
 bytes_per_client,bytes_per_entry,mb_per_10k_clients,used_memory_before,used_memory_after,keys,sample_key_bytes,\
-encoding,listpack,member_len,sample_state,decisions,denied,cpu_us_per_decision,decisions_per_s,fill_s";
+encoding,listpack,member_len,member_bytes,key_len,key_name_bytes,sample_state,decisions,denied,cpu_us_per_decision,decisions_per_s,fill_s";
     const ROWS: &str = "\
-lua-log,10,100,128,default,0,0,480,1,1,0,0,100,1,listpack,1,14,1,1,0,1,1,1
-lua-log,127,10,128,default,0,0,3745,1,1,0,0,10,1,listpack,1,14,1,1,0,1,1,1
-lua-log,128,10,128,default,0,0,3745,1,1,0,0,10,1,listpack,1,14,1,1,0,1,1,1
-lua-log,129,10,128,default,0,0,19270,1,1,0,0,10,1,skiplist,1,14,1,1,0,1,1,1
-lua-log,130,10,128,default,0,0,19250,1,1,0,0,10,1,skiplist,1,14,1,1,0,1,1,1
-lua-log,1000,10,128,default,0,0,126500,1,1,0,0,10,1,skiplist,1,14,1,1,0,1,1,1
-lua-swc,1000,10,128,default,0,0,246,1,1,0,0,10,1,listpack,1,14,1,1,0,1,1,1
-lua-log,64,10,64,default,0,0,1970,1,1,0,0,10,1,listpack,1,14,1,1,0,1,1,1
-lua-log,65,10,64,default,0,0,10080,1,1,0,0,10,1,skiplist,1,14,1,1,0,1,1,1
+lua-log,10,100,128,default,0,0,480,1,1,0,0,100,1,listpack,1,14,0,0,40,1,1,0,1,1,1
+lua-log,127,10,128,default,0,0,3745,1,1,0,0,10,1,listpack,1,14,0,0,40,1,1,0,1,1,1
+lua-log,128,10,128,default,0,0,3745,1,1,0,0,10,1,listpack,1,14,0,0,40,1,1,0,1,1,1
+lua-log,129,10,128,default,0,0,19270,1,1,0,0,10,1,skiplist,1,14,0,0,40,1,1,0,1,1,1
+lua-log,130,10,128,default,0,0,19250,1,1,0,0,10,1,skiplist,1,14,0,0,40,1,1,0,1,1,1
+lua-log,1000,10,128,default,0,0,126500,1,1,0,0,10,1,skiplist,1,14,0,0,40,1,1,0,1,1,1
+lua-swc,1000,10,128,default,0,0,246,1,1,0,0,10,1,listpack,1,14,0,0,40,1,1,0,1,1,1
+lua-log,64,10,64,default,0,0,1970,1,1,0,0,10,1,listpack,1,14,0,0,40,1,1,0,1,1,1
+lua-log,65,10,64,default,0,0,10080,1,1,0,0,10,1,skiplist,1,14,0,0,40,1,1,0,1,1,1
+lua-log,129,10,128,default,0,0,99999,1,1,0,0,10,1,skiplist,1,40,40,0,40,1,1,0,1,1,1
 ";
 
     #[test]

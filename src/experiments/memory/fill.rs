@@ -19,6 +19,38 @@ pub(super) struct Fill {
     pub strategy: Strategy,
     pub limit: u64,
     pub clients: u64,
+    /// The log's members made this long (the member-length sweep); `None`: ratelab's short id.
+    pub member_bytes: Option<u32>,
+    /// Client keys padded to this many bytes (the key-length sweep); `None`: as built.
+    pub key_bytes: Option<u64>,
+}
+
+impl Fill {
+    /// A fill of `clients` clients at `limit`, members and keys as ratelab makes them.
+    pub(super) fn plain(strategy: Strategy, limit: u64, clients: u64) -> Self {
+        Fill {
+            strategy,
+            limit,
+            clients,
+            member_bytes: None,
+            key_bytes: None,
+        }
+    }
+
+    /// The prefix of this fill's client keys (each is the prefix and a 12-digit index), padded
+    /// so the keys are `key_bytes` long when the fill asks for it and the prefix leaves room.
+    fn key_prefix(&self, setting_prefix: &str) -> String {
+        let mut prefix = format!("{setting_prefix}{}:{}:", self.strategy, self.limit);
+        if let Some(bytes) = self.member_bytes {
+            prefix.push_str(&format!("m{bytes}:"));
+        }
+        if let Some(bytes) = self.key_bytes {
+            let index_len = KeyChoice::indexed("", 0).len();
+            let pad = (bytes as usize).saturating_sub(prefix.len() + index_len);
+            prefix.push_str(&"k".repeat(pad));
+        }
+        prefix
+    }
 }
 
 /// What every fill at one setting shares.
@@ -36,6 +68,7 @@ pub(super) struct FillSetup<'a> {
 
 /// What one fill measured.
 pub(super) struct Filled {
+    key_name_bytes: u64,
     before: u64,
     after: u64,
     keys: u64,
@@ -48,30 +81,42 @@ pub(super) struct Filled {
 
 /// The limit of a fill: `limit` per window for every strategy, windows starting now, so the
 /// whole fill sits in one window and nothing slides out or expires while it runs.
-fn limit_spec(limit: u64, window_ms: u64) -> LimitSpec {
-    LimitSpec {
+fn limit_spec(f: &Fill, window_ms: u64) -> LimitSpec {
+    let limit = f.limit;
+    let mut spec = LimitSpec {
         capacity: limit,
         refill_per_sec: limit as f64 * 1000.0 / window_ms as f64,
         window_ms,
         window_origin_ms: unix_ms(),
         idle_ttl_ms: window_ms,
         ..LimitSpec::default()
-    }
+    };
+    spec.log.member_bytes = f.member_bytes;
+    spec
 }
 
 /// Fills `f.clients` keys to `f.limit` and measures what they cost.
 pub(super) fn fill(s: &FillSetup, f: &Fill) -> Result<Filled, ExperimentError> {
     let what = || {
         format!(
-            "{} L={} x {} clients at zset-max-listpack-entries {}",
-            f.strategy, f.limit, f.clients, s.threshold
+            "{} L={} x {} clients at zset-max-listpack-entries {}{}{}",
+            f.strategy,
+            f.limit,
+            f.clients,
+            s.threshold,
+            f.member_bytes
+                .map(|b| format!(", {b}-byte members"))
+                .unwrap_or_default(),
+            f.key_bytes
+                .map(|b| format!(", {b}-byte keys"))
+                .unwrap_or_default(),
         )
     };
-    let spec = limit_spec(f.limit, s.window_ms);
+    let spec = limit_spec(f, s.window_ms);
     let target = &s.session.target;
     empty_server(target, &Limiter::new(f.strategy, spec)).phase(what)?;
     let before = quiet_used_memory(target).phase(what)?;
-    let key_prefix = format!("{}{}:{}:", s.prefix, f.strategy, f.limit);
+    let key_prefix = f.key_prefix(s.prefix);
     let keys = KeyChoice::RoundRobin {
         prefix: key_prefix.clone(),
         count: f.clients,
@@ -106,6 +151,7 @@ pub(super) fn fill(s: &FillSetup, f: &Fill) -> Result<Filled, ExperimentError> {
         .query(&mut con)
         .phase(what)?;
     Ok(Filled {
+        key_name_bytes: client0.len() as u64,
         before,
         after,
         keys,
@@ -189,6 +235,9 @@ impl Filled {
             encoding: self.encoding.clone(),
             listpack: u8::from(self.encoding == "listpack"),
             member_len: self.member_len,
+            member_bytes: f.member_bytes.unwrap_or(0),
+            key_len: f.key_bytes.unwrap_or(0),
+            key_name_bytes: self.key_name_bytes,
             sample_state: self.sample_state.clone(),
             decisions: m.tally.admitted + m.tally.denied,
             denied: m.tally.denied,

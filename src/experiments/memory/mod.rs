@@ -74,6 +74,10 @@ pub struct Params {
     pub window_ms: u64,
     pub connections: usize,
     pub in_flight: usize,
+    pub member_lens: Vec<u32>,
+    pub member_limits: Vec<u64>,
+    pub swc_key_lens: Vec<u64>,
+    pub swc_key_limit: u64,
 }
 
 /// Clients for a fill: the budget of checks shared over the limit, within the bounds.
@@ -99,10 +103,43 @@ fn plan(p: &Params, threshold: u64, first: bool) -> Vec<Fill> {
         }
         limits.sort_unstable();
         limits.dedup_by_key(|l| l.0);
-        out.extend(limits.into_iter().map(|(limit, budget)| Fill {
-            strategy,
-            limit,
-            clients: clients_for(budget, limit, p),
+        out.extend(
+            (limits.into_iter())
+                .map(|(limit, budget)| Fill::plain(strategy, limit, clients_for(budget, limit, p))),
+        );
+    }
+    if first {
+        out.extend(sweeps(p));
+    }
+    out
+}
+
+/// The variations that test why sizes differ from the seed's, at the server's default setting:
+/// the log at `member_limits` with members of each of `member_lens` bytes, and the
+/// sliding-window counter at `swc_key_limit` with keys of each of `swc_key_lens` bytes.
+fn sweeps(p: &Params) -> Vec<Fill> {
+    let mut out = Vec::new();
+    if p.strategies.contains(&Strategy::LuaLog) {
+        for &bytes in &p.member_lens {
+            out.extend(p.member_limits.iter().map(|&limit| Fill {
+                member_bytes: Some(bytes),
+                ..Fill::plain(
+                    Strategy::LuaLog,
+                    limit,
+                    clients_for(p.fine_checks_budget, limit, p),
+                )
+            }));
+        }
+    }
+    if p.strategies.contains(&Strategy::LuaSwc) {
+        let limit = p.swc_key_limit;
+        out.extend(p.swc_key_lens.iter().map(|&bytes| Fill {
+            key_bytes: Some(bytes),
+            ..Fill::plain(
+                Strategy::LuaSwc,
+                limit,
+                clients_for(p.checks_budget, limit, p),
+            )
         }));
     }
     out
@@ -123,8 +160,12 @@ impl Validate for Params {
         let limits = (p.log_limits.iter())
             .chain(&p.other_limits)
             .chain(&p.shared_limits);
-        if limits.copied().any(|l| l == 0) {
+        if limits.copied().any(|l| l == 0) || p.member_limits.contains(&0) || p.swc_key_limit == 0 {
             return Err("limits must be >= 1".into());
+        }
+        // Shorter members would leave no room for the counter that keeps them unique.
+        if p.member_lens.iter().any(|&b| b < 8) {
+            return Err("member_lens must be >= 8 bytes".into());
         }
         Ok(())
     }
@@ -186,6 +227,11 @@ mod tests {
         let at_512 = log_limits(512, false);
         assert!(at_512.contains(&512) && at_512.contains(&513), "{at_512:?}");
         assert!(p.other_limits.contains(&1000) && p.strategies.contains(&Strategy::LuaSwc));
+        // The variations the claims judge: members of 8, 24 and 40 bytes at 128 and 129, the
+        // counter's keys of 64 and 160 bytes at 1000.
+        assert!([8, 24, 40].iter().all(|b| p.member_lens.contains(b)));
+        assert!([128, 129].iter().all(|l| p.member_limits.contains(l)));
+        assert!([64, 160].iter().all(|b| p.swc_key_lens.contains(b)) && p.swc_key_limit == 1000);
     }
 
     #[test]
@@ -193,7 +239,7 @@ mod tests {
         let p = profile(crate::context::Profile::Full, &[]).unwrap();
         let first = plan(&p, 128, true);
         let log: Vec<u64> = (first.iter())
-            .filter(|f| f.strategy == Strategy::LuaLog)
+            .filter(|f| f.strategy == Strategy::LuaLog && f.member_bytes.is_none())
             .map(|f| f.limit)
             .collect();
         assert!((120..=140).all(|l| log.contains(&l)), "{log:?}");
@@ -201,7 +247,7 @@ mod tests {
         assert!(log.windows(2).all(|w| w[0] < w[1]), "sorted, no duplicates");
         let swc: Vec<&Fill> = first
             .iter()
-            .filter(|f| f.strategy == Strategy::LuaSwc)
+            .filter(|f| f.strategy == Strategy::LuaSwc && f.key_bytes.is_none())
             .collect();
         assert_eq!(swc.iter().map(|f| f.limit).collect::<Vec<_>>(), [100, 1000]);
         // Fewer clients for bigger limits, within the bounds.
@@ -220,9 +266,24 @@ mod tests {
             [32, 64, 128, 100_000].iter().all(|l| log.contains(l)),
             "{log:?}"
         );
+        // The member-length sweep: every length at every limit, at the first setting only.
+        let swept = |b: u32| -> Vec<u64> {
+            (first.iter())
+                .filter(|f| f.member_bytes == Some(b))
+                .map(|f| f.limit)
+                .collect()
+        };
+        assert!(
+            p.member_lens.iter().all(|&b| swept(b) == p.member_limits),
+            "{first:?}"
+        );
+        let keyed = first.iter().filter(|f| f.key_bytes.is_some()).count();
+        assert_eq!(keyed, p.swc_key_lens.len());
         // Later settings: only the log's fine sweep around their own threshold.
         let later = plan(&p, 64, false);
-        assert!(later.iter().all(|f| f.strategy == Strategy::LuaLog));
+        assert!(later
+            .iter()
+            .all(|f| f.strategy == Strategy::LuaLog && f.member_bytes.is_none()));
         let limits: Vec<u64> = later.iter().map(|f| f.limit).collect();
         assert!((56..=76).all(|l| limits.contains(&l)), "{limits:?}");
         assert!(

@@ -34,6 +34,12 @@ pub struct MemoryRow {
     pub listpack: u8,
     /// Mean length of the log's members in bytes (0 for strategies without a log).
     pub member_len: f64,
+    /// Members made this long by the member-length sweep; 0: ratelab's short unique id.
+    pub member_bytes: u32,
+    /// Client keys padded to this length by the key-length sweep; 0: as ratelab builds them.
+    pub key_len: u64,
+    /// Length of client 0's key name in bytes.
+    pub key_name_bytes: u64,
     /// What client 0's key holds (log entries, tokens, count).
     pub sample_state: String,
     pub decisions: u64,
@@ -42,4 +48,11 @@ pub struct MemoryRow {
     pub cpu_us_per_decision: f64,
     pub decisions_per_s: f64,
     pub fill_s: f64,
+}
+
+impl MemoryRow {
+    /// A fill of the member- or key-length sweep rather than of ratelab's own members and keys.
+    pub fn is_sweep(&self) -> bool {
+        self.member_bytes != 0 || self.key_len != 0
+    }
 }

@@ -11,9 +11,11 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut rows = s.csv::<TsmemberRow>("tsmember.csv")?;
     let variants: Vec<LogVariant> = (p.members.iter())
         .flat_map(|&member| {
-            p.clocks
-                .iter()
-                .map(move |&clock| LogVariant { member, clock })
+            p.clocks.iter().map(move |&clock| LogVariant {
+                member,
+                clock,
+                member_bytes: None,
+            })
         })
         .collect();
     let flat: Vec<LogVariant> = variants

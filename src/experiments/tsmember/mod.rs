@@ -129,6 +129,7 @@ mod tests {
         let v = LogVariant {
             member: LogMember::TimeMs,
             clock: LogClock::Caller,
+            member_bytes: None,
         };
         assert_eq!(label(v), "time-ms/caller");
         for member in [
@@ -139,6 +140,7 @@ mod tests {
             let v = LogVariant {
                 member,
                 clock: LogClock::Redis,
+                member_bytes: None,
             };
             let csv = serde_json::to_value(member).unwrap();
             assert_eq!(label(v), format!("{}/redis", csv.as_str().unwrap()));
