@@ -36,6 +36,7 @@ fn store(url: &str, budget: Duration, flaw: Option<Flaw>, limit: LimitSpec) -> S
         policy: Policy::FailOpen,
         breaker: None,
         flaw,
+        reconnect: Default::default(),
     };
     Store::new(url, Limiter::new(Strategy::LuaBucket, limit), settings).expect("store")
 }

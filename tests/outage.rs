@@ -37,6 +37,7 @@ fn store(server: &RedisServer, policy: Policy, breaker: Option<BreakerSettings>)
         policy,
         breaker,
         flaw: None,
+        reconnect: Default::default(),
     };
     Store::new(
         &server.url(),

@@ -2,12 +2,17 @@
 //! checks (it multiplexes), dropped when it fails. Each connection gets a generation number so a
 //! check that failed on an old connection never drops a newer one another check just made.
 
-use super::{lock, Failure, Flaw, StoreError};
+use super::{lock, Failure, Flaw, Reconnect, StoreError, StoreSettings};
 use crate::limiter::{Decision, Limiter, LimiterError};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ErrorKind, RedisError};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
+
+/// node-redis's default reconnect strategy: 50 ms more per failed try, at most 500 ms.
+const BACKOFF_STEP: Duration = Duration::from_millis(50);
+const BACKOFF_MAX: Duration = Duration::from_millis(500);
 
 /// Why a check got no decision from Redis.
 pub(super) enum AskFailure {
@@ -29,6 +34,8 @@ pub(super) struct Asked {
 struct Current {
     generation: u64,
     con: Option<MultiplexedConnection>,
+    /// Made by the background task and not yet used by a check (which reports it reconnected).
+    fresh: bool,
 }
 
 /// Where the connection lives between checks.
@@ -38,15 +45,21 @@ pub(super) struct Slot {
     timeouts: (Duration, Duration),
     /// The budget bounds connecting only (the `SetupTimeoutOnly` flaw).
     setup_only: bool,
-    current: Mutex<Current>,
+    /// Reconnecting is a background task's, not the checks' (`Reconnect::Background`).
+    background: bool,
+    budget: Duration,
+    current: Arc<Mutex<Current>>,
+    /// The background task is running.
+    reconnecting: Arc<AtomicBool>,
 }
 
 impl Slot {
     /// No connection yet; redis-rs's own timeouts are set to the budget explicitly (its default
     /// response timeout is 500 ms), though the whole-call timeout in `ask` fires first or with them.
     /// With the `SetupTimeoutOnly` flaw the response timeout is off and only connecting is bounded.
-    pub(super) fn new(url: &str, budget: Duration, flaw: Option<Flaw>) -> Result<Self, StoreError> {
-        let setup_only = flaw == Some(Flaw::SetupTimeoutOnly);
+    pub(super) fn new(url: &str, settings: &StoreSettings) -> Result<Self, StoreError> {
+        let budget = settings.budget;
+        let setup_only = settings.flaw == Some(Flaw::SetupTimeoutOnly);
         // No response timeout at all: what a client that never set a command timeout waits.
         let response = (!setup_only).then_some(budget);
         let config = AsyncConnectionConfig::new()
@@ -57,10 +70,14 @@ impl Slot {
             config,
             timeouts: (budget, response.unwrap_or(Duration::MAX)),
             setup_only,
-            current: Mutex::new(Current {
+            background: settings.reconnect == Reconnect::Background,
+            budget,
+            current: Arc::new(Mutex::new(Current {
                 generation: 0,
                 con: None,
-            }),
+                fresh: false,
+            })),
+            reconnecting: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -74,6 +91,9 @@ impl Slot {
     pub(super) async fn ask(&self, limiter: &Limiter, key: &str, budget: Duration) -> Asked {
         if self.setup_only {
             return self.ask_setup_bounded(limiter, key, budget).await;
+        }
+        if self.background {
+            return self.ask_fail_fast(limiter, key, budget).await;
         }
         let mut generation = 0;
         let mut reconnected = false;
@@ -123,6 +143,63 @@ impl Slot {
             },
             Err(e) => failed(e, generation, reconnected),
         }
+    }
+
+    /// The check of `Reconnect::Background`: without a connection it answers at once (a
+    /// connection failure, for the policy) and leaves reconnecting to the background task.
+    async fn ask_fail_fast(&self, limiter: &Limiter, key: &str, budget: Duration) -> Asked {
+        let Some((generation, mut con)) = self.connection() else {
+            self.reconnect_in_background();
+            return Asked {
+                result: Err(AskFailure::Redis(Failure::Connection)),
+                generation: 0,
+                reconnected: false,
+            };
+        };
+        let reconnected = std::mem::take(&mut lock(&self.current).fresh);
+        let result = match tokio::time::timeout(budget, limiter.check(&mut con, key)).await {
+            Ok(Ok(decision)) => Ok(decision),
+            Ok(Err(LimiterError::Redis(e))) => Err(AskFailure::Redis(classify(&e))),
+            Ok(Err(bug)) => Err(AskFailure::Bug(bug)),
+            Err(_elapsed) => Err(AskFailure::Redis(Failure::Timeout)),
+        };
+        Asked {
+            result,
+            generation,
+            reconnected,
+        }
+    }
+
+    /// Starts the background task unless it runs: it tries to connect (each try bounded by the
+    /// budget), backing off between tries, until it succeeds or the store is gone.
+    fn reconnect_in_background(&self) {
+        if self.reconnecting.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (client, config, budget) = (self.client.clone(), self.config.clone(), self.budget);
+        let current: Weak<Mutex<Current>> = Arc::downgrade(&self.current);
+        let running = Arc::clone(&self.reconnecting);
+        tokio::spawn(async move {
+            let mut wait = Duration::ZERO;
+            loop {
+                let connecting = client.get_multiplexed_async_connection_with_config(&config);
+                let made = tokio::time::timeout(budget, connecting).await;
+                let Some(current) = current.upgrade() else {
+                    break;
+                };
+                if let Ok(Ok(con)) = made {
+                    let mut current = lock(&current);
+                    current.generation += 1;
+                    current.con = Some(con);
+                    current.fresh = true;
+                    break;
+                }
+                drop(current);
+                wait = (wait + BACKOFF_STEP).min(BACKOFF_MAX);
+                tokio::time::sleep(wait).await;
+            }
+            running.store(false, Ordering::Release);
+        });
     }
 
     fn connection(&self) -> Option<(u64, MultiplexedConnection)> {

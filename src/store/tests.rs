@@ -40,6 +40,7 @@ fn store(url: &str, policy: Policy, breaker: Option<(u32, u64)>) -> Store {
             probe_budget: Duration::from_millis(20),
         }),
         flaw: None,
+        reconnect: Default::default(),
     };
     let limiter = Limiter::new(Strategy::LuaBucket, LimitSpec::default());
     Store::new(url, limiter, settings).unwrap()

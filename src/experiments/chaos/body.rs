@@ -153,6 +153,7 @@ impl Sequence<'_> {
                 policy: Policy::FailOpen,
                 breaker: None,
                 flaw: *flaw,
+                reconnect: Default::default(),
             };
             let store = Store::new(&url, p.limiter(), settings)
                 .map_err(|e| PhaseError::Invalid(format!("store: {e}")))?;

@@ -143,6 +143,7 @@ fn store(p: &Params, url: &str) -> Result<Store, PhaseError> {
         policy: p.store_policy,
         breaker: None,
         flaw: None,
+        reconnect: Default::default(),
     };
     Store::new(url, limiter(p), settings).map_err(|e| PhaseError::Invalid(format!("store: {e}")))
 }

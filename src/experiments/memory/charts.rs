@@ -153,7 +153,8 @@ mod tests {
 
     const HEADER: &str = "strategy,limit,clients,listpack_entries,listpack_setting,over_threshold,repeat,\
 bytes_per_client,bytes_per_entry,mb_per_10k_clients,used_memory_before,used_memory_after,keys,sample_key_bytes,\
-encoding,listpack,member_len,member_bytes,key_len,key_name_bytes,sample_state,decisions,denied,cpu_us_per_decision,decisions_per_s,fill_s";
+encoding,listpack,member_len,member_bytes,key_len,key_name_bytes,sample_state,decisions,denied,cpu_us_per_decision,\
+decisions_per_s,fill_s";
     const ROWS: &str = "\
 lua-log,10,100,128,default,0,0,480,1,1,0,0,100,1,listpack,1,14,0,0,40,1,1,0,1,1,1
 lua-log,127,10,128,default,0,0,3745,1,1,0,0,10,1,listpack,1,14,0,0,40,1,1,0,1,1,1

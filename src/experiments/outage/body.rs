@@ -7,7 +7,7 @@ use crate::experiments::{Definition, ExperimentError, Phase as _, PhaseError, Se
 use crate::fault;
 use crate::record::RunRecord;
 use crate::server::{RedisServer, ServerError};
-use crate::store::{Policy, Store};
+use crate::store::Store;
 use std::time::{Duration, Instant};
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
@@ -45,18 +45,25 @@ fn main_runs(
 ) -> Result<u64, ExperimentError> {
     let mut checks = run.staging.csv::<CheckRow>("outage.csv")?;
     let mut phase_rows = run.staging.csv::<PhaseRow>("phases.csv")?;
-    let runs: Vec<(Policy, Option<(u32, u64)>)> = (p.policies.iter())
+    let mut runs: Vec<RunLabel> = (p.policies.iter())
         .flat_map(|&policy| {
-            [None, Some((p.breaker_failures, p.breaker_cooldown_ms))].map(|b| (policy, b))
+            [None, Some((p.breaker_failures, p.breaker_cooldown_ms))]
+                .map(|b| RunLabel::new(policy, b))
         })
         .collect();
+    if p.fail_fast_runs {
+        runs.extend(
+            p.policies
+                .iter()
+                .map(|&policy| RunLabel::failing_fast(policy)),
+        );
+    }
     let bar = crate::experiments::frame::progress_bar(ctx, ID, (runs.len() * 5) as u64);
     let mut suspended = 0;
-    for (policy, breaker) in runs {
-        let label = RunLabel::new(policy, breaker);
+    for label in runs {
         let what = || format!("{label}");
         let key = format!("{prefix}{label}");
-        let store = Store::new(&server.url(), p.limiter(), p.settings(policy, breaker))
+        let store = Store::new(&server.url(), p.limiter(), p.settings(label))
             .map_err(|e| PhaseError::Invalid(format!("store: {e}")))
             .phase(what)?;
         let mut driver = phases::Driver {

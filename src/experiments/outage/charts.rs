@@ -16,6 +16,7 @@ use crate::charts::spec::{
 };
 use crate::charts::spec::{Shape, Ticks, BLACK};
 use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::store::Reconnect;
 
 /// The per-check CSV the outage experiment writes into its dir.
 pub(crate) const CSV_NAME: &str = "outage.csv";
@@ -59,13 +60,14 @@ pub(crate) struct Panel {
 }
 
 /// Splits rows into panels (breaker off, on) in first-appearance order; each policy's run is
-/// drawn over the same x, since the phases have the same length in every run.
+/// drawn over the same x, since the phases have the same length in every run. The panels are
+/// the seed's client's; the fail-fast runs are a table in the summary.
 pub(crate) fn panels(rows: &[CheckRow]) -> Vec<Panel> {
     let mut keys: Vec<String> = Vec::new();
     let mut out: Vec<Panel> = Vec::new();
     // (phase index, seq) per dot until every phase's length is known.
     let mut places: Vec<Vec<(usize, u64)>> = Vec::new();
-    for r in rows {
+    for r in rows.iter().filter(|r| r.reconnect == Reconnect::InCheck) {
         let i = index_of(&mut keys, r.breaker.clone());
         if i == out.len() {
             out.push(Panel {
@@ -256,16 +258,17 @@ mod tests {
     use std::fs;
 
     const CSV: &str = "\
-policy,breaker,k,cooldown_ms,phase,seq,at_ms,latency_us,outcome,route,failure,breaker_state,\
+policy,breaker,k,cooldown_ms,reconnect,phase,seq,at_ms,latency_us,outcome,route,failure,breaker_state,\
 reconnected,script_reloaded,suspended
-fail-open,off,0,0,healthy,0,0,300,allowed,redis,,closed,false,false,false
-fail-open,off,0,0,healthy,1,2,250,allowed,redis,,closed,false,false,false
-fail-open,off,0,0,dead,0,0,60,degraded-allowed,redis,connection,closed,true,false,false
-fail-open,off,0,0,hung,0,0,251000,degraded-allowed,redis,timeout,closed,false,false,false
-fail-open,on,3,250,healthy,0,0,280,allowed,redis,,closed,false,false,false
-fail-open,on,3,250,hung,0,0,250900,degraded-allowed,redis,timeout,open,false,false,false
-fail-open,on,3,250,hung,1,251,0.6,degraded-allowed,open,,open,false,false,false
-fail-open,on,3,250,hung,2,253,0,degraded-allowed,probe,timeout,open,true,false,false
+fail-open,off,0,0,in-check,healthy,0,0,300,allowed,redis,,closed,false,false,false
+fail-open,off,0,0,in-check,healthy,1,2,250,allowed,redis,,closed,false,false,false
+fail-open,off,0,0,in-check,dead,0,0,60,degraded-allowed,redis,connection,closed,true,false,false
+fail-open,off,0,0,in-check,hung,0,0,251000,degraded-allowed,redis,timeout,closed,false,false,false
+fail-open,on,3,250,in-check,healthy,0,0,280,allowed,redis,,closed,false,false,false
+fail-open,on,3,250,in-check,hung,0,0,250900,degraded-allowed,redis,timeout,open,false,false,false
+fail-open,on,3,250,in-check,hung,1,251,0.6,degraded-allowed,open,,open,false,false,false
+fail-open,on,3,250,in-check,hung,2,253,0,degraded-allowed,probe,timeout,open,true,false,false
+fail-open,off,0,0,background,hung,0,0,999999,degraded-allowed,redis,timeout,closed,false,false,false
 ";
 
     #[test]

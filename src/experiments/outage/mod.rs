@@ -84,6 +84,7 @@ pub struct Params {
     pub sweep_trials: u32,
     pub sweep_hung_ms: u64,
     pub sweep_after_checks: u64,
+    pub fail_fast_runs: bool,
 }
 
 impl Params {
@@ -96,7 +97,12 @@ impl Params {
         Limiter::new(self.strategy, spec)
     }
 
-    fn settings(&self, policy: Policy, breaker: Option<(u32, u64)>) -> StoreSettings {
+    fn settings(&self, label: RunLabel) -> StoreSettings {
+        let RunLabel {
+            policy,
+            breaker,
+            reconnect,
+        } = label;
         StoreSettings {
             budget: Duration::from_millis(self.budget_ms),
             policy,
@@ -106,6 +112,7 @@ impl Params {
                 probe_budget: Duration::from_millis(self.probe_budget_ms),
             }),
             flaw: None,
+            reconnect,
         }
     }
 }
@@ -179,8 +186,21 @@ mod tests {
             row(Some((3, 250)), Phase::Hung, 0.001, None, 0),
             row(Some((3, 250)), Phase::Restarted, 0.3, Some(4), 1),
         ];
-        // Dead and hung checks are all answered by policy: allowed (fail-open), denied (fail-closed).
+        // The fail-fast store: dead checks answer at once, it reconnects after the restart.
+        let fast = RunLabel::failing_fast(Policy::FailOpen);
         let mut rows = rows.to_vec();
+        for (phase, median_ms, first) in [
+            (Phase::Dead, 0.001, None),
+            (Phase::Hung, 250.0, None),
+            (Phase::Restarted, 0.3, Some(3)),
+        ] {
+            let paid = u64::from(phase == Phase::Hung) * 300;
+            let ms = [median_ms, median_ms, median_ms];
+            let mut row = phases::tests_row(fast, phase, ms, paid, first, 1);
+            row.checks = 300;
+            rows.push(row);
+        }
+        // Dead and hung checks are all answered by policy: allowed (fail-open), denied (fail-closed).
         for r in rows
             .iter_mut()
             .filter(|r| matches!(r.phase, Phase::Dead | Phase::Hung))

@@ -7,6 +7,9 @@ use crate::record::{suspend_offset_ns, CsvSink};
 use crate::store::{Failure, Outcome, Route, Store};
 use std::time::{Duration, Instant};
 
+/// How long warm-up waits for Redis's first answer.
+const WARM_UP_LIMIT: Duration = Duration::from_secs(5);
+
 /// A check during which CLOCK_BOOTTIME - CLOCK_MONOTONIC grew by more than this slept.
 const SUSPEND_NS: i128 = 10_000_000;
 
@@ -21,18 +24,29 @@ pub struct Driver<'a> {
 }
 
 impl Driver<'_> {
-    /// Unrecorded checks that connect and load the script; Redis must answer the last one.
+    /// Unrecorded checks that connect and load the script, `n` of them and then more, an interval
+    /// apart, until Redis answers one (a fail-fast store connects in the background meanwhile);
+    /// an error if it has not within `WARM_UP_LIMIT`.
     pub fn warm_up(&mut self, n: u64) -> Result<(), PhaseError> {
-        for i in 0..n {
+        let started = Instant::now();
+        let mut i = 0;
+        loop {
             let answer = self.rt.block_on(self.store.check(self.key));
             let answer = answer.map_err(|e| PhaseError::Invalid(e.to_string()))?;
-            if i + 1 == n && !answer.outcome.is_normal() {
+            i += 1;
+            if i >= n && answer.outcome.is_normal() {
+                return Ok(());
+            }
+            if started.elapsed() > WARM_UP_LIMIT {
                 return Err(PhaseError::Invalid(format!(
-                    "warm-up: Redis did not answer ({answer:?})"
+                    "warm-up: Redis did not answer within {WARM_UP_LIMIT:?} ({answer:?})"
                 )));
             }
+            // Inside the runtime, so a background reconnect makes progress meanwhile.
+            let interval = self.interval;
+            self.rt
+                .block_on(async move { tokio::time::sleep(interval).await });
         }
-        Ok(())
     }
 
     /// `n` checks, each starting an interval after the previous one started, or as soon as it
@@ -45,6 +59,7 @@ impl Driver<'_> {
         n: u64,
     ) -> Result<PhaseRow, PhaseError> {
         let (policy, breaker, k, cooldown_ms) = self.label.columns();
+        let reconnect = self.label.reconnect;
         let mut acc = Acc::default();
         let (store, key, interval, checks) =
             (self.store, self.key, self.interval, &mut *self.checks);
@@ -65,6 +80,7 @@ impl Driver<'_> {
                     breaker: breaker.to_string(),
                     k,
                     cooldown_ms,
+                    reconnect,
                     phase,
                     seq,
                     at_ms: ms(t0.saturating_duration_since(fault_at)),
@@ -130,6 +146,7 @@ impl Acc {
             breaker: breaker.to_string(),
             k,
             cooldown_ms,
+            reconnect: label.reconnect,
             phase,
             checks: l.len() as u64,
             allowed: self.outcomes[Outcome::Allowed as usize],

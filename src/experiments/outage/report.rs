@@ -8,9 +8,10 @@ use std::path::Path;
 
 /// Per run and phase (phases.csv), then the breaker sweep when it was run.
 pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
-    let keys: [Key<PhaseRow>; 3] = [
+    let keys: [Key<PhaseRow>; 4] = [
         ("policy", |r| csv_text(&r.policy)),
         ("breaker", |r| r.breaker.clone()),
+        ("reconnect", |r| csv_text(&r.reconnect)),
         ("phase", |r| r.phase.to_string()),
     ];
     let stats: [Stat<PhaseRow>; 13] = [

@@ -1,7 +1,7 @@
 //! The outage experiment's rows: what each phase did to Redis, which store a run used, one row per
 //! check (outage.csv) and one per phase (phases.csv).
 
-use crate::store::{BreakerState, Failure, Outcome, Policy, Route};
+use crate::store::{BreakerState, Failure, Outcome, Policy, Reconnect, Route};
 use serde::{Deserialize, Serialize};
 
 /// What was done to Redis before the phase's checks.
@@ -26,16 +26,30 @@ impl std::fmt::Display for Phase {
     }
 }
 
-/// Which store a run used: its policy and breaker (K, cooldown ms), if any.
+/// Which store a run used: its policy, breaker (K, cooldown ms) if any, and who reconnects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunLabel {
     pub policy: Policy,
     pub breaker: Option<(u32, u64)>,
+    pub reconnect: Reconnect,
 }
 
 impl RunLabel {
+    /// Seed 000's client: the next check reconnects inside its budget.
     pub fn new(policy: Policy, breaker: Option<(u32, u64)>) -> Self {
-        RunLabel { policy, breaker }
+        RunLabel {
+            policy,
+            breaker,
+            reconnect: Reconnect::InCheck,
+        }
+    }
+
+    /// No breaker; checks fail fast while a background task reconnects.
+    pub fn failing_fast(policy: Policy) -> Self {
+        RunLabel {
+            reconnect: Reconnect::Background,
+            ..RunLabel::new(policy, None)
+        }
     }
 
     pub(super) fn columns(self) -> (Policy, &'static str, u32, u64) {
@@ -51,7 +65,11 @@ impl std::fmt::Display for RunLabel {
         let (policy, breaker, ..) = self.columns();
         let policy = serde_json::to_value(policy).ok();
         let policy = policy.as_ref().and_then(|v| v.as_str()).unwrap_or("?");
-        write!(f, "{policy}/breaker-{breaker}")
+        write!(f, "{policy}/breaker-{breaker}")?;
+        match self.reconnect {
+            Reconnect::InCheck => Ok(()),
+            Reconnect::Background => f.write_str("/fail-fast"),
+        }
     }
 }
 
@@ -64,6 +82,8 @@ pub struct CheckRow {
     /// K (0 when off).
     pub k: u32,
     pub cooldown_ms: u64,
+    /// Who reconnects: the next check (`in-check`) or a background task while checks fail fast.
+    pub reconnect: Reconnect,
     pub phase: Phase,
     /// 0-based within the phase.
     pub seq: u64,
@@ -90,6 +110,7 @@ pub struct PhaseRow {
     pub breaker: String,
     pub k: u32,
     pub cooldown_ms: u64,
+    pub reconnect: Reconnect,
     pub phase: Phase,
     pub checks: u64,
     pub allowed: u64,
@@ -122,6 +143,8 @@ mod tests {
     fn labels_and_phases_print_as_in_the_csv() {
         let on = RunLabel::new(Policy::FailClosed, Some((3, 500)));
         assert_eq!(on.to_string(), "fail-closed/breaker-on");
+        let fast = RunLabel::failing_fast(Policy::FailOpen);
+        assert_eq!(fast.to_string(), "fail-open/breaker-off/fail-fast");
         assert_eq!(Phase::Restarted.to_string(), "restarted");
     }
 }

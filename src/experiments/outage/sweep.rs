@@ -7,7 +7,7 @@
 //! checks until the first normal answer and `sweep_after_checks` more. Policy fail-open (the
 //! policy changes answers, not timings).
 
-use super::Params;
+use super::{Params, RunLabel};
 use crate::context::Ctx;
 use crate::experiments::frame::progress_bar;
 use crate::experiments::{ExperimentError, Phase as _, PhaseError};
@@ -102,7 +102,7 @@ fn one(
     let store = Store::new(
         &server.url(),
         p.limiter(),
-        p.settings(Policy::FailOpen, point),
+        p.settings(RunLabel::new(Policy::FailOpen, point)),
     )
     .map_err(|e| PhaseError::Invalid(format!("store: {e}")))?;
     let key = format!("ratelab:outage:sweep:{:x}", unix_ms());
