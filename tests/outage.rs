@@ -12,7 +12,8 @@ use ratelab::fault;
 use ratelab::limiter::{LimitSpec, Limiter, Strategy};
 use ratelab::server::RedisServer;
 use ratelab::store::{
-    Answer, BreakerSettings, BreakerState, Failure, Outcome, Policy, Route, Store, StoreSettings,
+    Answer, BreakerSettings, BreakerState, Failure, Outcome, Policy, Reconnect, Route, Store,
+    StoreSettings,
 };
 use std::time::{Duration, Instant};
 
@@ -27,6 +28,15 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn store(server: &RedisServer, policy: Policy, breaker: Option<BreakerSettings>) -> Store {
+    store_reconnecting(server, policy, breaker, Reconnect::InCheck)
+}
+
+fn store_reconnecting(
+    server: &RedisServer,
+    policy: Policy,
+    breaker: Option<BreakerSettings>,
+    reconnect: Reconnect,
+) -> Store {
     let limit = LimitSpec {
         capacity: 1_000_000_000,
         refill_per_sec: 1_000_000.0,
@@ -37,7 +47,7 @@ fn store(server: &RedisServer, policy: Policy, breaker: Option<BreakerSettings>)
         policy,
         breaker,
         flaw: None,
-        reconnect: Default::default(),
+        reconnect,
     };
     Store::new(
         &server.url(),
@@ -195,6 +205,83 @@ fn dead_is_fast_hung_costs_the_budget_and_both_recover_without_restarting_the_ha
         (c.timeouts, c.connection_errors, c.script_reloads),
         (5, 20, 2)
     );
+    drop(server);
+    assert_gone(&pids);
+}
+
+/// `n` checks on a dead server; their latencies, sorted. Every one is answered by policy for a
+/// connection failure; `connects`: whether each tried to connect (every one, or none).
+fn dead_checks(
+    rt: &tokio::runtime::Runtime,
+    store: &Store,
+    n: usize,
+    connects: bool,
+) -> Vec<Duration> {
+    let mut took: Vec<Duration> = (0..n)
+        .map(|i| {
+            let (a, took) = check(rt, store);
+            assert_eq!(
+                (a.outcome, a.failure),
+                (Outcome::DegradedAllowed, Some(Failure::Connection))
+            );
+            // The first finds its old connection broken, so it has not connected either.
+            assert!(i == 0 || a.reconnected == connects, "{a:?}");
+            took
+        })
+        .collect();
+    took.sort();
+    took
+}
+
+/// The store that fails fast: while the server is dead a check makes no connect (a refused one
+/// is a system call; answering from the missing connection is not), so the median dead check is
+/// faster than the seed-style store's measured beside it, and a background task reconnects once
+/// the server is back: the first normal answer says it found a new connection and reloaded the
+/// script, with no check having connected.
+#[test]
+fn a_fail_fast_store_answers_at_once_while_dead_and_reconnects_in_the_background() {
+    let rt = runtime();
+    let mut server = common::start_server();
+    let mut pids = vec![server.pid()];
+    let fast = store_reconnecting(&server, Policy::FailOpen, None, Reconnect::Background);
+    let in_check = store(&server, Policy::FailOpen, None);
+    // The fail-fast store connects in the background: its first checks may answer by policy.
+    let first_normal = (0..500).find(|_| {
+        let normal = check(&rt, &fast).0.outcome.is_normal();
+        rt.block_on(async { tokio::time::sleep(Duration::from_millis(10)).await });
+        normal
+    });
+    assert!(
+        first_normal.is_some(),
+        "the background task never connected"
+    );
+    measure_healthy(&rt, &in_check, 10);
+
+    fault::kill(&mut server).unwrap();
+    // Each store's first dead check finds its connection broken; later ones find none.
+    let (fast_dead, in_check_dead) = (
+        dead_checks(&rt, &fast, 41, false),
+        dead_checks(&rt, &in_check, 41, true),
+    );
+    assert!(
+        fast_dead[20] < in_check_dead[20],
+        "failing fast {fast_dead:?} not faster than connecting in the check {in_check_dead:?}"
+    );
+
+    fault::restart(&mut server).unwrap();
+    pids.push(server.pid());
+    let mut answer = None;
+    for _ in 0..500 {
+        let (a, _) = check(&rt, &fast);
+        if a.outcome.is_normal() {
+            answer = Some(a);
+            break;
+        }
+        assert!(!a.reconnected, "a check connected: {a:?}");
+        rt.block_on(async { tokio::time::sleep(Duration::from_millis(10)).await });
+    }
+    let a = answer.expect("the background task reconnected after the restart");
+    assert!(a.reconnected && a.script_reloaded, "{a:?}");
     drop(server);
     assert_gone(&pids);
 }
