@@ -69,14 +69,24 @@ impl Ctx {
 
     /// Starts a pinned server of our own, or wraps the user's `--redis-url`.
     pub fn target(&self) -> Result<Target, ServerError> {
+        self.target_with(|_| {})
+    }
+
+    /// As [`Ctx::target`], with the managed server's options changed by `change` first (its
+    /// pinning, extra arguments).
+    pub fn target_with(
+        &self,
+        change: impl FnOnce(&mut ServerOptions),
+    ) -> Result<Target, ServerError> {
         if let Some(url) = &self.redis_url {
             return Ok(Target::External { url: url.clone() });
         }
-        let opts = ServerOptions {
+        let mut opts = ServerOptions {
             binary: self.redis_server.clone(),
             cpus: self.pin.redis.clone(),
             ..ServerOptions::default()
         };
+        change(&mut opts);
         Ok(Target::Managed(RedisServer::start(&opts)?))
     }
 

@@ -8,7 +8,7 @@ use super::registry::Definition;
 use crate::context::Ctx;
 use crate::load::{CheckTally, ClosedLoop, OpenLoop, OpenSpec, WorkerSpec};
 use crate::record::{CsvSink, RunRecord};
-use crate::server::{ServerError, Target};
+use crate::server::{ServerError, ServerOptions, Target};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -94,13 +94,22 @@ impl<'a> Session<'a> {
     /// Replaces the server with a fresh one of the same build (the old one is stopped): for
     /// experiments that need a clean server per setting. Only for experiments that own it.
     pub fn fresh_server(&mut self) -> Result<(), ServerError> {
+        self.fresh_server_with(|_| {})
+    }
+
+    /// As [`Session::fresh_server`], the new server's options changed by `change` (pinning,
+    /// startup-only settings).
+    pub fn fresh_server_with(
+        &mut self,
+        change: impl FnOnce(&mut ServerOptions),
+    ) -> Result<(), ServerError> {
         if !self.target.is_managed() {
             return Err(ServerError::NotManaged(format!(
                 "{} starts fresh servers",
                 self.id
             )));
         }
-        self.target = self.ctx.target()?;
+        self.target = self.ctx.target_with(change)?;
         Ok(())
     }
 }

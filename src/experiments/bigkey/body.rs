@@ -2,11 +2,12 @@
 
 use super::ops::{Log, Outcome};
 use super::ops::{Operation, YesNo};
-use super::rows::BigkeyRow;
+use super::rows::{BigkeyRow, Bio};
 use super::{configure, ops, Params};
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::load::probe::{Probe, ProbeLog};
 use crate::load::rng::SplitMix64;
+use crate::record::CsvSink;
 use crate::server::admin;
 use std::time::Duration;
 
@@ -41,6 +42,66 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         }
     }
     bar.finish_and_clear();
+    bio_apart(s, p, member_prefix, &mut rows)
+}
+
+/// The variation that tests why LATENCY saw lazy-free expiries block: the expiries with
+/// lazyfree yes again, on a fresh server whose background threads run on the harness's core
+/// (`bio_cpulist`) and whose main thread has Redis's core to itself (`server_cpulist`).
+fn bio_apart(
+    s: &mut Session,
+    p: &Params,
+    member_prefix: u64,
+    rows: &mut CsvSink<BigkeyRow>,
+) -> Result<(), ExperimentError> {
+    let (redis, harness) = (s.ctx.pin.redis.clone(), s.ctx.pin.harness.clone());
+    if p.bio_apart_repeats == 0 {
+        return Ok(());
+    }
+    if !s.target.is_managed() || redis.is_empty() || harness.is_empty() {
+        s.note("Background threads apart: not run (needs a managed server pinned apart from the harness).");
+        return Ok(());
+    }
+    let list = |cpus: &[usize]| {
+        cpus.iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let (server_cpus, bio_cpus) = (list(&redis), list(&harness));
+    s.fresh_server_with(|o| {
+        o.cpus = redis.iter().chain(&harness).copied().collect();
+        o.extra_args
+            .push(("server_cpulist".into(), server_cpus.clone()));
+        o.extra_args.push(("bio_cpulist".into(), bio_cpus.clone()));
+    })
+    .phase(|| "starting a server with its background threads apart".into())?;
+    let configured = configure(&s.target).phase(|| "configuring the latency monitor".into())?;
+    s.note(format!(
+        "Background threads apart (bio = apart): a fresh server allowed CPUs {server_cpus},{bio_cpus}, \
+         server_cpulist {server_cpus}, bio_cpulist {bio_cpus} (the harness's), {configured}; expiries \
+         with lazyfree-lazy-expire yes only, {} repeat(s).",
+        p.bio_apart_repeats
+    ));
+    for repeat in 0..p.bio_apart_repeats {
+        for &entries in &p.entries {
+            let what = || {
+                format!("expire of {entries} entries, background threads apart, repeat {repeat}")
+            };
+            let key = s.key(format!("{entries}:bio-apart:{repeat}"));
+            let log = Log {
+                key: &key,
+                entries,
+                window_ms: p.window_ms,
+                member_prefix,
+            };
+            let row = one(s, p, &log, Operation::Expire, YesNo::Yes, repeat).phase(what)?;
+            rows.write(&BigkeyRow {
+                bio: Bio::Apart,
+                ..row
+            })?;
+        }
+    }
     Ok(())
 }
 
@@ -94,6 +155,7 @@ fn one(
         operation: op,
         entries: log.entries,
         lazyfree: lazy,
+        bio: Bio::Shared,
         repeat,
         removed: outcome.removed,
         key_bytes,

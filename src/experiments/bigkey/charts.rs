@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::BigkeyRow;
+use super::{BigkeyRow, Bio};
 use crate::charts::lines::{self, LineChart, Scale, Series};
 use crate::charts::spec::{color, csv_name, Rgb};
 use crate::charts::{index_of, read_csv, write_spec, ChartError};
@@ -21,7 +21,14 @@ pub(crate) fn series(rows: &[BigkeyRow]) -> Vec<Series> {
     for r in rows {
         let name = match csv_name(&r.operation).as_str() {
             "trim" => "trim: one ZREMRANGEBYSCORE removing every entry".to_string(),
-            op => format!("{op}, lazyfree-lazy-expire {}", r.lazyfree.as_str()),
+            op => format!(
+                "{op}, lazyfree-lazy-expire {}{}",
+                r.lazyfree.as_str(),
+                match r.bio {
+                    Bio::Shared => "",
+                    Bio::Apart => ", background threads on another core",
+                }
+            ),
         };
         let i = index_of(&mut names, name);
         if i == points.len() {
@@ -89,17 +96,17 @@ mod tests {
     use std::fs;
 
     const HEADER: &str =
-        "operation,entries,lazyfree,repeat,removed,key_bytes,command_ms,slowlog_ms,\
+        "operation,entries,lazyfree,bio,repeat,removed,key_bytes,command_ms,slowlog_ms,\
 probe_max_stall_ms,probe_p50_ms,probe_baseline_max_ms,probe_pings,server_blocked_ms,latency_events,\
 background_free_ms,span_ms,build_s";
     const ROWS: &str = "\
-trim,100000,no,0,100000,1,,,24,0.1,0.5,1,0,,,1,1
-expire,100000,no,0,100000,1,,,16,0.1,0.4,1,0,,,1,1
-trim,100000,yes,0,100000,1,,,18,0.1,0.6,1,0,,,1,1
-expire,100000,yes,0,100000,1,,,4.2,0.1,0.5,1,0,,,1,1
-trim,1000000,no,0,1000000,1,,,386,0.1,0.3,1,0,,,1,1
-expire,1000000,no,0,1000000,1,,,220,0.1,0.4,1,0,,,1,1
-expire,1000000,yes,0,1000000,1,,,6.7,0.1,0.4,1,0,,,1,1
+trim,100000,no,shared,0,100000,1,,,24,0.1,0.5,1,0,,,1,1
+expire,100000,no,shared,0,100000,1,,,16,0.1,0.4,1,0,,,1,1
+trim,100000,yes,shared,0,100000,1,,,18,0.1,0.6,1,0,,,1,1
+expire,100000,yes,shared,0,100000,1,,,4.2,0.1,0.5,1,0,,,1,1
+trim,1000000,no,shared,0,1000000,1,,,386,0.1,0.3,1,0,,,1,1
+expire,1000000,no,shared,0,1000000,1,,,220,0.1,0.4,1,0,,,1,1
+expire,1000000,yes,shared,0,1000000,1,,,6.7,0.1,0.4,1,0,,,1,1
 ";
 
     #[test]

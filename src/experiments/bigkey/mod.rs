@@ -27,7 +27,7 @@ mod report;
 mod rows;
 
 pub use ops::{Operation, YesNo};
-pub use rows::BigkeyRow;
+pub use rows::{BigkeyRow, Bio};
 
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::record::Table;
@@ -68,6 +68,7 @@ pub struct Params {
     pub window_ms: u64,
     pub zadd_batch: u64,
     pub pipeline: usize,
+    pub bio_apart_repeats: u32,
 }
 
 impl Validate for Params {

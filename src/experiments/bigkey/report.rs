@@ -8,10 +8,11 @@ use std::path::Path;
 
 /// The stall every client saw per operation, size and lazyfree setting, beside the server's view.
 pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
-    let keys: [Key<BigkeyRow>; 3] = [
+    let keys: [Key<BigkeyRow>; 4] = [
         ("operation", |r| csv_text(&r.operation)),
         ("entries", |r| r.entries.to_string()),
         ("lazyfree", |r| csv_text(&r.lazyfree)),
+        ("background threads", |r| csv_text(&r.bio)),
     ];
     let stats: [Stat<BigkeyRow>; 8] = [
         ("command ms", |r| r.command_ms),

@@ -3,6 +3,16 @@
 use super::{Operation, YesNo};
 use serde::{Deserialize, Serialize};
 
+/// Where Redis's background threads (bio: lazy free, fsync, close) ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bio {
+    /// On Redis's own pinned core, beside the main thread (the run's usual pinning).
+    Shared,
+    /// On the harness's core (`bio_cpulist`), the main thread alone on Redis's (`server_cpulist`).
+    Apart,
+}
+
 /// One operation on one big log.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct BigkeyRow {
@@ -10,6 +20,8 @@ pub struct BigkeyRow {
     pub entries: u64,
     /// lazyfree-lazy-expire in effect.
     pub lazyfree: YesNo,
+    /// Where Redis's background threads ran.
+    pub bio: Bio,
     pub repeat: u32,
     pub removed: u64,
     /// MEMORY USAGE of the log before the operation (Redis's default sampling).
