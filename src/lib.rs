@@ -16,7 +16,8 @@
 //! - [`fault`]: what breaks Redis on purpose (kill, restart, SIGSTOP) and the guard that always
 //!   continues a stopped server; a loopback TCP fault proxy (blackhole, refuse, delay, reset).
 //! - [`load`]: closed-loop load and open-loop (scheduled) arrivals from worker processes (the
-//!   binary re-executed as `worker`); a PING probe that sees how long the server stalls.
+//!   binary re-executed as `worker`); pods that send what they admit to a loopback sink which
+//!   counts what arrived; a PING probe that sees how long the server stalls.
 //! - [`record`]: CSV sinks flushed per row, atomic result directories, a run's meta.json, the
 //!   CSV schema read from the row types (columns, types, units, doc comments), the machine from
 //!   sysinfo, MONITOR.

@@ -37,6 +37,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         ("failover", "failover.csv", "failover.svg"),
         ("cluster", "cluster.csv", "outcome.svg"),
         ("chaos", "chaos.csv", "chaos.svg"),
+        ("pods", "pods.csv", "pods.svg"),
     ] {
         let dir = out.path().join(id);
         let rows = std::fs::read_to_string(dir.join(csv)).unwrap_or_default();
@@ -62,6 +63,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "failover",
         "cluster",
         "chaos",
+        "pods",
     ] {
         assert!(report.contains(&format!("## {id}")), "report lacks {id}");
     }
@@ -118,6 +120,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "chaos.after-enforced",
         "chaos.after-decided-by-redis",
         "chaos.after-stuck-open",
+        "pods.nothing-lost",
     ] {
         let claim = claims
             .iter()

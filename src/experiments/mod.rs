@@ -17,6 +17,7 @@ pub mod measure;
 pub mod memory;
 pub mod outage;
 pub mod params;
+pub mod pods;
 pub mod race;
 pub mod registry;
 pub mod replication;

@@ -8,6 +8,7 @@ use super::eviction;
 use super::failover;
 use super::frame::{self, Session, Validate};
 use super::params::{self, ExperimentInfo, ParamError};
+use super::pods;
 use super::replication;
 use super::scripts;
 use super::{
@@ -121,6 +122,7 @@ pub static ALL: &[&dyn Experiment] = &[
     &failover::Failover,
     &cluster::Cluster,
     &chaos::Chaos,
+    &pods::Pods,
 ];
 
 /// Looks an id up, or says which ids exist.

@@ -6,10 +6,12 @@
 //! its TCP connections open and even completes new handshakes, so every check waits its full budget.
 //!
 //! `proxy`: a loopback TCP proxy between clients and Redis that blackholes, refuses, delays,
-//! resets and heals at run time (seed 003's drills).
+//! resets and heals at run time (seed 003's drills); `ProxyThread` runs one beside synchronous code.
 
+mod background;
 pub mod proxy;
 
+pub use background::ProxyThread;
 pub use proxy::{Direction, Fault, Proxy, Switch};
 
 use crate::server::{RedisServer, ServerError};

@@ -183,6 +183,25 @@ impl Proxy {
     }
 }
 
+/// The address of a `redis://` URL's server, and a URL template with `{}` where a proxy's address
+/// goes (credentials and database kept); None when the URL names no reachable host.
+pub fn proxied_url(url: &str) -> Option<(SocketAddr, String)> {
+    let rest = url.strip_prefix("redis://")?;
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let (auth, host_port) = match authority.rsplit_once('@') {
+        Some((auth, hp)) => (format!("{auth}@"), hp),
+        None => (String::new(), authority),
+    };
+    let host_port = match host_port.contains(':') {
+        true => host_port.to_string(),
+        false => format!("{host_port}:6379"),
+    };
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&host_port)
+        .ok()?
+        .next()?;
+    Some((addr, format!("redis://{auth}{{}}/{path}")))
+}
+
 async fn accept_loop(
     listener: TcpListener,
     upstream: SocketAddr,

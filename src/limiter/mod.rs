@@ -5,6 +5,7 @@
 //! [`Invocation`].
 
 mod get;
+mod in_memory;
 mod incr_window;
 mod invocation;
 mod library;
@@ -21,6 +22,7 @@ mod spec;
 mod strategy;
 mod watch_bucket;
 
+pub use in_memory::InMemoryWindow;
 pub use invocation::Invocation;
 pub use library::{library, LIBRARY_NAME};
 pub use spec::{LimitSpec, LogClock, LogMember, LogVariant};

@@ -1,15 +1,18 @@
 //! Load generators. Closed loop: P worker processes, each one single-threaded event loop with ONE
 //! connection shared by F in-flight requests (what produces seed 000's read, read, write, write).
 //! Open loop: requests start on a seeded schedule whatever the replies do, latency counted from
-//! the intended start (`open`, `schedule`).
+//! the intended start (`open`, `schedule`). Pods: open-loop workers that send what they admit to
+//! a loopback sink standing for the protected resource, which counts what arrived (`pod`, `sink`).
 
 mod closed;
 pub mod latency;
 mod open;
 mod open_worker;
+mod pod;
 pub mod probe;
 pub mod rng;
 mod schedule;
+pub mod sink;
 mod timer;
 mod workers;
 
@@ -17,6 +20,7 @@ pub use closed::run_checks;
 pub use open::{
     run_open_loop, OpenLoop, OpenLoopHealth, OpenSpec, OpenTally, RequestRecord, LATE_NS,
 };
+pub use pod::{run_pods, PodFleet, PodSecond, PodSpec, PodTally};
 pub use schedule::{aligned_start, share, Arrivals, Burst, Start};
 pub use workers::{run_closed_loop, split_checks, worker_main, ClosedLoop, Fleet};
 

@@ -3,11 +3,12 @@
 //! how late each start was.
 
 use super::open::{OpenSpec, OpenTally, RequestRecord, LATE_NS};
+use super::pod::PodLink;
 use super::rng::SplitMix64;
 use super::schedule::{aligned_start, share, Start};
 use super::timer::PreciseTimer;
 use super::{latency, CheckTally, KeyChoice, LoadError};
-use crate::limiter::{Decision, Limiter, LimiterError};
+use crate::limiter::{unix_ms, Decision, InMemoryWindow, Limiter, LimiterError};
 use hdrhistogram::Histogram;
 use redis::aio::MultiplexedConnection;
 use std::cell::{Cell, RefCell};
@@ -61,8 +62,27 @@ struct Recorder {
     requests: Option<Vec<RequestRecord>>,
 }
 
+/// Who decides: a limiter on Redis, or a window in this process's memory (a pod limiting itself).
+pub(super) enum Decider {
+    Redis(Limiter),
+    InMemory(RefCell<InMemoryWindow>),
+}
+
+impl Decider {
+    async fn decide(
+        &self,
+        con: &mut MultiplexedConnection,
+        key: &str,
+    ) -> Result<Decision, LimiterError> {
+        match self {
+            Decider::Redis(limiter) => limiter.check(con, key).await,
+            Decider::InMemory(window) => Ok(window.borrow_mut().check(unix_ms())),
+        }
+    }
+}
+
 struct State {
-    limiter: Limiter,
+    decider: Decider,
     pool: Pool,
     keys: KeyChoice,
     rng: RefCell<SplitMix64>,
@@ -70,6 +90,8 @@ struct State {
     handed_out: std::cell::Cell<u64>,
     origin: Instant,
     rec: RefCell<Recorder>,
+    /// A pod's link to the protected resource and its counts per second, when it is one.
+    pod: Option<PodLink>,
 }
 
 /// Runs this worker's share of the schedule on `cons`; needs a `LocalSet`.
@@ -77,12 +99,23 @@ pub async fn run(
     spec: &OpenSpec,
     cons: Vec<MultiplexedConnection>,
 ) -> Result<OpenTally, LoadError> {
+    let decider = Decider::Redis(Limiter::new(spec.strategy, spec.limit));
+    Ok(run_with(spec, cons, decider, None).await?.0)
+}
+
+/// Runs the schedule with `decider`; a pod (`pod`) forwards what it admits and counts per second.
+pub(super) async fn run_with(
+    spec: &OpenSpec,
+    cons: Vec<MultiplexedConnection>,
+    decider: Decider,
+    pod: Option<PodLink>,
+) -> Result<(OpenTally, Option<PodLink>), LoadError> {
     let schedule = spec.arrivals.schedule(spec.seed);
     let starts = share(&schedule, spec.worker_index as usize, spec.workers as usize);
     let connections = cons.len() as u64;
     let (origin, origin_unix_ns) = origin(spec.start);
     let state = Rc::new(State {
-        limiter: Limiter::new(spec.strategy, spec.limit),
+        decider,
         pool: Pool {
             idle: RefCell::new((0..cons.len()).collect()),
             cons,
@@ -93,6 +126,7 @@ pub async fn run(
         handed_out: std::cell::Cell::new(0),
         origin,
         rec: RefCell::new(Recorder::new(spec.record_requests)?),
+        pod,
     });
     let timer = PreciseTimer::new()?;
     let mut tasks = Vec::with_capacity(starts.len());
@@ -110,14 +144,13 @@ pub async fn run(
         }
     }
     // Every task has finished and dropped its handle on the state.
-    let rec = Rc::try_unwrap(state)
-        .map_err(|_| LoadError::Protocol("open-loop requests outlived the run".into()))?
-        .rec
-        .into_inner();
+    let state = Rc::try_unwrap(state)
+        .map_err(|_| LoadError::Protocol("open-loop requests outlived the run".into()))?;
+    let (rec, pod) = (state.rec.into_inner(), state.pod);
     let mut tally = rec.tally;
     tally.elapsed_ns = origin.elapsed().as_nanos() as u64;
     tally.latency_ns = latency::buckets(&rec.latency);
-    Ok(OpenTally {
+    let tally = OpenTally {
         checks: tally,
         offered: starts.len() as u64,
         lateness_ns: latency::buckets(&rec.lateness),
@@ -129,7 +162,8 @@ pub async fn run(
         origin_unix_ns,
         cpu_s: own_cpu_s(),
         requests: rec.requests.unwrap_or_default(),
-    })
+    };
+    Ok((tally, pod))
 }
 
 /// CPU seconds (user + sys) this process has used so far; the worker does nothing else.
@@ -155,6 +189,17 @@ fn origin(start: Start) -> (Instant, u64) {
         } => {
             let at = aligned_start(now_unix, period_ms, phase_ms, offset_ns, lead_ms);
             (now + Duration::from_nanos(at.saturating_sub(now_unix)), at)
+        }
+        Start::AtUnixMs(ms) => {
+            let at = ms.saturating_mul(1_000_000);
+            // A go that arrived after the instant still starts the schedule at it: late starts.
+            let origin = match at.checked_sub(now_unix) {
+                Some(ahead) => now + Duration::from_nanos(ahead),
+                None => now
+                    .checked_sub(Duration::from_nanos(now_unix - at))
+                    .unwrap_or(now),
+            };
+            (origin, at)
         }
     }
 }
@@ -183,8 +228,9 @@ async fn request(state: Rc<State>, intended: Instant) {
     let mut con = state.pool.cons[index].clone();
     let sent = Instant::now();
     state.rec.borrow_mut().started(intended, sent, exclusive);
-    let outcome = state.limiter.check(&mut con, &key).await;
+    let outcome = state.decider.decide(&mut con, &key).await;
     let done = Instant::now();
+    let allowed = outcome.as_ref().ok().map(|d| d.allowed);
     if exclusive {
         state.pool.idle.borrow_mut().push(index);
     }
@@ -192,6 +238,9 @@ async fn request(state: Rc<State>, intended: Instant) {
     let times = [since(intended), since(sent), since(done)];
     let took = done.saturating_duration_since(intended).as_nanos() as u64;
     state.rec.borrow_mut().finished(times, took, outcome);
+    if let Some(pod) = &state.pod {
+        pod.after(state.origin, [intended, done], allowed).await;
+    }
 }
 
 impl Recorder {

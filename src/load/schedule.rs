@@ -114,6 +114,9 @@ pub enum Start {
         offset_ns: i64,
         lead_ms: u64,
     },
+    /// At this Unix ms on this machine's clock, chosen by the parent: every worker starts at the
+    /// same instant, which can also be the origin of the limiter's windows and of a sink's seconds.
+    AtUnixMs(u64),
 }
 
 /// The aligned start in Unix ns on this machine's clock (see `Start::Aligned`).

@@ -8,6 +8,7 @@
 
 use super::closed::{connect, run_checks};
 use super::open::{OpenLoop, OpenSpec, OpenTally};
+use super::pod::{self, PodFleet, PodSpec, PodTally};
 use super::{open_worker, CheckTally, LoadError, Stop, WorkerSpec};
 use crate::server::{pin, set_parent_death_signal};
 use serde::de::DeserializeOwned;
@@ -35,6 +36,7 @@ pub struct ClosedLoop<'a> {
 enum Job {
     Closed(WorkerSpec),
     Open(OpenSpec),
+    Pod(PodSpec),
 }
 
 /// Splits `total` as evenly as possible over `parts` (the first ones take the remainder).
@@ -89,6 +91,12 @@ impl Fleet {
         Self::spawn_jobs(plan.exe, plan.cpus, jobs)
     }
 
+    /// Spawns every pod and waits until all have connected to Redis and to the sink.
+    pub fn spawn_pods(plan: &PodFleet) -> Result<Self, LoadError> {
+        let jobs = plan.specs().into_iter().map(Job::Pod);
+        Self::spawn_jobs(plan.open.exe, plan.open.cpus, jobs)
+    }
+
     fn spawn_jobs(
         exe: &Path,
         cpus: &[usize],
@@ -136,6 +144,15 @@ impl Fleet {
     pub fn collect_open(self) -> Result<OpenTally, LoadError> {
         let mut merged = OpenTally::default();
         for tally in self.results::<OpenTally>()? {
+            merged.merge(tally);
+        }
+        Ok(merged)
+    }
+
+    /// Waits for every pod's tally and merges them.
+    pub fn collect_pods(self) -> Result<PodTally, LoadError> {
+        let mut merged = PodTally::default();
+        for tally in self.results::<PodTally>()? {
             merged.merge(tally);
         }
         Ok(merged)
@@ -260,6 +277,11 @@ pub fn worker_main() -> Result<(), LoadError> {
             let cons = runtime.block_on(open_worker::connect(&spec))?;
             handshake(&mut stdout)?;
             serde_json::to_string(&local.block_on(&runtime, open_worker::run(&spec, cons))?)?
+        }
+        Job::Pod(spec) => {
+            let (cons, sink) = runtime.block_on(pod::connect(&spec))?;
+            handshake(&mut stdout)?;
+            serde_json::to_string(&local.block_on(&runtime, pod::run(&spec, cons, sink))?)?
         }
     };
     writeln!(stdout, "{result}")?;

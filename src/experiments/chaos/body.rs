@@ -10,7 +10,7 @@ use crate::experiments::{ExperimentError, Phase as _, PhaseError, Session};
 use crate::fault::{Fault, Proxy};
 use crate::load::Arrivals;
 use crate::store::{Flaw, Outcome, Policy, Store, StoreSettings};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -101,21 +101,8 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
 /// The server's address, and a URL template with `{}` where the proxy's address goes (credentials
 /// and database kept).
 fn proxied_url(url: &str) -> Result<(SocketAddr, String), PhaseError> {
-    let bad = || PhaseError::Invalid(format!("cannot put a proxy in front of {url}"));
-    let rest = url.strip_prefix("redis://").ok_or_else(bad)?;
-    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let (auth, host_port) = match authority.rsplit_once('@') {
-        Some((auth, hp)) => (format!("{auth}@"), hp),
-        None => (String::new(), authority),
-    };
-    let host_port = match host_port.contains(':') {
-        true => host_port.to_string(),
-        false => format!("{host_port}:6379"),
-    };
-    let addr = (host_port.to_socket_addrs().ok())
-        .and_then(|mut a| a.next())
-        .ok_or_else(bad)?;
-    Ok((addr, format!("redis://{auth}{{}}/{path}")))
+    crate::fault::proxy::proxied_url(url)
+        .ok_or_else(|| PhaseError::Invalid(format!("cannot put a proxy in front of {url}")))
 }
 
 /// One sequence of drills.

@@ -7,7 +7,7 @@ use super::tally::{Answer, Check};
 use super::Params;
 use crate::context::Ctx;
 use crate::experiments::PhaseError;
-use crate::fault::{Direction, Fault, Proxy};
+use crate::fault::{Direction, Fault, Proxy, ProxyThread};
 use crate::limiter::{Invocation, LimitSpec, Limiter, Strategy};
 use crate::load::rng::SplitMix64;
 use crate::server::{Persistence, RedisServer, ServerError, ServerOptions};
@@ -90,60 +90,6 @@ impl Clock {
     }
 }
 
-/// The replication link's proxy on a thread and runtime of its own: it must forward while the
-/// harness waits on the servers synchronously. Dropping it stops the runtime and the proxy.
-struct ProxyThread {
-    proxy: Arc<Proxy>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl ProxyThread {
-    fn start(upstream: SocketAddr, seed: u64) -> Result<ProxyThread, ServerError> {
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build();
-            let rt = match rt {
-                Ok(rt) => rt,
-                Err(e) => return drop(ready_tx.send(Err(e))),
-            };
-            rt.block_on(async move {
-                match Proxy::start(upstream, seed).await {
-                    Ok(proxy) => {
-                        let proxy = Arc::new(proxy);
-                        let _ = ready_tx.send(Ok(Arc::clone(&proxy)));
-                        // Sender dropped or sent: either way the trial is over.
-                        let _ = stopped.await;
-                    }
-                    Err(e) => drop(ready_tx.send(Err(e))),
-                }
-            });
-        });
-        let proxy = ready_rx
-            .recv()
-            .map_err(|_| std::io::Error::other("the proxy's thread ended before it started"))??;
-        Ok(ProxyThread {
-            proxy,
-            stop: Some(stop),
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for ProxyThread {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
 /// Runs one case on servers of its own; `rt` runs the load and the timeline.
 pub fn run(
     ctx: &Ctx,
@@ -168,14 +114,14 @@ pub fn run(
     crate::server::admin::config_set(&mut con, "repl-diskless-sync", "no")?;
     let upstream: SocketAddr = ([127, 0, 0, 1], primary.port()).into();
     let seed = ctx.seed ^ u64::from(case.trial).wrapping_mul(0x9e37_79b9);
-    let link = ProxyThread::start(upstream, seed)?;
-    let replica = RedisServer::start_replica_via(&primary, link.proxy.addr().port(), &opts)?;
+    let link = ProxyThread::start(upstream, seed).map_err(ServerError::from)?;
+    let replica = RedisServer::start_replica_via(&primary, link.proxy().addr().port(), &opts)?;
     let limiter = Limiter::with_invocation(case.strategy, limit(p), case.invocation)
         .map_err(|e| PhaseError::Invalid(e.to_string()))?;
     let sides = Sides {
         primary: primary.url(),
         replica: replica.url(),
-        proxy: &link.proxy,
+        proxy: link.proxy(),
     };
     let out = rt.block_on(timeline(ctx, p, case, &sides, Arc::new(limiter), seed));
     drop(link);

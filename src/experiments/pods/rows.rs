@@ -1,0 +1,109 @@
+//! The pods experiment's rows: one per run per second (pods.csv), one per run (runs.csv).
+
+use super::PodStrategy;
+use serde::{Deserialize, Serialize};
+
+/// Where a second lies in its run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SecondPhase {
+    /// The first seconds: a full bucket, the first window; excluded from the statistics.
+    WarmUp,
+    /// A second of the schedule after the warm-up: what the statistics are over.
+    Measured,
+    /// After the schedule: replies of its last requests still arriving.
+    Tail,
+}
+
+/// One second of one run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PodsSecondRow {
+    pub strategy: PodStrategy,
+    /// Pod processes.
+    pub pods: u32,
+    /// Offered requests per second, all pods together.
+    pub offered_rps: f64,
+    /// Round trip added to the pods' Redis connections by the fault proxy, ms (0: loopback).
+    pub rtt_ms: f64,
+    pub trial: u32,
+    /// Seconds since the run's start (its windows' origin).
+    pub second: u32,
+    pub phase: SecondPhase,
+    /// The tenant's limit per second.
+    pub limit: u64,
+    /// Requests the schedule started in this second.
+    pub offered: u64,
+    /// Decided "allowed" by the pods in this second, on their clock (the seed's limiter metric).
+    pub decided_allowed: u64,
+    /// Decided "denied" by the pods in this second.
+    pub denied: u64,
+    /// Sent to the sink by the pods in this second.
+    pub sent: u64,
+    /// Received by the sink in this second, on its clock: what reached the partner.
+    pub reached: u64,
+    /// Reached exceeded decided by more than 2% (the seed's alert rule).
+    pub alert: bool,
+}
+
+/// One run: totals, the measured seconds' statistics, and what it cost Redis.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PodsRunRow {
+    pub strategy: PodStrategy,
+    pub pods: u32,
+    pub offered_rps: f64,
+    pub rtt_ms: f64,
+    pub trial: u32,
+    pub limit: u64,
+    /// Each pod's own limit (in-memory strategies; 0 on Redis).
+    pub pod_limit: u64,
+    pub duration_s: u32,
+    /// Seconds the statistics are over (after the warm-up, within the schedule).
+    pub measured_s: u32,
+    /// Totals of the run: scheduled, decided, written to the sink, answered by it, received by it.
+    pub offered: u64,
+    pub decided_allowed: u64,
+    pub denied: u64,
+    pub sent: u64,
+    pub acknowledged: u64,
+    pub reached: u64,
+    /// Sent by the pods and never received by the sink (negative: received more than sent).
+    pub lost: i64,
+    /// Reached per second over the measured seconds: mean, lowest, highest.
+    pub reached_per_s: f64,
+    pub reached_min_per_s: u64,
+    pub reached_max_per_s: u64,
+    /// Decided allowed per second over the measured seconds, mean.
+    pub decided_per_s: f64,
+    /// Offered requests that arrived per second over the measured seconds, mean.
+    pub arrived_per_s: f64,
+    /// Reached per second over the limit, mean of the measured seconds.
+    pub excess_per_s: f64,
+    /// Requests offered within one added round trip (offered_rps x rtt): the naive window's
+    /// predicted excess per window.
+    pub offered_within_rtt: f64,
+    /// Reached per second over limit x pods: 1 when each pod admits its own full limit.
+    pub reached_per_pod_limit: f64,
+    /// Share of the measured seconds in which reached exceeded decided by more than 2%, percent.
+    pub alert_pct: f64,
+    /// The second in which the most reached the sink (any phase), and how many.
+    pub peak_second: u32,
+    pub peak_reached: u64,
+    /// Latency of a decision from its intended start, ms (the sink's hop not included).
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    /// Most requests in flight at once in one pod.
+    pub max_in_flight: u64,
+    /// Starts later than 1 ms against the schedule, and the latest, ms.
+    pub late_starts: u64,
+    pub max_late_ms: f64,
+    /// CPU seconds the pods used.
+    pub pods_cpu_s: f64,
+    /// Redis main thread busy over the run, percent.
+    pub redis_busy_pct: f64,
+    /// Redis main-thread CPU per decision, µs.
+    pub redis_cpu_us_per_decision: f64,
+    /// The busiest command (INFO commandstats: the script for Lua strategies) and its µs per call.
+    pub command: String,
+    pub usec_per_call: f64,
+}

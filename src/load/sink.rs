@@ -1,0 +1,192 @@
+//! The protected resource: a loopback TCP server standing for the partner API of seed 001. Each
+//! request is one line (`REQ tenant pod n`), answered with `OK`. The sink counts what it received
+//! per second on its own clock (CLOCK_REALTIME when the bytes were read), from an origin the run
+//! sets, so what reached the partner is measured where it arrived, not where it was decided.
+//!
+//! It runs on a thread with a runtime of its own, so it answers while the harness waits on the
+//! pods synchronously; dropping the [`Sink`] stops the runtime and every connection with it.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// What the sink answers to each request line.
+pub const REPLY: &[u8] = b"OK\n";
+
+/// What the sink received since the last [`Sink::begin`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SinkCount {
+    /// Requests received in each second after the origin (index 0: the first second).
+    pub per_second: Vec<u64>,
+    /// Requests received before the origin (none, unless a pod started early).
+    pub early: u64,
+    /// All requests received.
+    pub total: u64,
+}
+
+impl SinkCount {
+    fn add(&mut self, origin_ns: u64, now_ns: u64, n: u64) {
+        self.total += n;
+        let Some(since) = now_ns.checked_sub(origin_ns) else {
+            self.early += n;
+            return;
+        };
+        let second = (since / 1_000_000_000) as usize;
+        if self.per_second.len() <= second {
+            self.per_second.resize(second + 1, 0);
+        }
+        self.per_second[second] += n;
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    origin_ns: u64,
+    count: SinkCount,
+}
+
+/// A running sink; dropping it stops it.
+pub struct Sink {
+    addr: SocketAddr,
+    counts: Arc<Mutex<Counts>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Sink {
+    /// Starts a sink on a free loopback port.
+    pub fn start() -> std::io::Result<Sink> {
+        let counts = Arc::new(Mutex::new(Counts::default()));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let shared = Arc::clone(&counts);
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
+            let rt = match rt {
+                Ok(rt) => rt,
+                Err(e) => return drop(ready_tx.send(Err(e))),
+            };
+            rt.block_on(async move {
+                let listener = match TcpListener::bind("127.0.0.1:0").await {
+                    Ok(l) => l,
+                    Err(e) => return drop(ready_tx.send(Err(e))),
+                };
+                let _ = ready_tx.send(listener.local_addr());
+                tokio::select! {
+                    _ = stopped => {}
+                    _ = accept_loop(listener, shared) => {}
+                }
+            });
+        });
+        let addr = ready_rx
+            .recv()
+            .map_err(|_| std::io::Error::other("the sink's thread ended before it started"))??;
+        Ok(Sink {
+            addr,
+            counts,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// Where pods connect.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Starts counting afresh, seconds numbered from `origin_unix_ms`.
+    pub fn begin(&self, origin_unix_ms: u64) {
+        let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        *c = Counts {
+            origin_ns: origin_unix_ms.saturating_mul(1_000_000),
+            count: SinkCount::default(),
+        };
+    }
+
+    /// What it received since `begin`.
+    pub fn count(&self) -> SinkCount {
+        let c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        c.count.clone()
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn accept_loop(listener: TcpListener, counts: Arc<Mutex<Counts>>) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        while connections.try_join_next().is_some() {}
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        connections.spawn(serve(stream, Arc::clone(&counts)));
+    }
+}
+
+/// Counts every request line of one connection when its bytes arrive and answers each.
+async fn serve(mut stream: TcpStream, counts: Arc<Mutex<Counts>>) {
+    // Answer at once: Nagle would hold a small reply for the peer's delayed ACK.
+    if stream.set_nodelay(true).is_err() {
+        return;
+    }
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut replies = Vec::new();
+    loop {
+        let n = match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let now_ns = unix_ns();
+        let lines = buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        if lines == 0 {
+            continue;
+        }
+        {
+            let mut c = counts.lock().unwrap_or_else(|p| p.into_inner());
+            let origin = c.origin_ns;
+            c.count.add(origin, now_ns, lines);
+        }
+        replies.clear();
+        for _ in 0..lines {
+            replies.extend_from_slice(REPLY);
+        }
+        if stream.write_all(&replies).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_land_in_the_second_they_arrived() {
+        let mut c = SinkCount::default();
+        c.add(1_000, 500, 2);
+        c.add(1_000, 1_000, 1);
+        c.add(1_000, 2_000_001_000, 3);
+        assert_eq!(c.per_second, vec![1, 0, 3]);
+        assert_eq!((c.early, c.total), (2, 6));
+    }
+}
