@@ -6,6 +6,7 @@ use super::error::{ExperimentError, Phase, PhaseError};
 use super::params::{self, ParamError};
 use super::registry::Definition;
 use crate::context::Ctx;
+use crate::limiter::Strategy;
 use crate::load::{CheckTally, ClosedLoop, OpenLoop, OpenSpec, WorkerSpec};
 use crate::record::{CsvSink, RunRecord};
 use crate::server::{ServerError, Target};
@@ -48,6 +49,18 @@ impl<'a> Session<'a> {
     /// A key of this run: the prefix and `suffix`.
     pub fn key(&self, suffix: impl std::fmt::Display) -> String {
         format!("{}{suffix}", self.prefix)
+    }
+
+    /// `builtins` followed by the run's custom limiters (`--limiter`), each once: the strategies
+    /// an experiment that takes custom limiters runs.
+    pub fn with_limiters(&self, builtins: &[Strategy]) -> Vec<Strategy> {
+        let mut all = builtins.to_vec();
+        for &custom in &self.ctx.limiters {
+            if !all.contains(&custom) {
+                all.push(custom);
+            }
+        }
+        all
     }
 
     /// A progress bar labelled with the experiment, on a terminal only.
@@ -115,6 +128,16 @@ pub fn prepare<D: Definition>(ctx: &Ctx) -> Result<(D::Params, toml::Table), Exp
     if let (Some(why), Some(_)) = (D::MUST_OWN_SERVER, &ctx.redis_url) {
         return Err(ExperimentError::MustOwnServer { id: D::ID, why });
     }
+    if !ctx.limiters.is_empty() && !D::TAKES_LIMITERS {
+        let takers: Vec<&str> = (super::ALL.iter())
+            .filter(|e| e.takes_limiters())
+            .map(|e| e.id())
+            .collect();
+        return Err(ExperimentError::NoCustomLimiters {
+            id: D::ID,
+            takers: takers.join(", "),
+        });
+    }
     D::precondition()?;
     Ok((params, table))
 }
@@ -135,18 +158,26 @@ pub fn run<D: Definition>(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
     let redis = target
         .describe()
         .phase(|| "reading the server's INFO and CONFIG".into())?;
-    let mut run = RunRecord::begin(ctx, D::ID, &table, redis)?;
-    // The parameter file as this build ran it, beside the rows: a published dataset carries it.
-    run.staging.write_text(EXPERIMENT_TOML, D::TOML)?;
-    for note in &info.notes {
-        run.note(params::fill_in(note, &table));
-    }
     let prefix = format!(
         "ratelab:{}:{:x}:{}:",
         D::ID,
         crate::limiter::unix_ms(),
         std::process::id()
     );
+    // Before anything is recorded: a manifest that cannot work leaves no partial results.
+    let probes = probe_limiters(ctx, &target, &prefix);
+    let cleaned = target.delete_keys_with_prefix(&prefix);
+    let probes = probes?;
+    cleaned.phase(|| "deleting the probes' keys".into())?;
+    let mut run = RunRecord::begin(ctx, D::ID, &table, redis)?;
+    for note in probes {
+        run.note(note);
+    }
+    // The parameter file as this build ran it, beside the rows: a published dataset carries it.
+    run.staging.write_text(EXPERIMENT_TOML, D::TOML)?;
+    for note in &info.notes {
+        run.note(params::fill_in(note, &table));
+    }
     let mut session = Session {
         ctx,
         target,
@@ -160,6 +191,52 @@ pub fn run<D: Definition>(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
     outcome?;
     cleaned.phase(|| "deleting this run's keys".into())?;
     Ok(session.run.finish(ctx)?)
+}
+
+/// Calls every custom limiter on a fresh key of the run before any measurement (see
+/// [`crate::limiter::custom::probe`]) and returns a note per limiter on what the probe saw.
+fn probe_limiters(
+    ctx: &Ctx,
+    target: &Target,
+    prefix: &str,
+) -> Result<Vec<String>, ExperimentError> {
+    if ctx.limiters.is_empty() {
+        return Ok(Vec::new());
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .phase(|| "starting a runtime to probe custom limiters".into())?;
+    let url = target.url();
+    let mut notes = Vec::new();
+    for &limiter in &ctx.limiters {
+        let key = format!("{prefix}probe:{limiter}");
+        let probe = runtime.block_on(async {
+            let client = redis::Client::open(url.as_str())?;
+            let mut con = client.get_multiplexed_async_connection().await?;
+            Ok::<_, redis::RedisError>(crate::limiter::custom::probe(&mut con, limiter, &key).await)
+        });
+        let probe = probe.phase(|| format!("connecting to probe custom limiter {limiter}"))??;
+
+        let definition = match limiter {
+            crate::limiter::Strategy::Custom(name) => name.definition(),
+            _ => None,
+        };
+        let origin = definition.map_or_else(String::new, |d| {
+            format!(
+                " ({}, {}, reference {})",
+                d.manifest,
+                d.algorithm.name(),
+                d.algorithm.reference()
+            )
+        });
+        notes.push(format!(
+            "custom limiter {limiter}{origin}: probed before the run, it admitted {} of {} calls \
+             made one at a time on a fresh key with {{limit}} = {}",
+            probe.admitted, probe.calls, probe.limit
+        ));
+    }
+    Ok(notes)
 }
 
 /// A run with failed checks is not a measurement: a dead server is reported with its log,

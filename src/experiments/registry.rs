@@ -28,6 +28,8 @@ pub trait Definition: Sync + 'static {
     const TOML: &'static str;
     /// Why it must own the server (it signals, restarts, flushes or reconfigures it), if it must.
     const MUST_OWN_SERVER: Option<&'static str> = None;
+    /// Whether it runs custom limiters (`--limiter`) beside its built-in strategies.
+    const TAKES_LIMITERS: bool = false;
     /// Its parameters.
     type Params: DeserializeOwned + Validate;
     /// What must hold on this machine before anything starts (a tool it runs), or why not.
@@ -61,6 +63,8 @@ pub trait Experiment: Sync {
     fn toml(&self) -> &'static str;
     /// Why it must own the server, if it must.
     fn must_own_server(&self) -> Option<&'static str>;
+    /// Whether it runs custom limiters (`--limiter`).
+    fn takes_limiters(&self) -> bool;
     /// Checks the parameters and the precondition without starting anything.
     fn prepare(&self, ctx: &Ctx) -> Result<(), ExperimentError>;
     /// Runs it into `ctx.out_dir/<id>/` and returns that directory.
@@ -85,6 +89,9 @@ impl<D: Definition> Experiment for D {
     }
     fn must_own_server(&self) -> Option<&'static str> {
         D::MUST_OWN_SERVER
+    }
+    fn takes_limiters(&self) -> bool {
+        D::TAKES_LIMITERS
     }
     fn prepare(&self, ctx: &Ctx) -> Result<(), ExperimentError> {
         frame::prepare::<D>(ctx).map(|_| ())

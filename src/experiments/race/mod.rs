@@ -32,6 +32,7 @@ impl Definition for Race {
     const ID: &'static str = "race";
     const TOML: &'static str = include_str!("../../../experiments/race.toml");
     type Params = Params;
+    const TAKES_LIMITERS: bool = true;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;

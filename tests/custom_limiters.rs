@@ -1,0 +1,247 @@
+//! Custom limiters (`--limiter MANIFEST`) against real redis-servers: a manifest of each of
+//! ratelab's own scripts decides exactly as the built-in strategy; a broken manifest or a script
+//! that errors is refused before any measurement, naming the manifest line and the reply.
+
+mod common;
+
+use ratelab::experiments::{find, ExperimentError};
+use ratelab::limiter::custom::{self, CustomLimiter};
+use ratelab::limiter::{unix_ms, Decision, LimitSpec, Limiter, Strategy};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/limiters")
+        .join(name)
+}
+
+/// Every example manifest of a built-in script, with the strategy it must reproduce.
+const BUILTIN_MANIFESTS: &[(&str, Strategy)] = &[
+    ("ratelab-bucket.toml", Strategy::LuaBucket),
+    ("ratelab-window.toml", Strategy::LuaWindow),
+    ("ratelab-log.toml", Strategy::LuaLog),
+    ("ratelab-swc.toml", Strategy::LuaSwc),
+    ("ratelab-gcra.toml", Strategy::LuaGcra),
+];
+
+fn load(name: &str) -> Strategy {
+    custom::register(custom::load(&example(name)).expect("example manifest loads"))
+}
+
+fn spec(capacity: u64) -> LimitSpec {
+    LimitSpec {
+        capacity,
+        window_ms: 600_000,
+        window_origin_ms: unix_ms(),
+        ..LimitSpec::default()
+    }
+}
+
+/// One check of each limiter in turn on its own key, `checks` times; each pair with the ms that
+/// passed between the two calls' starts, which bounds how far a time-based retry hint may differ.
+fn paired(
+    url: &str,
+    a: &Limiter,
+    b: &Limiter,
+    keys: (&str, &str),
+    checks: u64,
+) -> Vec<(Decision, Decision, u64)> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = redis::Client::open(url).unwrap();
+        let mut con = client.get_multiplexed_async_connection().await.unwrap();
+        let mut out = Vec::new();
+        for _ in 0..checks {
+            let started = Instant::now();
+            let da = a.check(&mut con, keys.0).await.expect("built-in check");
+            let db = b.check(&mut con, keys.1).await.expect("custom check");
+            out.push((da, db, started.elapsed().as_millis() as u64 + 1));
+        }
+        out
+    })
+}
+
+#[test]
+fn a_manifest_of_each_builtin_script_decides_exactly_as_the_builtin() {
+    let server = common::start_server();
+    let mut con = server.connection().unwrap();
+    for &(file, builtin) in BUILTIN_MANIFESTS {
+        let strategy = load(file);
+        let spec = spec(20);
+        let (a, b) = (Limiter::new(builtin, spec), Limiter::new(strategy, spec));
+        // The same script text: the same SHA-1 EVALSHA names it by.
+        assert_eq!(
+            a.script().map(|s| s.1.to_string()),
+            b.script().map(|s| s.1.to_string()),
+            "{file}"
+        );
+        assert_eq!(strategy.reference(), builtin, "{file}");
+        let keys = (format!("exact:{builtin}"), format!("exact:{strategy}"));
+        let pairs = paired(&server.url(), &a, &b, (&keys.0, &keys.1), 30);
+        for (i, (da, db, ms)) in pairs.iter().enumerate() {
+            assert_eq!(
+                (da.allowed, da.remaining),
+                (db.allowed, db.remaining),
+                "{file} check {i}"
+            );
+            if i == 0 {
+                // The built-in's first call cached the script: the custom one found it there.
+                assert!(
+                    da.noscript && !db.noscript && db.redis_calls == 1,
+                    "{file}: {da:?} {db:?}"
+                );
+            } else {
+                assert_eq!(
+                    db.redis_calls, da.redis_calls,
+                    "{file} check {i}: {da:?} {db:?}"
+                );
+            }
+            // Retry hints of strategies that read the clock move with it, by at most the time
+            // between the pair's calls now and when the keys' first entries were written.
+            assert!(
+                da.retry_ms.abs_diff(db.retry_ms) <= ms + pairs[0].2,
+                "{file} check {i}: {da:?} vs {db:?}"
+            );
+        }
+        assert_eq!(pairs.iter().filter(|p| p.0.allowed).count(), 20, "{file}");
+        // The state they leave is the same too (read with the built-in's own command).
+        // GCRA's state is a time in µs, which moves between the two calls.
+        if builtin != Strategy::LuaGcra {
+            let mut state = |key: &str| {
+                let cmd = match builtin {
+                    Strategy::LuaSwc => redis::cmd("HMGET")
+                        .arg(key)
+                        .arg("w")
+                        .arg("cur")
+                        .arg("prev")
+                        .take(),
+                    _ => builtin.state_command(key, &spec),
+                };
+                format!("{:?}", cmd.query::<redis::Value>(&mut con).unwrap())
+            };
+            assert_eq!(state(&keys.0), state(&keys.1), "{file}");
+        }
+    }
+}
+
+#[test]
+fn race_with_the_builtin_manifests_admits_what_the_builtins_admit() {
+    let out = tempfile::tempdir().unwrap();
+    let mut ctx = common::ctx(out.path());
+    ctx.limiters = BUILTIN_MANIFESTS.iter().map(|(f, _)| load(f)).collect();
+    let builtins: Vec<String> = BUILTIN_MANIFESTS
+        .iter()
+        .map(|(_, s)| format!("\"{s}\""))
+        .collect();
+    ctx.sets = vec![
+        ("configs".into(), r#"["1x1", "1x8", "4x8"]"#.into()),
+        ("trials".into(), "1".into()),
+        ("strategies".into(), format!("[{}]", builtins.join(", "))),
+    ];
+    let dir = find("race").unwrap().run(&ctx).expect("race runs");
+    let rows: Vec<ratelab::experiments::race::RaceRow> =
+        ratelab::analysis::table::read_typed(&dir.join("race.csv")).unwrap();
+    let matrix: Vec<_> = rows.iter().filter(|r| r.scenario == "matrix").collect();
+    for &(file, builtin) in BUILTIN_MANIFESTS {
+        let custom = ctx
+            .limiters
+            .iter()
+            .find(|s| s.reference() == builtin)
+            .unwrap();
+        for config in ["1x1", "1x8", "4x8"] {
+            let at = |s: Strategy| {
+                (matrix.iter())
+                    .find(|r| {
+                        r.strategy == s && format!("{}x{}", r.processes, r.in_flight) == config
+                    })
+                    .map(|r| (r.admitted, r.denied, r.errors))
+            };
+            assert!(at(builtin).is_some(), "{builtin} at {config}");
+            assert_eq!(at(*custom), at(builtin), "{file} at {config}");
+            assert_eq!(at(builtin).unwrap().0, 100, "{builtin} at {config}");
+        }
+    }
+    let meta = std::fs::read_to_string(dir.join("meta.json")).unwrap();
+    assert!(
+        meta.contains("custom limiter ratelab-bucket"),
+        "the probe is noted: {meta}"
+    );
+}
+
+/// A manifest written into a temp dir beside a script.
+fn broken(dir: &Path, name: &str, script: &str, allowed: &str) -> CustomLimiter {
+    std::fs::write(dir.join(format!("{name}.lua")), script).unwrap();
+    let text = format!(
+        "name = \"{name}\"\nalgorithm = \"token-bucket\"\nscript = \"{name}.lua\"\nkeys = [\"{{key}}\"]\n\
+         args = [\"{{limit}}\"]\nallowed = \"{allowed}\"\n"
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap();
+    custom::load(&path).unwrap()
+}
+
+#[test]
+fn a_reply_that_does_not_fit_and_a_failing_script_are_refused_before_any_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let cases = [
+        (
+            broken(tmp.path(), "short-reply", "return {1, 2}", "element 3 == 1"),
+            vec![
+                "short-reply.toml line 6",
+                "no element 3",
+                "[(integer) 1, (integer) 2]",
+            ],
+        ),
+        (
+            broken(
+                tmp.path(),
+                "erroring",
+                "return redis.call('NOSUCHCOMMAND')",
+                "reply == 1",
+            ),
+            vec![
+                "erroring.toml",
+                "probe call 1",
+                "Unknown Redis command",
+                "erroring.lua",
+            ],
+        ),
+        (
+            broken(tmp.path(), "inverted", "return {1}", "element 0 == 0"),
+            vec![
+                "inverted.toml line 6",
+                "first call on a fresh key was read as denied",
+            ],
+        ),
+    ];
+    for (limiter, needles) in cases {
+        let mut ctx = common::ctx(&out);
+        ctx.limiters = vec![custom::register(limiter)];
+        ctx.sets = vec![("trials".into(), "1".into())];
+        let err = find("race").unwrap().run(&ctx).unwrap_err();
+        assert!(matches!(err, ExperimentError::Manifest(_)), "{err}");
+        let text = err.to_string();
+        for needle in needles {
+            assert!(text.contains(needle), "`{needle}` missing from: {text}");
+        }
+        assert!(!out.join("race").exists(), "no partial results: {text}");
+    }
+}
+
+#[test]
+fn experiments_that_do_not_take_custom_limiters_say_which_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut ctx = common::ctx(tmp.path());
+    ctx.limiters = vec![load("incr-inside.toml")];
+    let err = find("memory").unwrap().prepare(&ctx).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("does not take --limiter; these do: race"),
+        "{err}"
+    );
+}
