@@ -53,6 +53,16 @@ struct Judged<'a> {
 /// Writes `dir/REPORT.md` (the verdicts first, then per experiment its setup, summary and claims)
 /// and `dir/claims.csv` (one row per claim).
 pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, AnalysisError> {
+    write_report_with(dir, sections, "")
+}
+
+/// [`write_report`] with `after_verdicts` (markdown: the custom limiters' table) placed after
+/// the verdicts and before the experiments.
+pub fn write_report_with(
+    dir: &Path,
+    sections: &[Section],
+    after_verdicts: &str,
+) -> Result<PathBuf, AnalysisError> {
     if !dir.is_dir() {
         return Err(AnalysisError::NotResults(dir.to_path_buf()));
     }
@@ -151,6 +161,7 @@ pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, Analysi
         }
     }
     out.push_str(&verdict_summary(&judged, &machine));
+    out.push_str(after_verdicts);
     out.push_str(&body);
     let io = |path: &Path| {
         let path = path.to_path_buf();

@@ -3,6 +3,7 @@
 //! run's keys whatever happened, then write meta.json and move the results into place.
 
 use super::error::{ExperimentError, Phase, PhaseError};
+use super::limiters::LimiterRow;
 use super::params::{self, ParamError};
 use super::registry::Definition;
 use crate::context::Ctx;
@@ -170,8 +171,14 @@ pub fn run<D: Definition>(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
     let probes = probes?;
     cleaned.phase(|| "deleting the probes' keys".into())?;
     let mut run = RunRecord::begin(ctx, D::ID, &table, redis)?;
-    for note in probes {
-        run.note(note);
+    if !probes.is_empty() {
+        let mut sink = run
+            .staging
+            .csv::<LimiterRow>(super::limiters::LIMITERS_CSV)?;
+        for (row, note) in probes {
+            sink.write(&row)?;
+            run.note(note);
+        }
     }
     // The parameter file as this build ran it, beside the rows: a published dataset carries it.
     run.staging.write_text(EXPERIMENT_TOML, D::TOML)?;
@@ -194,12 +201,12 @@ pub fn run<D: Definition>(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
 }
 
 /// Calls every custom limiter on a fresh key of the run before any measurement (see
-/// [`crate::limiter::custom::probe`]) and returns a note per limiter on what the probe saw.
+/// [`crate::limiter::custom::probe`]): its row of `limiters.csv` and a note on what the probe saw.
 fn probe_limiters(
     ctx: &Ctx,
     target: &Target,
     prefix: &str,
-) -> Result<Vec<String>, ExperimentError> {
+) -> Result<Vec<(LimiterRow, String)>, ExperimentError> {
     if ctx.limiters.is_empty() {
         return Ok(Vec::new());
     }
@@ -208,8 +215,14 @@ fn probe_limiters(
         .build()
         .phase(|| "starting a runtime to probe custom limiters".into())?;
     let url = target.url();
-    let mut notes = Vec::new();
+    let mut out = Vec::new();
     for &limiter in &ctx.limiters {
+        let Strategy::Custom(name) = limiter else {
+            continue;
+        };
+        let Some(d) = name.definition() else {
+            continue;
+        };
         let key = format!("{prefix}probe:{limiter}");
         let probe = runtime.block_on(async {
             let client = redis::Client::open(url.as_str())?;
@@ -217,26 +230,31 @@ fn probe_limiters(
             Ok::<_, redis::RedisError>(crate::limiter::custom::probe(&mut con, limiter, &key).await)
         });
         let probe = probe.phase(|| format!("connecting to probe custom limiter {limiter}"))??;
-
-        let definition = match limiter {
-            crate::limiter::Strategy::Custom(name) => name.definition(),
-            _ => None,
+        let note = format!(
+            "custom limiter {limiter} ({}, {}, reference {}): probed before the run, it admitted {} of {} \
+             calls made one at a time on a fresh key with {{limit}} = {}",
+            d.manifest,
+            d.algorithm.name(),
+            d.algorithm.reference(),
+            probe.admitted,
+            probe.calls,
+            probe.limit
+        );
+        let row = LimiterRow {
+            strategy: limiter,
+            algorithm: d.algorithm,
+            reference: d.algorithm.reference(),
+            manifest: d.manifest.clone(),
+            script: d.script.clone(),
+            invocation: d.mode.invocation().to_string(),
+            caller_clock: d.uses_caller_clock(),
+            probe_calls: probe.calls,
+            probe_admitted: probe.admitted,
+            probe_limit: probe.limit,
         };
-        let origin = definition.map_or_else(String::new, |d| {
-            format!(
-                " ({}, {}, reference {})",
-                d.manifest,
-                d.algorithm.name(),
-                d.algorithm.reference()
-            )
-        });
-        notes.push(format!(
-            "custom limiter {limiter}{origin}: probed before the run, it admitted {} of {} calls \
-             made one at a time on a fresh key with {{limit}} = {}",
-            probe.admitted, probe.calls, probe.limit
-        ));
+        out.push((row, note));
     }
-    Ok(notes)
+    Ok(out)
 }
 
 /// A run with failed checks is not a measurement: a dead server is reported with its log,
