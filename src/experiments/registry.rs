@@ -110,7 +110,9 @@ impl<D: Definition> Experiment for D {
     fn tables(&self) -> Vec<Table> {
         let mut tables = D::tables();
         if D::TAKES_LIMITERS {
-            tables.push(Table::of::<limiters::LimiterRow>(limiters::LIMITERS_CSV));
+            tables.push(Table::of_custom_limiters::<limiters::LimiterRow>(
+                limiters::LIMITERS_CSV,
+            ));
         }
         tables
     }

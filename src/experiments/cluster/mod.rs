@@ -59,7 +59,7 @@ impl Definition for Cluster {
             Table::of::<BucketRow>("bucket.csv"),
             Table::of::<SetupRow>("setup.csv"),
             Table::of::<PhaseRow>("phases.csv"),
-            Table::of::<CustomBucketRow>("custom.csv"),
+            Table::of_custom_limiters::<CustomBucketRow>("custom.csv"),
         ]
     }
 }

@@ -222,12 +222,13 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         }
         let failed = mine.iter().filter(|r| r.errors > 0).count();
         let non_local = mine.iter().filter(|r| r.non_local_key == 1).count();
-        let worst = (mine.iter())
-            .map(|r| r.admitted as f64 / r.limit.max(1) as f64)
-            .fold(0.0, f64::max);
+        let most = mine.iter().max_by_key(|r| r.admitted);
+        let admitted = most.map_or(String::new(), |r| {
+            limiters::ratio(r.admitted as f64, r.limit as f64, "over-admits")
+        });
         let value = match failed {
             0 => format!(
-                "safe: 0 of {} users fail, most admitted / limit {worst:.2}",
+                "0 of {} users fail; most admitted / limit {admitted}",
                 mine.len()
             ),
             n if non_local == n => format!("fails for {n} of {} users (non local key)", mine.len()),

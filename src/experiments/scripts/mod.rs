@@ -66,7 +66,7 @@ impl Definition for Scripts {
             Table::of::<CostRow>("cost.csv"),
             Table::of::<FlushRow>("flush.csv"),
             Table::of::<SurvivalRow>("survival.csv"),
-            Table::of::<CustomSurvivalRow>("survival_custom.csv"),
+            Table::of_custom_limiters::<CustomSurvivalRow>("survival_custom.csv"),
         ]
     }
 }

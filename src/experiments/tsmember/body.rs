@@ -122,8 +122,12 @@ fn write_custom(
     let Some(d) = name.definition() else {
         return Ok(());
     };
-    // Over the whole run as measured (its last replies included): a generous span for the ideal.
-    let span_ms = row.duration_s.max(p.duration_s) * 1000.0;
+    // Decisions are made until the last reply: the schedule, plus the slowest request's latency
+    // from its intended start (flat out, the measured run), so the ideal never undercounts.
+    let span_ms = match one.rate {
+        Some(_) => p.duration_s * 1000.0 + row.max_us / 1000.0,
+        None => row.duration_s * 1000.0,
+    };
     let ideal = limiters::most_admitted(d.algorithm, one.limit, p.window_ms, 0.0, span_ms);
     if let Some(sink) = sink {
         sink.write(&CustomRow::of(

@@ -49,7 +49,7 @@ impl Definition for Tsmember {
     fn tables() -> Vec<Table> {
         vec![
             Table::of::<TsmemberRow>("tsmember.csv"),
-            Table::of::<CustomRow>("tsmember_custom.csv"),
+            Table::of_custom_limiters::<CustomRow>("tsmember_custom.csv"),
         ]
     }
 }
