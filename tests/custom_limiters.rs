@@ -520,3 +520,18 @@ fn the_binary_runs_a_manifest_and_refuses_a_broken_one_or_an_experiment_without_
         "{err}"
     );
 }
+
+#[test]
+fn a_function_library_is_never_loaded_into_a_users_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut ctx = common::ctx(tmp.path());
+    ctx.redis_url = Some("redis://127.0.0.1:1/".into());
+    ctx.limiters = vec![load("gcra-time.toml")];
+    let err = find("race").unwrap().prepare(&ctx).unwrap_err().to_string();
+    assert!(
+        err.contains("gcra-time is called with FCALL") && err.contains("--redis-url"),
+        "{err}"
+    );
+    ctx.limiters = vec![load("incr-inside.toml")];
+    assert!(find("race").unwrap().prepare(&ctx).is_ok());
+}

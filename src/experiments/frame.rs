@@ -139,6 +139,26 @@ pub fn prepare<D: Definition>(ctx: &Ctx) -> Result<(D::Params, toml::Table), Exp
             takers: takers.join(", "),
         });
     }
+    // FUNCTION LOAD would leave a library in a server that is not ratelab's, outside its keys.
+    if ctx.redis_url.is_some() {
+        let fcall = (ctx.limiters.iter())
+            .filter_map(|l| match l {
+                Strategy::Custom(name) => name.definition(),
+                _ => None,
+            })
+            .find(|d| d.mode == crate::limiter::custom::Mode::Fcall);
+        if let Some(d) = fcall {
+            return Err(ExperimentError::Manifest(crate::limiter::custom::ManifestError {
+                manifest: d.manifest,
+                line: None,
+                message: format!(
+                    "{} is called with FCALL: loading its library would write into a server ratelab does \
+                     not own (--redis-url); run it on a server ratelab starts",
+                    d.name
+                ),
+            }));
+        }
+    }
     D::precondition()?;
     Ok((params, table))
 }
