@@ -11,9 +11,15 @@ use std::path::{Path, PathBuf};
 pub fn execute(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::List => list(),
-        Command::Run { id, run, sets } => {
+        Command::Run {
+            id,
+            run,
+            sets,
+            limiters,
+        } => {
             let experiment = experiments::find(&id)?;
-            let ctx = run.into_ctx(&sets)?;
+            let mut ctx = run.into_ctx(&sets)?;
+            ctx.limiters = crate::cli::load_limiters(&limiters)?;
             experiment.prepare(&ctx)?;
             pin_harness(&ctx);
             let dir = experiment

@@ -27,6 +27,10 @@ pub enum Command {
         /// Override a parameter: --set name=value (repeatable).
         #[arg(long = "set", value_name = "NAME=VALUE")]
         sets: Vec<String>,
+        /// Run your own Lua limiter beside the built-in strategies: a manifest (TOML) beside
+        /// its .lua file, see examples/limiters/ (repeatable).
+        #[arg(long = "limiter", value_name = "MANIFEST")]
+        limiters: Vec<PathBuf>,
     },
     /// Run every experiment, then draw the charts and write the report.
     All {
@@ -87,6 +91,27 @@ pub struct RunArgs {
     /// Never draw progress bars.
     #[arg(long)]
     pub quiet: bool,
+}
+
+/// Reads, checks and registers every `--limiter` manifest; two of one name are refused.
+pub fn load_limiters(paths: &[PathBuf]) -> anyhow::Result<Vec<crate::limiter::Strategy>> {
+    let mut loaded: Vec<crate::limiter::custom::CustomLimiter> = Vec::new();
+    for path in paths {
+        let limiter = crate::limiter::custom::load(path)?;
+        if let Some(first) = loaded.iter().find(|l| l.name == limiter.name) {
+            anyhow::bail!(
+                "limiter manifests {} and {} both name their limiter `{}`: names must differ",
+                first.manifest,
+                limiter.manifest,
+                limiter.name
+            );
+        }
+        loaded.push(limiter);
+    }
+    Ok(loaded
+        .into_iter()
+        .map(crate::limiter::custom::register)
+        .collect())
 }
 
 impl RunArgs {

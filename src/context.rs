@@ -48,6 +48,9 @@ pub struct Ctx {
     pub timeouts: ClientTimeouts,
     /// Show progress bars (a terminal, not CI).
     pub progress: bool,
+    /// Custom limiters (`--limiter`), loaded and registered, run beside the built-in strategies
+    /// by the experiments that take them.
+    pub limiters: Vec<crate::limiter::Strategy>,
 }
 
 impl Ctx {
@@ -64,6 +67,7 @@ impl Ctx {
             seed: 0x5eed,
             timeouts: ClientTimeouts::default(),
             progress: false,
+            limiters: Vec::new(),
         }
     }
 

@@ -10,7 +10,8 @@
 //!   (CONFIG, MEMORY USAGE, OBJECT ENCODING); `--redis-url`; what meta.json says of a server;
 //!   deleting this run's keys by prefix.
 //! - [`limiter`]: one file per strategy; Lua in `limiter/lua/*.lua`; the single-key scripts also
-//!   on any async connection (a cluster client's).
+//!   on any async connection (a cluster client's); `limiter::custom`: a user's Lua limiter from a
+//!   TOML manifest (`--limiter`), probed before a run and named in results by its manifest.
 //! - [`store`]: the resilient client of seed 000: per-check budget, fail-open | fail-closed,
 //!   degraded answers counted apart, no offline queue, circuit breaker.
 //! - [`fault`]: what breaks Redis on purpose (kill, restart, SIGSTOP) and the guard that always
@@ -23,7 +24,8 @@
 //!   sysinfo, MONITOR.
 //! - [`experiments`]: one module per experiment, each a `Definition` (id, TOML, Params,
 //!   precondition, row types, body, charts, summary) listed once in `experiments::registry`;
-//!   the frame every body runs in (`Session`).
+//!   the frame every body runs in (`Session`); `experiments::limiters`: the custom limiters a
+//!   run recorded and the verdict table REPORT.md gives them.
 //! - [`charts`]: SVG and PNG charts drawn from the CSVs alone; knows chart kinds, not experiments.
 //! - [`analysis`]: summary tables, claims judged and REPORT.md from the CSVs alone; knows
 //!   judgements, not experiments (the caller hands it one `Section` per experiment).

@@ -26,6 +26,10 @@ fn every_reference_csv_has_exactly_its_row_types_columns() {
     for e in experiments::ALL {
         for table in e.tables() {
             let path = reference().join(e.id()).join(table.file);
+            // The reference run has no custom limiters (`--limiter`).
+            if table.custom_limiters_only && !path.exists() {
+                continue;
+            }
             let found = header(&path);
             let found: Vec<&str> = found.iter().map(String::as_str).collect();
             if let Err(why) = table.check_header(&found) {

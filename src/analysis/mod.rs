@@ -55,6 +55,16 @@ struct Judged<'a> {
 /// `dir/REPORT.html` (the same, one page with the charts inline) and `dir/claims.csv` (one row per
 /// claim).
 pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, AnalysisError> {
+    write_report_with(dir, sections, "")
+}
+
+/// [`write_report`] with `after_verdicts` (markdown: the custom limiters' table) placed after
+/// the verdicts and before the experiments.
+pub fn write_report_with(
+    dir: &Path,
+    sections: &[Section],
+    after_verdicts: &str,
+) -> Result<PathBuf, AnalysisError> {
     if !dir.is_dir() {
         return Err(AnalysisError::NotResults(dir.to_path_buf()));
     }
@@ -153,6 +163,7 @@ pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, Analysi
         }
     }
     out.push_str(&verdict_summary(&judged, &machine));
+    out.push_str(after_verdicts);
     out.push_str(&body);
     let page = html::render(&out, dir)?;
     write_atomically(&dir.join("claims.csv"), &claims_csv(&judged))?;

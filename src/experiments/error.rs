@@ -20,6 +20,10 @@ pub enum ExperimentError {
     Failed { phase: String, source: PhaseError },
     #[error("recording results: {0}")]
     Record(#[from] RecordError),
+    #[error("experiment `{id}` does not take --limiter; these do: {takers}")]
+    NoCustomLimiters { id: &'static str, takers: String },
+    #[error(transparent)]
+    Manifest(#[from] crate::limiter::custom::ManifestError),
 }
 
 /// The cause of a failed phase.
@@ -35,6 +39,8 @@ pub enum PhaseError {
     Redis(#[from] redis::RedisError),
     #[error("{0}")]
     Invalid(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
 }
 
 /// Attaches the phase ("starting redis", "trial 3 of naive-bucket 1x2") to an error.

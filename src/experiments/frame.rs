@@ -3,9 +3,11 @@
 //! run's keys whatever happened, then write meta.json and move the results into place.
 
 use super::error::{ExperimentError, Phase, PhaseError};
+use super::limiters::LimiterRow;
 use super::params::{self, ParamError};
 use super::registry::Definition;
 use crate::context::Ctx;
+use crate::limiter::Strategy;
 use crate::load::{CheckTally, ClosedLoop, OpenLoop, OpenSpec, WorkerSpec};
 use crate::record::{CsvSink, RunRecord};
 use crate::server::{ServerError, ServerOptions, Target};
@@ -48,6 +50,18 @@ impl<'a> Session<'a> {
     /// A key of this run: the prefix and `suffix`.
     pub fn key(&self, suffix: impl std::fmt::Display) -> String {
         format!("{}{suffix}", self.prefix)
+    }
+
+    /// `builtins` followed by the run's custom limiters (`--limiter`), each once: the strategies
+    /// an experiment that takes custom limiters runs.
+    pub fn with_limiters(&self, builtins: &[Strategy]) -> Vec<Strategy> {
+        let mut all = builtins.to_vec();
+        for &custom in &self.ctx.limiters {
+            if !all.contains(&custom) {
+                all.push(custom);
+            }
+        }
+        all
     }
 
     /// A progress bar labelled with the experiment, on a terminal only.
@@ -124,6 +138,36 @@ pub fn prepare<D: Definition>(ctx: &Ctx) -> Result<(D::Params, toml::Table), Exp
     if let (Some(why), Some(_)) = (D::MUST_OWN_SERVER, &ctx.redis_url) {
         return Err(ExperimentError::MustOwnServer { id: D::ID, why });
     }
+    if !ctx.limiters.is_empty() && !D::TAKES_LIMITERS {
+        let takers: Vec<&str> = (super::ALL.iter())
+            .filter(|e| e.takes_limiters())
+            .map(|e| e.id())
+            .collect();
+        return Err(ExperimentError::NoCustomLimiters {
+            id: D::ID,
+            takers: takers.join(", "),
+        });
+    }
+    // FUNCTION LOAD would leave a library in a server that is not ratelab's, outside its keys.
+    if ctx.redis_url.is_some() {
+        let fcall = (ctx.limiters.iter())
+            .filter_map(|l| match l {
+                Strategy::Custom(name) => name.definition(),
+                _ => None,
+            })
+            .find(|d| d.mode == crate::limiter::custom::Mode::Fcall);
+        if let Some(d) = fcall {
+            return Err(ExperimentError::Manifest(crate::limiter::custom::ManifestError {
+                manifest: d.manifest,
+                line: None,
+                message: format!(
+                    "{} is called with FCALL: loading its library would write into a server ratelab does \
+                     not own (--redis-url); run it on a server ratelab starts",
+                    d.name
+                ),
+            }));
+        }
+    }
     D::precondition()?;
     Ok((params, table))
 }
@@ -144,18 +188,32 @@ pub fn run<D: Definition>(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
     let redis = target
         .describe()
         .phase(|| "reading the server's INFO and CONFIG".into())?;
-    let mut run = RunRecord::begin(ctx, D::ID, &table, redis)?;
-    // The parameter file as this build ran it, beside the rows: a published dataset carries it.
-    run.staging.write_text(EXPERIMENT_TOML, D::TOML)?;
-    for note in &info.notes {
-        run.note(params::fill_in(note, &table));
-    }
     let prefix = format!(
         "ratelab:{}:{:x}:{}:",
         D::ID,
         crate::limiter::unix_ms(),
         std::process::id()
     );
+    // Before anything is recorded: a manifest that cannot work leaves no partial results.
+    let probes = probe_limiters(ctx, &target, &prefix);
+    let cleaned = target.delete_keys_with_prefix(&prefix);
+    let probes = probes?;
+    cleaned.phase(|| "deleting the probes' keys".into())?;
+    let mut run = RunRecord::begin(ctx, D::ID, &table, redis)?;
+    if !probes.is_empty() {
+        let mut sink = run
+            .staging
+            .csv::<LimiterRow>(super::limiters::LIMITERS_CSV)?;
+        for (row, note) in probes {
+            sink.write(&row)?;
+            run.note(note);
+        }
+    }
+    // The parameter file as this build ran it, beside the rows: a published dataset carries it.
+    run.staging.write_text(EXPERIMENT_TOML, D::TOML)?;
+    for note in &info.notes {
+        run.note(params::fill_in(note, &table));
+    }
     let mut session = Session {
         ctx,
         target,
@@ -169,6 +227,63 @@ pub fn run<D: Definition>(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
     outcome?;
     cleaned.phase(|| "deleting this run's keys".into())?;
     Ok(session.run.finish(ctx)?)
+}
+
+/// Calls every custom limiter on a fresh key of the run before any measurement (see
+/// [`crate::limiter::custom::probe`]): its row of `limiters.csv` and a note on what the probe saw.
+fn probe_limiters(
+    ctx: &Ctx,
+    target: &Target,
+    prefix: &str,
+) -> Result<Vec<(LimiterRow, String)>, ExperimentError> {
+    if ctx.limiters.is_empty() {
+        return Ok(Vec::new());
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .phase(|| "starting a runtime to probe custom limiters".into())?;
+    let url = target.url();
+    let mut out = Vec::new();
+    for &limiter in &ctx.limiters {
+        let Strategy::Custom(name) = limiter else {
+            continue;
+        };
+        let Some(d) = name.definition() else {
+            continue;
+        };
+        let key = format!("{prefix}probe:{limiter}");
+        let probe = runtime.block_on(async {
+            let client = redis::Client::open(url.as_str())?;
+            let mut con = client.get_multiplexed_async_connection().await?;
+            Ok::<_, redis::RedisError>(crate::limiter::custom::probe(&mut con, limiter, &key).await)
+        });
+        let probe = probe.phase(|| format!("connecting to probe custom limiter {limiter}"))??;
+        let note = format!(
+            "custom limiter {limiter} ({}, {}, reference {}): probed before the run, it admitted {} of {} \
+             calls made one at a time on a fresh key with {{limit}} = {}",
+            d.manifest,
+            d.algorithm.name(),
+            d.algorithm.reference(),
+            probe.admitted,
+            probe.calls,
+            probe.limit
+        );
+        let row = LimiterRow {
+            strategy: limiter,
+            algorithm: d.algorithm,
+            reference: d.algorithm.reference(),
+            manifest: d.manifest.clone(),
+            script: d.script.clone(),
+            invocation: d.mode.invocation().to_string(),
+            caller_clock: d.uses_caller_clock(),
+            probe_calls: probe.calls,
+            probe_admitted: probe.admitted,
+            probe_limit: probe.limit,
+        };
+        out.push((row, note));
+    }
+    Ok(out)
 }
 
 /// A run with failed checks is not a measurement: a dead server is reported with its log,

@@ -13,6 +13,7 @@ pub mod eviction;
 pub mod failover;
 pub mod frame;
 pub mod latency;
+pub mod limiters;
 pub mod measure;
 pub mod memory;
 pub mod outage;

@@ -88,7 +88,17 @@ fn parse_value(value: &str) -> toml::Value {
 }
 
 /// Resolves a profile plus overrides into the experiment's Params, and the effective table.
+/// Strategy names must be built-in ones or loaded custom limiters: a typo is an error.
 pub fn resolve<P: DeserializeOwned>(
+    experiment: &str,
+    toml_text: &str,
+    profile: Profile,
+    sets: &[(String, String)],
+) -> Result<(P, toml::Table), ParamError> {
+    crate::limiter::with_strict_names(|| resolve_names(experiment, toml_text, profile, sets))
+}
+
+fn resolve_names<P: DeserializeOwned>(
     experiment: &str,
     toml_text: &str,
     profile: Profile,

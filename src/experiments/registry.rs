@@ -7,6 +7,7 @@ use super::error::ExperimentError;
 use super::eviction;
 use super::failover;
 use super::frame::{self, Session, Validate};
+use super::limiters::{self, Verdict, Verdicts};
 use super::params::{self, ExperimentInfo, ParamError};
 use super::pods;
 use super::replication;
@@ -29,6 +30,10 @@ pub trait Definition: Sync + 'static {
     const TOML: &'static str;
     /// Why it must own the server (it signals, restarts, flushes or reconfigures it), if it must.
     const MUST_OWN_SERVER: Option<&'static str> = None;
+    /// Whether it runs custom limiters (`--limiter`) beside its built-in strategies.
+    const TAKES_LIMITERS: bool = false;
+    /// What its results say about each custom limiter, for REPORT.md's verdict table.
+    const VERDICTS: Verdicts = limiters::none;
     /// Its parameters.
     type Params: DeserializeOwned + Validate;
     /// What must hold on this machine before anything starts (a tool it runs), or why not.
@@ -62,6 +67,10 @@ pub trait Experiment: Sync {
     fn toml(&self) -> &'static str;
     /// Why it must own the server, if it must.
     fn must_own_server(&self) -> Option<&'static str>;
+    /// Whether it runs custom limiters (`--limiter`).
+    fn takes_limiters(&self) -> bool;
+    /// Its verdicts on the custom limiters in `dir`.
+    fn verdicts(&self, dir: &Path) -> Result<Vec<Verdict>, AnalysisError>;
     /// Checks the parameters and the precondition without starting anything.
     fn prepare(&self, ctx: &Ctx) -> Result<(), ExperimentError>;
     /// Runs it into `ctx.out_dir/<id>/` and returns that directory.
@@ -87,6 +96,12 @@ impl<D: Definition> Experiment for D {
     fn must_own_server(&self) -> Option<&'static str> {
         D::MUST_OWN_SERVER
     }
+    fn takes_limiters(&self) -> bool {
+        D::TAKES_LIMITERS
+    }
+    fn verdicts(&self, dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
+        (D::VERDICTS)(dir)
+    }
     fn prepare(&self, ctx: &Ctx) -> Result<(), ExperimentError> {
         frame::prepare::<D>(ctx).map(|_| ())
     }
@@ -94,7 +109,13 @@ impl<D: Definition> Experiment for D {
         frame::run::<D>(ctx)
     }
     fn tables(&self) -> Vec<Table> {
-        D::tables()
+        let mut tables = D::tables();
+        if D::TAKES_LIMITERS {
+            tables.push(Table::of_custom_limiters::<limiters::LimiterRow>(
+                limiters::LIMITERS_CSV,
+            ));
+        }
+        tables
     }
     fn charts(&self, dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
         (D::CHARTS)(dir)
@@ -181,7 +202,12 @@ pub fn write_report(
             not_run: not_run.iter().find(|n| n.0 == e.id()).map(|n| n.1.clone()),
         })
         .collect();
-    crate::analysis::write_report(results_dir, &sections)
+    // What the experiments say about custom limiters; a bad CSV leaves its cells out.
+    let verdicts: Vec<Verdict> = (ALL.iter())
+        .filter(|e| e.takes_limiters())
+        .flat_map(|e| e.verdicts(&results_dir.join(e.id())).unwrap_or_default())
+        .collect();
+    crate::analysis::write_report_with(results_dir, &sections, &limiters::table(&verdicts))
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! script is sent (EVAL, EVALSHA with or without a fallback, FCALL) is a separate choice, an
 //! [`Invocation`].
 
+pub mod custom;
 mod get;
 mod in_memory;
 mod incr_window;
@@ -26,7 +27,7 @@ pub use in_memory::InMemoryWindow;
 pub use invocation::Invocation;
 pub use library::{library, LIBRARY_NAME};
 pub use spec::{LimitSpec, LogClock, LogMember, LogVariant};
-pub use strategy::Strategy;
+pub use strategy::{with_strict_names, Strategy};
 
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
@@ -135,6 +136,9 @@ enum Prepared {
     LuaSwc(script::LuaScript),
     LuaGcra(script::LuaScript),
     Get,
+    Custom(std::sync::Arc<custom::Loaded>, script::LuaScript),
+    /// A custom limiter's name with no manifest loaded in this process: every check says so.
+    Unloaded(custom::CustomName),
 }
 
 impl Limiter {
@@ -153,6 +157,13 @@ impl Limiter {
             Strategy::LuaSwc => Prepared::LuaSwc(lua_swc::script()),
             Strategy::LuaGcra => Prepared::LuaGcra(lua_gcra::script()),
             Strategy::Get => Prepared::Get,
+            Strategy::Custom(name) => match custom::lookup(name.as_str()) {
+                Some(loaded) => {
+                    let script = loaded.script.clone();
+                    Prepared::Custom(loaded, script)
+                }
+                None => Prepared::Unloaded(name),
+            },
         };
         Limiter { spec, prepared }
     }
@@ -178,7 +189,8 @@ impl Limiter {
             | Prepared::LuaWindow(s)
             | Prepared::LuaLog(s, _)
             | Prepared::LuaSwc(s)
-            | Prepared::LuaGcra(s) => s,
+            | Prepared::LuaGcra(s)
+            | Prepared::Custom(_, s) => s,
             _ => return Err(unsupported("it has no script")),
         };
         *script = script.clone().invoked(invocation).map_err(unsupported)?;
@@ -199,6 +211,18 @@ impl Limiter {
             Prepared::LuaSwc(_) => Strategy::LuaSwc,
             Prepared::LuaGcra(_) => Strategy::LuaGcra,
             Prepared::Get => Strategy::Get,
+            Prepared::Custom(_, _) | Prepared::Unloaded(_) => self.custom_strategy(),
+        }
+    }
+
+    fn custom_strategy(&self) -> Strategy {
+        match &self.prepared {
+            Prepared::Custom(loaded, _) => match custom::CustomName::loaded(&loaded.def.name) {
+                Some(name) => Strategy::Custom(name),
+                None => Strategy::Get,
+            },
+            Prepared::Unloaded(name) => Strategy::Custom(*name),
+            _ => Strategy::Get,
         }
     }
 
@@ -208,7 +232,7 @@ impl Limiter {
     }
 
     /// The Lua source and SHA-1 of its script, if it has one: for redis-benchmark, which calls
-    /// EVALSHA itself in the calibration.
+    /// EVALSHA itself in the calibration (a custom limiter's source is its library in mode fcall).
     pub fn script(&self) -> Option<(&'static str, &str)> {
         self.lua().map(|s| (s.source(), s.hash()))
     }
@@ -230,7 +254,8 @@ impl Limiter {
             | Prepared::LuaWindow(s)
             | Prepared::LuaLog(s, _)
             | Prepared::LuaSwc(s)
-            | Prepared::LuaGcra(s) => Some(s),
+            | Prepared::LuaGcra(s)
+            | Prepared::Custom(_, s) => Some(s),
             _ => None,
         }
     }
@@ -264,6 +289,20 @@ impl Limiter {
             Prepared::LuaSwc(script) => lua_swc::check(con, script, key, spec).await,
             Prepared::LuaGcra(script) => lua_gcra::check(con, script, key, spec).await,
             Prepared::Get => plain(get::check(con, key).await),
+            Prepared::Custom(loaded, script) => custom::check(con, loaded, script, key, spec).await,
+            Prepared::Unloaded(_) => self.unloaded(),
+        }
+    }
+
+    fn unloaded(&self) -> Attempt {
+        Attempt {
+            outcome: Err(LimiterError::Unsupported {
+                strategy: self.strategy(),
+                invocation: self.invocation(),
+                why: "no manifest of that name is loaded (--limiter)",
+            }),
+            round_trips: 0,
+            noscript: false,
         }
     }
 }
@@ -281,11 +320,12 @@ impl Limiter {
         match &self.prepared {
             Prepared::LuaBucket(script) => lua_bucket::check(con, script, key, spec).await,
             Prepared::LuaWindow(script) => lua_window::check(con, script, key, spec).await,
+            Prepared::Custom(loaded, script) => custom::check(con, loaded, script, key, spec).await,
             _ => Attempt {
                 outcome: Err(LimiterError::Unsupported {
                     strategy: self.strategy(),
                     invocation: self.invocation(),
-                    why: "only lua-bucket and lua-window run on any connection",
+                    why: "only lua-bucket, lua-window and custom limiters run on any connection",
                 }),
                 round_trips: 0,
                 noscript: false,

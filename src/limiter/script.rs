@@ -16,6 +16,8 @@ pub(super) struct LuaScript {
     source: &'static str,
     hash: String,
     function: Option<&'static str>,
+    /// The library that holds `function`, when it is not ratelab's own (a custom limiter's).
+    library: Option<&'static str>,
     invocation: Invocation,
 }
 
@@ -27,7 +29,19 @@ impl LuaScript {
             source,
             hash,
             function: None,
+            library: None,
             invocation: Invocation::default(),
+        }
+    }
+
+    /// `function` of the library `library` (a custom limiter in mode fcall): it can only be
+    /// called by FCALL, since the library's text is not a script EVAL could run.
+    pub(super) fn library_function(library: &'static str, function: &'static str) -> Self {
+        LuaScript {
+            function: Some(function),
+            library: Some(library),
+            invocation: Invocation::FcallLoad,
+            ..LuaScript::new(library)
         }
     }
 
@@ -43,6 +57,9 @@ impl LuaScript {
     pub(super) fn invoked(self, invocation: Invocation) -> Result<Self, &'static str> {
         if invocation.uses_function() && self.function.is_none() {
             return Err("it has no function in the ratelab library");
+        }
+        if !invocation.uses_function() && self.library.is_some() {
+            return Err("it is a function in a library: only FCALL calls it");
         }
         Ok(LuaScript { invocation, ..self })
     }
@@ -121,6 +138,20 @@ impl Call<'_> {
         }
     }
 
+    /// Runs the script and hands back its reply as Redis sent it, with the round trips and
+    /// whether Redis had lost the script on the way (a custom limiter reads the reply itself).
+    pub(super) async fn reply(
+        self,
+        con: &mut impl ConnectionLike,
+    ) -> (Result<redis::Value, RedisError>, u32, bool) {
+        let Invoked {
+            reply,
+            round_trips,
+            noscript,
+        } = self.invoke::<redis::Value>(con).await;
+        (reply, round_trips, noscript)
+    }
+
     /// Runs the script as its invocation says, falling back if that is part of it.
     async fn invoke<T: FromRedisValue>(&self, con: &mut impl ConnectionLike) -> Invoked<T> {
         let script = self.script;
@@ -157,7 +188,7 @@ impl Call<'_> {
             _ => redis::cmd("FUNCTION")
                 .arg("LOAD")
                 .arg("REPLACE")
-                .arg(library())
+                .arg(script.library.unwrap_or_else(library))
                 .query_async::<String>(con)
                 .await
                 .map(drop),

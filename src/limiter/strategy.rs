@@ -1,13 +1,13 @@
 //! The strategy names: what the command line, parameters and CSVs call each limiter.
 
+use super::custom::CustomName;
 use super::LimitSpec;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
 /// A strategy for deciding whether one request may pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Strategy {
     /// HMGET tokens, decide in the client, HSET tokens-1 (seed 000's naive bucket).
     NaiveBucket,
@@ -31,6 +31,8 @@ pub enum Strategy {
     LuaSwc,
     /// Not a limiter: a plain GET, always allowed; the scale decisions are measured against.
     Get,
+    /// A user's Lua limiter, named by its manifest (`--limiter`): see [`super::custom`].
+    Custom(CustomName),
 }
 
 impl Strategy {
@@ -63,7 +65,23 @@ impl Strategy {
             Strategy::LuaLog => "lua-log",
             Strategy::LuaSwc => "lua-swc",
             Strategy::Get => "get",
+            Strategy::Custom(name) => name.as_str(),
         }
+    }
+
+    /// The built-in strategy of the same algorithm: itself for a built-in one, the reference a
+    /// custom limiter is measured against (and whose limit semantics it shares) otherwise. A
+    /// custom name read back from a CSV, with no manifest loaded, is its own reference.
+    pub fn reference(self) -> Strategy {
+        match self {
+            Strategy::Custom(name) => name.algorithm().map_or(self, |a| a.reference()),
+            other => other,
+        }
+    }
+
+    /// Whether it is a user's limiter rather than one of ratelab's.
+    pub fn is_custom(self) -> bool {
+        matches!(self, Strategy::Custom(_))
     }
 
     /// Whether each in-flight request needs a connection of its own. WATCH state belongs to a
@@ -78,6 +96,7 @@ impl Strategy {
     /// so experiments can inspect it (MEMORY USAGE, OBJECT ENCODING) without knowing the layout.
     pub fn state_key(self, key: &str, spec: &LimitSpec) -> String {
         match self {
+            Strategy::Custom(name) => name.state_key(key, spec),
             Strategy::NaiveWindow
             | Strategy::IncrWindow
             | Strategy::LuaWindow
@@ -101,6 +120,8 @@ impl Strategy {
             Strategy::LuaSwc => redis::cmd("HGET").arg(key).arg("cur").take(),
             Strategy::LuaGcra => redis::cmd("GET").arg(key).take(),
             Strategy::Get => redis::cmd("GET").arg(key).take(),
+            // Its layout is the user's: the type of its first key says what it holds.
+            Strategy::Custom(_) => redis::cmd("TYPE").arg(self.state_key(key, spec)).take(),
         }
     }
 }
@@ -113,16 +134,58 @@ impl fmt::Display for Strategy {
 
 impl FromStr for Strategy {
     type Err = String;
+    /// A built-in name, or the name of a custom limiter this process has loaded.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Strategy::ALL
-            .iter()
-            .copied()
-            .find(|st| st.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Strategy::ALL.iter().map(|st| st.name()).collect();
-                format!("unknown strategy `{s}`; valid: {}", names.join(", "))
-            })
+        if let Some(st) = Strategy::ALL.iter().copied().find(|st| st.name() == s) {
+            return Ok(st);
+        }
+        if let Some(name) = CustomName::loaded(s) {
+            return Ok(Strategy::Custom(name));
+        }
+        let names: Vec<_> = Strategy::ALL.iter().map(|st| st.name()).collect();
+        Err(format!(
+            "unknown strategy `{s}`; valid: {}",
+            names.join(", ")
+        ))
     }
+}
+
+impl Serialize for Strategy {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Strategy {
+    /// Parameters accept only the names [`FromStr`] does (a typo is an error listing the valid
+    /// ones); CSVs and worker jobs carry custom limiters' names too, which read back as custom.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        match text.parse() {
+            Ok(strategy) => Ok(strategy),
+            Err(_) if !strict_names() => CustomName::recorded(&text)
+                .map(Strategy::Custom)
+                .map_err(serde::de::Error::custom),
+            Err(e) => Err(serde::de::Error::custom(e)),
+        }
+    }
+}
+
+thread_local! {
+    static STRICT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn strict_names() -> bool {
+    STRICT.with(|s| s.get())
+}
+
+/// Runs `f` (the reading of an experiment's parameters) accepting only built-in strategy names
+/// and loaded custom limiters, so a typo is an error rather than a custom limiter of that name.
+pub fn with_strict_names<T>(f: impl FnOnce() -> T) -> T {
+    let before = STRICT.with(|s| s.replace(true));
+    let out = f();
+    STRICT.with(|s| s.set(before));
+    out
 }
 
 #[cfg(test)]

@@ -39,6 +39,15 @@ enum Job {
     Pod(PodSpec),
 }
 
+/// The first line: the job, and the custom limiters the parent loaded (`--limiter`), which the
+/// worker registers before it reads the job, so their names resolve to their scripts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    limiters: Vec<crate::limiter::custom::CustomLimiter>,
+    job: serde_json::Value,
+}
+
 /// Splits `total` as evenly as possible over `parts` (the first ones take the remainder).
 pub fn split_checks(total: u64, parts: usize) -> Vec<u64> {
     let parts = parts.max(1) as u64;
@@ -213,7 +222,11 @@ fn spawn_worker(exe: &Path, cpus: &[usize], job: &Job) -> Result<Running, LoadEr
         .take()
         .ok_or_else(|| LoadError::Protocol("no stdout".into()))?;
     if let Some(stdin) = child.stdin.as_mut() {
-        writeln!(stdin, "{}", serde_json::to_string(job)?)?;
+        let envelope = Envelope {
+            limiters: crate::limiter::custom::loaded(),
+            job: serde_json::to_value(job)?,
+        };
+        writeln!(stdin, "{}", serde_json::to_string(&envelope)?)?;
         stdin.flush()?;
     }
     Ok(Running {
@@ -252,7 +265,11 @@ pub fn worker_main() -> Result<(), LoadError> {
             .transpose()?
             .ok_or_else(|| LoadError::Protocol("stdin closed early".into()))
     };
-    let job: Job = serde_json::from_str(&next_line()?)?;
+    let envelope: Envelope = serde_json::from_str(&next_line()?)?;
+    for limiter in envelope.limiters {
+        crate::limiter::custom::register(limiter);
+    }
+    let job: Job = serde_json::from_value(envelope.job)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

@@ -31,6 +31,8 @@ pub struct Table {
     fields: fn() -> Vec<Field>,
     /// The row type's own doc comment ("One trial."), if it has one.
     doc: fn() -> Option<&'static str>,
+    /// Written only when the run has custom limiters (`--limiter`): absent from other runs.
+    pub custom_limiters_only: bool,
 }
 
 impl PartialEq for Table {
@@ -53,6 +55,15 @@ impl Table {
                     .map(|d| d.doc)
                     .filter(|d| !d.is_empty())
             },
+            custom_limiters_only: false,
+        }
+    }
+
+    /// The table `file` of rows `R` that only a run with custom limiters writes.
+    pub fn of_custom_limiters<R: for<'de> Deserialize<'de>>(file: &'static str) -> Self {
+        Table {
+            custom_limiters_only: true,
+            ..Table::of::<R>(file)
         }
     }
 

@@ -9,7 +9,8 @@ use crate::load::WorkerSpec;
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut rows = s.csv::<AtomicRow>("atomic.csv")?;
-    let total = p.trials as usize * p.configs.len() * p.strategies.len() * p.capacities.len();
+    let strategies = s.with_limiters(&p.strategies);
+    let total = p.trials as usize * p.configs.len() * strategies.len() * p.capacities.len();
     let bar = s.progress(total as u64);
     // On a server others may use, their commands would land in the count: leave it empty.
     let own_server = s.target.is_managed();
@@ -19,7 +20,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     for trial in 0..p.trials {
         for &capacity in &p.capacities {
             for &config in &p.configs {
-                for &strategy in &p.strategies {
+                for &strategy in &strategies {
                     let what =
                         || format!("trial {trial} of {strategy} at {config}, capacity {capacity}");
                     let key = s.key(format!("{strategy}:{config}:{capacity}:{trial}"));

@@ -21,6 +21,7 @@ mod rows;
 
 pub use rows::AtomicRow;
 
+use super::limiters::Verdicts;
 use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
 use crate::limiter::Strategy;
 use crate::record::Table;
@@ -33,6 +34,8 @@ impl Definition for Atomic {
     const ID: &'static str = "atomic";
     const TOML: &'static str = include_str!("../../../experiments/atomic.toml");
     type Params = Params;
+    const TAKES_LIMITERS: bool = true;
+    const VERDICTS: Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;

@@ -1,8 +1,9 @@
 //! atomic's summary for REPORT.md.
 
 use super::AtomicRow;
-use crate::analysis::table::{summarize, Key, Stat};
+use crate::analysis::table::{read_typed, summarize, Key, Stat};
 use crate::analysis::AnalysisError;
+use crate::experiments::limiters::{self, Verdict};
 use std::path::Path;
 
 /// Admission, WATCH retries, round trips (self-reported), the commands Redis counted and Redis CPU
@@ -25,4 +26,33 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("Redis CPU µs/decision", |r| Some(r.cpu_us_per_decision)),
     ];
     summarize(&dir.join("atomic.csv"), &keys, &stats)
+}
+
+/// Exactness under contention, and Redis CPU per decision against the reference strategy in the
+/// same trials.
+pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
+    let rows: Vec<AtomicRow> = read_typed(&dir.join("atomic.csv"))?;
+    let mut out = Vec::new();
+    for l in limiters::recorded(dir)? {
+        let name = l.strategy.to_string();
+        let mine = |r: &AtomicRow| r.strategy == l.strategy;
+        let Some(worst) = limiters::max_by(&rows, mine, |r| r.admitted as f64 / r.capacity as f64)
+        else {
+            continue;
+        };
+        let value = limiters::ratio(worst.admitted as f64, worst.capacity as f64, "over-admits");
+        let under = (rows.iter().filter(|r| mine(r)))
+            .filter(|r| r.admitted + 1 < r.capacity.min(r.checks))
+            .count();
+        let under = match under {
+            0 => String::new(),
+            n => format!("; {n} trials under-admitted"),
+        };
+        out.push(Verdict {
+            limiter: name,
+            aspect: "atomic: most admitted / limit",
+            value: format!("{value} at {}x{}{under}", worst.processes, worst.in_flight),
+        });
+    }
+    Ok(out)
 }

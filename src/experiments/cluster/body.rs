@@ -3,7 +3,7 @@
 
 use super::topology::Topology;
 use super::variants::{run_phase, Window};
-use super::{bucket, BucketRow, CallRow, NodeRow, Params, PhaseRow, SetupRow};
+use super::{bucket, BucketRow, CallRow, CustomBucketRow, NodeRow, Params, PhaseRow, SetupRow};
 use crate::experiments::{ExperimentError, Phase, Session};
 use crate::record::CsvSink;
 use crate::server::{ClusterOptions, RedisCluster, ServerOptions, SlotMap, Target};
@@ -14,6 +14,8 @@ struct Sinks {
     calls: CsvSink<CallRow>,
     nodes: CsvSink<NodeRow>,
     bucket: CsvSink<BucketRow>,
+    /// Custom limiters' users, when the run has any.
+    custom: Option<CsvSink<CustomBucketRow>>,
     setup: CsvSink<SetupRow>,
     phases: CsvSink<PhaseRow>,
 }
@@ -23,6 +25,10 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         calls: s.csv("cluster.csv")?,
         nodes: s.csv("nodes.csv")?,
         bucket: s.csv("bucket.csv")?,
+        custom: match s.ctx.limiters.is_empty() {
+            true => None,
+            false => Some(s.csv("custom.csv")?),
+        },
         setup: s.csv("setup.csv")?,
         phases: s.csv("phases.csv")?,
     };
@@ -236,6 +242,23 @@ fn bucket_phase(
         calls: rows.iter().map(|r| r.requests).sum(),
         took_ms: ms(started.elapsed()),
     })?;
+    // Custom limiters the same way: every user's key where its manifest declares it.
+    for &strategy in &s.ctx.limiters {
+        let what = || {
+            format!(
+                "custom limiter {strategy} on {} users through the cluster",
+                p.bucket_users
+            )
+        };
+        let prefix = format!("{}{strategy}:", s.prefix);
+        let rows =
+            bucket::run_strategy(topology, p, &prefix, s.ctx.timeouts, strategy).phase(what)?;
+        if let Some(sink) = sinks.custom.as_mut() {
+            for row in &rows {
+                sink.write(&CustomBucketRow::of(strategy, row))?;
+            }
+        }
+    }
     Ok(())
 }
 

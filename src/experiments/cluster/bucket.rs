@@ -29,8 +29,26 @@ pub(super) fn run(
     prefix: &str,
     timeouts: ClientTimeouts,
 ) -> Result<Vec<BucketRow>, PhaseError> {
+    run_strategy(
+        topology,
+        p,
+        &format!("{prefix}bucket:"),
+        timeouts,
+        Strategy::LuaBucket,
+    )
+}
+
+/// The same checks with any strategy that runs on a cluster connection (a custom limiter: its
+/// keys as its manifest declares them, so an undeclared one fails where it lives elsewhere).
+pub(super) fn run_strategy(
+    topology: &Topology,
+    p: &Params,
+    prefix: &str,
+    timeouts: ClientTimeouts,
+    strategy: Strategy,
+) -> Result<Vec<BucketRow>, PhaseError> {
     let keys: Vec<String> = (0..p.bucket_users)
-        .map(|u| format!("{prefix}bucket:user:{u}"))
+        .map(|u| format!("{prefix}user:{u}"))
         .collect();
     let urls: Vec<String> = topology
         .addresses()
@@ -43,10 +61,13 @@ pub(super) fn run(
         .retries(RETRIES)
         .build()?;
     let limiter = Limiter::new(
-        Strategy::LuaBucket,
+        strategy,
         LimitSpec {
             capacity: p.bucket_capacity,
             refill_per_sec: 0.0,
+            // Window strategies never roll over during the phase: the limit is exact.
+            window_ms: 600_000,
+            window_origin_ms: crate::limiter::unix_ms(),
             ..LimitSpec::default()
         },
     );

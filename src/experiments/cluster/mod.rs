@@ -29,9 +29,10 @@ mod rows;
 mod topology;
 mod variants;
 
-pub use rows::{BucketRow, CallRow, NodeRow, PhaseRow, SetupRow};
+pub use rows::{BucketRow, CallRow, CustomBucketRow, NodeRow, PhaseRow, SetupRow};
 pub use variants::Variant;
 
+use super::limiters::Verdicts;
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::record::Table;
 use crate::server::SLOTS;
@@ -44,6 +45,8 @@ impl Definition for Cluster {
     const ID: &'static str = "cluster";
     const TOML: &'static str = include_str!("../../../experiments/cluster.toml");
     type Params = Params;
+    const TAKES_LIMITERS: bool = true;
+    const VERDICTS: Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
@@ -56,6 +59,7 @@ impl Definition for Cluster {
             Table::of::<BucketRow>("bucket.csv"),
             Table::of::<SetupRow>("setup.csv"),
             Table::of::<PhaseRow>("phases.csv"),
+            Table::of_custom_limiters::<CustomBucketRow>("custom.csv"),
         ]
     }
 }

@@ -2,9 +2,10 @@
 //! and whether the failures are exactly the users placement predicts (each exception listed), the
 //! server's error texts, who changed at the reshard, the bucket, the set-up times, skipped phases.
 
-use super::{BucketRow, CallRow, PhaseRow, SetupRow};
+use super::{BucketRow, CallRow, CustomBucketRow, PhaseRow, SetupRow};
 use crate::analysis::table::{read_typed, short, summarize, summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
+use crate::experiments::limiters::{self, Verdict};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
@@ -49,6 +50,24 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
             ("errors", |r| Some(r.errors as f64)),
         ];
         out.push_str(&summarize(&bucket, &keys, &stats)?);
+    }
+    let custom = dir.join("custom.csv");
+    if custom.is_file() {
+        out.push_str(
+            "\nCustom limiters through the cluster (one row per user; keys as declared):\n\n",
+        );
+        let keys: [Key<CustomBucketRow>; 2] = [
+            ("custom limiter", |r| r.strategy.to_string()),
+            ("node", |r| r.node.clone()),
+        ];
+        let stats: [Stat<CustomBucketRow>; 5] = [
+            ("limit", |r| Some(r.limit as f64)),
+            ("admitted", |r| Some(r.admitted as f64)),
+            ("failed", |r| Some(f64::from(u8::from(r.errors > 0)))),
+            ("non local key", |r| Some(f64::from(r.non_local_key))),
+            ("errors", |r| Some(r.errors as f64)),
+        ];
+        out.push_str(&summarize(&custom, &keys, &stats)?);
     }
     if !setups.is_empty() {
         out.push_str("\nCluster set-up and reshard, ms:\n\n");
@@ -184,4 +203,53 @@ fn reshard_changes(rows: &[CallRow]) -> String {
         let _ = writeln!(out, "| {variant} | {n} | {lost} | {gained} | {share} |");
     }
     out
+}
+
+/// Cluster safety: the share of each custom limiter's users whose checks failed, and why; and
+/// the most any user was admitted over the limit.
+pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
+    let path = dir.join("custom.csv");
+    if !path.is_file() {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<CustomBucketRow> = read_typed(&path)?;
+    let mut out = Vec::new();
+    for l in limiters::recorded(dir)? {
+        let mine: Vec<&CustomBucketRow> =
+            rows.iter().filter(|r| r.strategy == l.strategy).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let failed = mine.iter().filter(|r| r.errors > 0).count();
+        let non_local = mine.iter().filter(|r| r.non_local_key == 1).count();
+        let most = mine.iter().max_by_key(|r| r.admitted);
+        let admitted = most.map_or(String::new(), |r| {
+            limiters::ratio(r.admitted as f64, r.limit as f64, "over-admits")
+        });
+        let value = match failed {
+            0 => format!(
+                "0 of {} users fail; most admitted / limit {admitted}",
+                mine.len()
+            ),
+            n if non_local == n => format!("fails for {n} of {} users (non local key)", mine.len()),
+            n => {
+                let first = mine
+                    .iter()
+                    .find(|r| r.errors > 0)
+                    .map_or("", |r| r.first_error.as_str());
+                let first: String = first.chars().take(80).collect();
+                format!(
+                    "fails for {n} of {} users: {}",
+                    mine.len(),
+                    first.replace('|', "/")
+                )
+            }
+        };
+        out.push(Verdict {
+            limiter: l.strategy.to_string(),
+            aspect: "cluster: users failing",
+            value,
+        });
+    }
+    Ok(out)
 }

@@ -118,3 +118,43 @@ pub struct PhaseRow {
     pub calls: u64,
     pub took_ms: f64,
 }
+
+/// One user of a custom limiter (`--limiter`) through the cluster, checked as the bucket is.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CustomBucketRow {
+    /// The manifest's name.
+    pub strategy: crate::limiter::Strategy,
+    pub user: u64,
+    pub key: String,
+    pub slot: u16,
+    pub node: String,
+    pub requests: u64,
+    pub admitted: u64,
+    pub denied: u64,
+    pub errors: u64,
+    /// The limit; it never refills or rolls over, so at most this many may be admitted.
+    pub limit: u64,
+    /// 1 when the first error was "Script attempted to access a non local key in a cluster node".
+    pub non_local_key: u8,
+    pub first_error: String,
+}
+
+impl CustomBucketRow {
+    /// The row of `strategy` from the bucket phase's row of the same checks.
+    pub fn of(strategy: crate::limiter::Strategy, r: &BucketRow) -> Self {
+        CustomBucketRow {
+            strategy,
+            user: r.user,
+            key: r.key.clone(),
+            slot: r.slot,
+            node: r.node.clone(),
+            requests: r.requests,
+            admitted: r.admitted,
+            denied: r.denied,
+            errors: r.errors,
+            limit: r.capacity,
+            non_local_key: u8::from(r.first_error.contains(super::variants::NON_LOCAL)),
+            first_error: r.first_error.clone(),
+        }
+    }
+}

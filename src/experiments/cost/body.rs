@@ -10,7 +10,7 @@ use crate::load::{KeyChoice, Stop, WorkerSpec};
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut rows = s.csv::<CostRow>("cost.csv")?;
-    let variants = variants(p);
+    let variants = variants(p, &s.ctx.limiters);
     let bar = s.progress(p.runs as u64 * variants.len() as u64);
     let member_prefix = SplitMix64::new(s.ctx.seed, 0).next_u64() >> 16;
     for r in 0..p.runs {

@@ -29,6 +29,7 @@ mod rows;
 
 pub use rows::CostRow;
 
+use super::limiters::Verdicts;
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::limiter::{LimitSpec, Strategy};
 use crate::record::Table;
@@ -41,6 +42,8 @@ impl Definition for Cost {
     const ID: &'static str = "cost";
     const TOML: &'static str = include_str!("../../../experiments/cost.toml");
     type Params = Params;
+    const TAKES_LIMITERS: bool = true;
+    const VERDICTS: Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
@@ -99,7 +102,36 @@ impl Keys {
     }
 }
 
-fn variants(p: &Params) -> Vec<Variant> {
+/// The variants of the built-in strategies, then one per custom limiter over the same uniform
+/// keys and base limit; a custom limiter whose reference has no such variant (lua-log runs only
+/// on full logs) brings one of its reference, labelled `reference`, to be compared with.
+fn variants(p: &Params, customs: &[Strategy]) -> Vec<Variant> {
+    let mut out = builtin_variants(p);
+    let base = out.iter().find(|v| v.label.is_empty()).map(|v| v.limit);
+    let base = base.unwrap_or(LimitSpec {
+        capacity: p.capacity,
+        refill_per_sec: p.refill_per_sec,
+        window_ms: p.window_ms,
+        ..LimitSpec::default()
+    });
+    let uniform = |strategy, label: &str| Variant {
+        strategy,
+        label: label.into(),
+        limit: base,
+        keys: Keys::Uniform(p.keys),
+    };
+    for &custom in customs {
+        let reference = custom.reference();
+        let compared = |v: &Variant| v.strategy == reference && v.keys == Keys::Uniform(p.keys);
+        if reference != custom && !out.iter().any(compared) {
+            out.push(uniform(reference, "reference"));
+        }
+        out.push(uniform(custom, ""));
+    }
+    out
+}
+
+fn builtin_variants(p: &Params) -> Vec<Variant> {
     let base = LimitSpec {
         capacity: p.capacity,
         refill_per_sec: p.refill_per_sec,
@@ -168,7 +200,7 @@ mod tests {
     fn variants_expand_the_log_limits_and_hot_keys() {
         let p =
             crate::experiments::frame::resolve::<Cost>(crate::context::Profile::Full, &[]).unwrap();
-        let v = variants(&p);
+        let v = variants(&p, &[]);
         let labels: Vec<String> = v
             .iter()
             .map(|v| format!("{}{}", v.strategy, v.label))

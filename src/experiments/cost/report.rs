@@ -1,8 +1,9 @@
 //! cost's summary for REPORT.md.
 
 use super::CostRow;
-use crate::analysis::table::{summarize, Key, Stat};
+use crate::analysis::table::{read_typed, summarize, Key, Stat};
 use crate::analysis::AnalysisError;
+use crate::experiments::limiters::{self, Verdict};
 use std::path::Path;
 
 /// Throughput, Redis CPU and script time per strategy and variant.
@@ -21,4 +22,27 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("log entries/key", |r| r.log_entries_per_key),
     ];
     summarize(&dir.join("cost.csv"), &keys, &stats)
+}
+
+/// Redis CPU per decision of each custom limiter against its reference strategy's, both over the
+/// same uniform keys and limit.
+pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
+    let rows: Vec<CostRow> = read_typed(&dir.join("cost.csv"))?;
+    let mut out = Vec::new();
+    for l in limiters::recorded(dir)? {
+        let uniform = |r: &CostRow| r.variant.is_empty() || r.variant == "reference";
+        let of = |s| {
+            limiters::mean_of(
+                &rows,
+                |r| r.strategy == s && uniform(r),
+                |r| r.cpu_us_per_decision,
+            )
+        };
+        out.push(Verdict {
+            limiter: l.strategy.to_string(),
+            aspect: "Redis CPU / decision vs reference",
+            value: limiters::against_reference(of(l.strategy), of(l.reference), l.reference, "µs"),
+        });
+    }
+    Ok(out)
 }

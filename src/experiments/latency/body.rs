@@ -9,9 +9,10 @@ use crate::load::{run_closed_loop, KeyChoice, Stop, WorkerSpec};
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut rows = s.csv::<LatencyRow>("latency.csv")?;
     let mut hist_rows = s.csv::<HistRow>("latency_hist.csv")?;
-    let bar = s.progress((p.runs as usize * p.strategies.len()) as u64);
+    let strategies = s.with_limiters(&p.strategies);
+    let bar = s.progress((p.runs as usize * strategies.len()) as u64);
     for r in 0..p.runs {
-        for &strategy in &p.strategies {
+        for &strategy in &strategies {
             let what = || format!("run {r} of {strategy}");
             let limit = LimitSpec {
                 capacity: p.capacity,

@@ -19,6 +19,7 @@ mod rows;
 
 pub use rows::{HistRow, LatencyRow};
 
+use super::limiters::Verdicts;
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::limiter::Strategy;
 use crate::record::Table;
@@ -31,6 +32,8 @@ impl Definition for Latency {
     const ID: &'static str = "latency";
     const TOML: &'static str = include_str!("../../../experiments/latency.toml");
     type Params = Params;
+    const TAKES_LIMITERS: bool = true;
+    const VERDICTS: Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;

@@ -1,8 +1,9 @@
 //! latency's summary for REPORT.md.
 
 use super::LatencyRow;
-use crate::analysis::table::{summarize, Key, Stat};
+use crate::analysis::table::{read_typed, summarize, Key, Stat};
 use crate::analysis::AnalysisError;
+use crate::experiments::limiters::{self, Verdict};
 use std::path::Path;
 
 /// Percentiles per strategy.
@@ -16,4 +17,19 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("max µs", |r| Some(r.max_us)),
     ];
     summarize(&dir.join("latency.csv"), &keys, &stats)
+}
+
+/// The median latency of one check of each custom limiter against its reference strategy's.
+pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
+    let rows: Vec<LatencyRow> = read_typed(&dir.join("latency.csv"))?;
+    let mut out = Vec::new();
+    for l in limiters::recorded(dir)? {
+        let of = |s| limiters::mean_of(&rows, |r| r.strategy == s, |r| r.p50_us);
+        out.push(Verdict {
+            limiter: l.strategy.to_string(),
+            aspect: "latency p50 vs reference",
+            value: limiters::against_reference(of(l.strategy), of(l.reference), l.reference, "µs"),
+        });
+    }
+    Ok(out)
 }

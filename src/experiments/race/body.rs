@@ -9,13 +9,16 @@ use crate::record::MonitorCapture;
 /// Runs every trial, then the trace.
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut rows = s.csv::<RaceRow>("race.csv")?;
-    let matrix_trials = p.trials as u64 * (p.configs.len() * p.strategies.len()) as u64;
+    // Custom limiters run the matrix beside the built-in ones (seed 001's burst is about windows
+    // a client decides on, the trace about the naive bucket).
+    let strategies = s.with_limiters(&p.strategies);
+    let matrix_trials = p.trials as u64 * (p.configs.len() * strategies.len()) as u64;
     let burst_trials = p.trials as u64 * p.seed001_strategies.len() as u64;
     let bar = s.progress(matrix_trials + burst_trials + 1);
 
     for trial in 0..p.trials {
         for &config in &p.configs {
-            for &strategy in &p.strategies {
+            for &strategy in &strategies {
                 let trial_spec = Trial {
                     strategy,
                     config,

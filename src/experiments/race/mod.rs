@@ -20,6 +20,7 @@ mod rows;
 
 pub use rows::{RaceRow, TraceRow};
 
+use super::limiters::Verdicts;
 use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
 use crate::limiter::Strategy;
 use crate::record::Table;
@@ -32,6 +33,8 @@ impl Definition for Race {
     const ID: &'static str = "race";
     const TOML: &'static str = include_str!("../../../experiments/race.toml");
     type Params = Params;
+    const TAKES_LIMITERS: bool = true;
+    const VERDICTS: Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;

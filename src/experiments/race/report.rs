@@ -1,8 +1,9 @@
 //! race's summary for REPORT.md.
 
 use super::RaceRow;
-use crate::analysis::table::{summarize, Key, Stat};
+use crate::analysis::table::{read_typed, summarize, Key, Stat};
 use crate::analysis::AnalysisError;
+use crate::experiments::limiters::{self, Verdict};
 use std::path::Path;
 
 /// Admitted and the final state per scenario, strategy, P x F and limit.
@@ -18,4 +19,25 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("final state", |r| r.final_state.trim().parse().ok()),
     ];
     summarize(&dir.join("race.csv"), &keys, &stats)
+}
+
+/// Over-admission under concurrency: each custom limiter's most admitted in any configuration of
+/// the matrix, over the limit (refill 0, one window per trial: the limit is exact).
+pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
+    let rows: Vec<RaceRow> = read_typed(&dir.join("race.csv"))?;
+    let mut out = Vec::new();
+    for l in limiters::recorded(dir)? {
+        let mine = |r: &RaceRow| r.strategy == l.strategy && r.scenario == "matrix";
+        let Some(worst) = limiters::max_by(&rows, mine, |r| r.admitted as f64 / r.limit as f64)
+        else {
+            continue;
+        };
+        let value = limiters::ratio(worst.admitted as f64, worst.limit as f64, "over-admits");
+        out.push(Verdict {
+            limiter: l.strategy.to_string(),
+            aspect: "race: most admitted / limit",
+            value: format!("{value} at {}x{}", worst.processes, worst.in_flight),
+        });
+    }
+    Ok(out)
 }

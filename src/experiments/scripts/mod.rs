@@ -36,8 +36,9 @@ mod report;
 mod rows;
 mod survival;
 
-pub use rows::{CostRow, Event, FlushRow, SurvivalRow};
+pub use rows::{CostRow, CustomSurvivalRow, Event, FlushRow, SurvivalRow};
 
+use super::limiters::Verdicts;
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::limiter::{Invocation, LimitSpec};
 use crate::record::Table;
@@ -53,6 +54,8 @@ impl Definition for Scripts {
         "it flushes the script cache and function libraries, and restarts and replicates servers",
     );
     type Params = Params;
+    const TAKES_LIMITERS: bool = true;
+    const VERDICTS: Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
@@ -63,6 +66,7 @@ impl Definition for Scripts {
             Table::of::<CostRow>("cost.csv"),
             Table::of::<FlushRow>("flush.csv"),
             Table::of::<SurvivalRow>("survival.csv"),
+            Table::of_custom_limiters::<CustomSurvivalRow>("survival_custom.csv"),
         ]
     }
 }

@@ -1,9 +1,10 @@
 //! scripts's summary for REPORT.md: cost per mode, the survival matrix (event x mode), and the
 //! flush runs before and after the flush.
 
-use super::{CostRow, FlushRow, SurvivalRow};
+use super::{CostRow, CustomSurvivalRow, FlushRow, SurvivalRow};
 use crate::analysis::table::{read_typed, summarize, summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
+use crate::experiments::limiters::{self, Verdict};
 use crate::record::csv_text;
 use std::path::Path;
 
@@ -46,6 +47,66 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("max µs", |r| r.max_us),
     ];
     out.push_str(&summary_table(&rows, &keys, &stats));
+    let custom = dir.join("survival_custom.csv");
+    if custom.is_file() {
+        out.push_str(
+            "\nCustom limiters, each in its own mode: the first call after each event:\n\n",
+        );
+        let keys: [Key<CustomSurvivalRow>; 4] = [
+            ("custom limiter", |r| r.strategy.to_string()),
+            ("mode", |r| r.mode.to_string()),
+            ("event", |r| csv_text(&r.event)),
+            ("outcome", |r| r.first_outcome.clone()),
+        ];
+        let stats: [Stat<CustomSurvivalRow>; 3] = [
+            ("ok", |r| Some(f64::from(r.ok))),
+            ("NOSCRIPT on the way", |r| Some(f64::from(r.noscript))),
+            ("round trips", |r| Some(f64::from(r.round_trips))),
+        ];
+        out.push_str(&summarize(&custom, &keys, &stats)?);
+    }
+    Ok(out)
+}
+
+/// NOSCRIPT survival: after which events each custom limiter's first call still decided, and
+/// after which its fallback had to reload the script (a writing script is refused on a replica
+/// whatever its mode, so that event is not counted).
+pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
+    let path = dir.join("survival_custom.csv");
+    if !path.is_file() {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<CustomSurvivalRow> = read_typed(&path)?;
+    let mut out = Vec::new();
+    for l in limiters::recorded(dir)? {
+        let mine: Vec<&CustomSurvivalRow> = (rows.iter())
+            .filter(|r| r.strategy == l.strategy && r.event != super::Event::Replica)
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let names = |f: &dyn Fn(&CustomSurvivalRow) -> bool| -> Vec<String> {
+            mine.iter()
+                .filter(|r| f(r))
+                .map(|r| csv_text(&r.event))
+                .collect()
+        };
+        let failed = names(&|r| r.ok == 0);
+        let reloaded = names(&|r| r.ok == 1 && r.noscript == 1);
+        let mode = mine[0].mode;
+        let mut value = match failed.is_empty() {
+            true => format!("{mode}: survives {} of {} events", mine.len(), mine.len()),
+            false => format!("{mode}: fails after {}", failed.join(", ")),
+        };
+        if !reloaded.is_empty() {
+            value.push_str(&format!("; reloaded after {}", reloaded.join(", ")));
+        }
+        out.push(Verdict {
+            limiter: l.strategy.to_string(),
+            aspect: "NOSCRIPT survival",
+            value,
+        });
+    }
     Ok(out)
 }
 

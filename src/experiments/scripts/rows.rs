@@ -114,6 +114,26 @@ pub struct SurvivalRow {
     pub first_call_us: f64,
 }
 
+/// The first call of a custom limiter (`--limiter`) after one event, in its own invocation mode.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CustomSurvivalRow {
+    /// The manifest's name.
+    pub strategy: crate::limiter::Strategy,
+    /// Its invocation: evalsha-eval (mode evalsha) or fcall-load (mode fcall).
+    pub mode: Invocation,
+    pub event: Event,
+    /// Which server the first call went to: primary, replica, promoted replica.
+    pub called: String,
+    /// ok, noscript, readonly or error; `error` holds the error's text.
+    pub first_outcome: String,
+    pub error: String,
+    pub ok: u8,
+    /// 1 when Redis answered NOSCRIPT (or "Function not found") and the fallback decided anyway.
+    pub noscript: u8,
+    pub round_trips: u32,
+    pub first_call_us: f64,
+}
+
 #[cfg(test)]
 impl SurvivalRow {
     /// A row for the chart and report tests: the first call after `event` answered `outcome` in

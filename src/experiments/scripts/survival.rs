@@ -2,11 +2,11 @@
 //! cached and the library loaded, the event, what is left, and how the first call goes.
 
 use super::body::{bucket, bucket_script, libraries, load_scripts, script_exists};
-use super::rows::{Event, SurvivalRow};
+use super::rows::{CustomSurvivalRow, Event, SurvivalRow};
 use super::Params;
 use crate::context::Ctx;
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
-use crate::limiter::{Attempt, Invocation, Limiter, LimiterError};
+use crate::limiter::{Attempt, Invocation, Limiter, LimiterError, Strategy};
 use crate::load::ClientTimeouts;
 use crate::server::{self, Persistence, RedisServer, ServerOptions, ADMIN_TIMEOUT};
 use redis::{ErrorKind, ServerErrorKind};
@@ -30,7 +30,84 @@ pub(super) fn run(
         }
     }
     bar.finish_and_clear();
+    custom_run(s, p, rt)
+}
+
+/// Every custom limiter, in its own invocation mode, through every event: a fresh server, one
+/// decision (its fallback loads what it needs), the event, the first call after it.
+fn custom_run(
+    s: &mut Session,
+    p: &Params,
+    rt: &tokio::runtime::Runtime,
+) -> Result<(), ExperimentError> {
+    if s.ctx.limiters.is_empty() {
+        return Ok(());
+    }
+    let mut rows = s.csv::<CustomSurvivalRow>("survival_custom.csv")?;
+    for &strategy in &s.ctx.limiters {
+        for &event in &p.events {
+            let what = || {
+                format!(
+                    "survival of custom limiter {strategy} after {}",
+                    event.name()
+                )
+            };
+            rows.write(&custom_case(s.ctx, p, rt, strategy, event).phase(what)?)?;
+        }
+    }
     Ok(())
+}
+
+fn custom_case(
+    ctx: &Ctx,
+    p: &Params,
+    rt: &tokio::runtime::Runtime,
+    strategy: Strategy,
+    event: Event,
+) -> Result<CustomSurvivalRow, PhaseError> {
+    let opts = ServerOptions {
+        binary: ctx.redis_server.clone(),
+        cpus: ctx.pin.redis.clone(),
+        persistence: event.persistence(),
+        ..ServerOptions::default()
+    };
+    let mut primary = RedisServer::start(&opts)?;
+    let replica = match event.needs_replica() {
+        true => Some(RedisServer::start_replica_of(
+            &primary,
+            &ServerOptions {
+                persistence: Persistence::None,
+                ..opts.clone()
+            },
+        )?),
+        false => None,
+    };
+    let limiter = Limiter::new(strategy, p.limit());
+    let warm = rt.block_on(first_call(&primary.url(), &limiter, ctx.timeouts))?;
+    if let Err(e) = warm.1.outcome {
+        return Err(PhaseError::Invalid(format!(
+            "{strategy} fails on a fresh primary: {e}"
+        )));
+    }
+    if let Some(replica) = &replica {
+        server::wait_caught_up(&primary, replica, ADMIN_TIMEOUT)?;
+    }
+    let (called, called_name) = apply(event, &mut primary, replica.as_ref())?;
+    let (first_call_us, attempt) =
+        rt.block_on(first_call(&called.url(), &limiter, ctx.timeouts))?;
+    let (first_outcome, error) = outcome(&attempt);
+    Ok(CustomSurvivalRow {
+        strategy,
+        mode: limiter.invocation(),
+        event,
+        called: called_name.to_string(),
+        first_outcome: first_outcome.to_string(),
+        error,
+        ok: u8::from(attempt.outcome.is_ok()),
+        noscript: u8::from(attempt.noscript),
+        round_trips: attempt.round_trips,
+        first_call_us,
+    })
 }
 
 impl Event {

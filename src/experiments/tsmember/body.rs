@@ -1,10 +1,10 @@
 //! tsmember's measurement.
 
-use super::rows::TsmemberRow;
+use super::rows::{CustomRow, TsmemberRow};
 use super::runs::One;
 use super::{label, Params};
-use crate::experiments::{ExperimentError, Session};
-use crate::limiter::LogVariant;
+use crate::experiments::{limiters, ExperimentError, Session};
+use crate::limiter::{LogVariant, Strategy};
 use crate::load::rng::SplitMix64;
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
@@ -31,8 +31,14 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             .collect()
     };
     let per_rate: usize = variants.iter().map(|v| runs_of(v).len()).sum();
-    let total =
-        p.trials as usize * p.rates.len() * per_rate + p.flat_out_trials as usize * flat.len();
+    // Custom limiters replay each trial's schedule at every rate (Poisson) and run flat out.
+    let customs = s.ctx.limiters.clone();
+    let mut custom_rows = match customs.is_empty() {
+        true => None,
+        false => Some(s.csv::<CustomRow>("tsmember_custom.csv")?),
+    };
+    let total = (p.trials as usize * p.rates.len() * (per_rate + customs.len()))
+        + p.flat_out_trials as usize * (flat.len() + customs.len());
     let bar = s.progress(total as u64);
     for trial in 0..p.trials {
         for (r, &rate) in p.rates.iter().enumerate() {
@@ -41,6 +47,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             for &v in &variants {
                 for batch in runs_of(&v) {
                     let one = One {
+                        strategy: Strategy::LuaLog,
                         v,
                         rate: Some(rate),
                         batch,
@@ -53,11 +60,26 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                     bar.inc(1);
                 }
             }
+            for &strategy in &customs {
+                let one = One {
+                    strategy,
+                    v: LogVariant::default(),
+                    rate: Some(rate),
+                    batch: 1,
+                    trial,
+                    limit: p.limit,
+                    key: s.key(format!("{strategy}:{rate}:{trial}")),
+                    seed,
+                };
+                write_custom(s, p, &one, custom_rows.as_mut())?;
+                bar.inc(1);
+            }
         }
     }
     for trial in 0..p.flat_out_trials {
         for &v in &flat {
             let one = One {
+                strategy: Strategy::LuaLog,
                 v,
                 rate: None,
                 batch: 0,
@@ -69,7 +91,53 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             rows.write(&one.measure(s, p)?)?;
             bar.inc(1);
         }
+        for &strategy in &customs {
+            let one = One {
+                strategy,
+                v: LogVariant::default(),
+                rate: None,
+                batch: 0,
+                trial,
+                limit: p.flat_out_limit,
+                key: s.key(format!("{strategy}:flat:{trial}")),
+                seed: s.ctx.seed,
+            };
+            write_custom(s, p, &one, custom_rows.as_mut())?;
+            bar.inc(1);
+        }
     }
     bar.finish_and_clear();
+    Ok(())
+}
+
+/// Runs a custom limiter's `one` and writes its row.
+fn write_custom(
+    s: &mut Session,
+    p: &Params,
+    one: &One,
+    sink: Option<&mut crate::record::CsvSink<CustomRow>>,
+) -> Result<(), ExperimentError> {
+    let row = one.measure(s, p)?;
+    let Strategy::Custom(name) = one.strategy else {
+        return Ok(());
+    };
+    let Some(d) = name.definition() else {
+        return Ok(());
+    };
+    // Decisions are made until the last reply: the schedule, plus the slowest request's latency
+    // from its intended start (flat out, the measured run), so the ideal never undercounts.
+    let span_ms = match one.rate {
+        Some(_) => p.duration_s * 1000.0 + row.max_us / 1000.0,
+        None => row.duration_s * 1000.0,
+    };
+    let ideal = limiters::most_admitted(d.algorithm, one.limit, p.window_ms, 0.0, span_ms);
+    if let Some(sink) = sink {
+        sink.write(&CustomRow::of(
+            one.strategy,
+            d.uses_caller_clock(),
+            ideal,
+            &row,
+        ))?;
+    }
     Ok(())
 }

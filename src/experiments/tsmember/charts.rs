@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::TsmemberRow;
+use super::{CustomRow, TsmemberRow};
 use crate::charts::spec::{
     color, csv_name, dots, limit_line, path, tag, Axis, Chart, Layer, Marker, Plot, Range,
 };
@@ -73,10 +73,49 @@ pub(crate) fn group(rows: &[TsmemberRow]) -> Vec<Variant> {
     out
 }
 
-/// Renders `dir/tsmember.csv` into `dir/tsmember.svg` and `dir/tsmember.png`.
+/// Custom limiters' runs (`tsmember_custom.csv`) as variants of their own, each in the next
+/// colour after `colours_used`, dashed when the manifest hands the script the caller's clock.
+pub(crate) fn group_custom(rows: &[CustomRow], colours_used: usize) -> Vec<Variant> {
+    let mut names: Vec<String> = Vec::new();
+    let mut out: Vec<Variant> = Vec::new();
+    for r in rows.iter().filter(|r| r.limit > 0) {
+        let i = index_of(&mut names, r.strategy.to_string());
+        if i == out.len() {
+            out.push(Variant {
+                name: names[i].clone(),
+                member: colours_used + i,
+                caller_clock: r.caller_clock,
+                batched: false,
+                rates: Vec::new(),
+                flat_out: Vec::new(),
+            });
+        }
+        let ratio = r.admitted as f64 / r.limit as f64;
+        match r.rate.parse::<f64>() {
+            Ok(rate) if rate > 0.0 => match out[i].rates.iter_mut().find(|(x, _)| *x == rate) {
+                Some((_, trials)) => trials.push(ratio),
+                None => out[i].rates.push((rate, vec![ratio])),
+            },
+            _ if r.requests_per_s > 0.0 => out[i].flat_out.push((r.requests_per_s, ratio)),
+            _ => {}
+        }
+    }
+    for v in &mut out {
+        v.rates.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    out
+}
+
+/// Renders `dir/tsmember.csv` (and custom limiters' runs beside it) into `dir/tsmember.svg` and
+/// `dir/tsmember.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     let csv_path = dir.join(CSV_NAME);
-    let variants = group(&read_csv::<TsmemberRow>(&csv_path)?);
+    let mut variants = group(&read_csv::<TsmemberRow>(&csv_path)?);
+    let custom = dir.join("tsmember_custom.csv");
+    if custom.is_file() {
+        let colours = variants.iter().map(|v| v.member + 1).max().unwrap_or(0);
+        variants.extend(group_custom(&read_csv::<CustomRow>(&custom)?, colours));
+    }
     if variants
         .iter()
         .all(|v| v.rates.is_empty() && v.flat_out.is_empty())

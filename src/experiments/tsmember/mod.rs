@@ -24,8 +24,9 @@ mod report;
 mod rows;
 mod runs;
 
-pub use rows::TsmemberRow;
+pub use rows::{CustomRow, TsmemberRow};
 
+use super::limiters::Verdicts;
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::limiter::{LogClock, LogMember, LogVariant};
 use crate::record::Table;
@@ -38,13 +39,18 @@ impl Definition for Tsmember {
     const ID: &'static str = "tsmember";
     const TOML: &'static str = include_str!("../../../experiments/tsmember.toml");
     type Params = Params;
+    const TAKES_LIMITERS: bool = true;
+    const VERDICTS: Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
     const SUMMARY: Summarize = report::summary;
 
     fn tables() -> Vec<Table> {
-        vec![Table::of::<TsmemberRow>("tsmember.csv")]
+        vec![
+            Table::of::<TsmemberRow>("tsmember.csv"),
+            Table::of_custom_limiters::<CustomRow>("tsmember_custom.csv"),
+        ]
     }
 }
 

@@ -1,8 +1,9 @@
 //! tsmember's summary for REPORT.md.
 
-use super::TsmemberRow;
-use crate::analysis::table::{summarize, Key, Stat};
+use super::{CustomRow, TsmemberRow};
+use crate::analysis::table::{read_typed, summarize, Key, Stat};
 use crate::analysis::AnalysisError;
+use crate::experiments::limiters::{self, Verdict};
 use crate::record::csv_text;
 use std::path::Path;
 
@@ -22,5 +23,56 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("log entries", |r| Some(r.log_entries as f64)),
         ("latest start µs", |r| Some(r.max_late_us)),
     ];
-    summarize(&dir.join("tsmember.csv"), &keys, &stats)
+    let mut text = summarize(&dir.join("tsmember.csv"), &keys, &stats)?;
+    let custom = dir.join("tsmember_custom.csv");
+    if custom.is_file() {
+        let keys: [Key<CustomRow>; 4] = [
+            ("custom limiter", |r| r.strategy.to_string()),
+            ("caller's clock", |r| r.caller_clock.to_string()),
+            ("rate", |r| r.rate.clone()),
+            ("limit", |r| r.limit.to_string()),
+        ];
+        let stats: [Stat<CustomRow>; 3] = [
+            ("offered", |r| Some(r.offered as f64)),
+            ("admitted", |r| Some(r.admitted as f64)),
+            ("admitted / limit", |r| Some(r.admitted_per_limit)),
+        ];
+        text.push_str("\n\nCustom limiters on the same schedules:\n\n");
+        text.push_str(&summarize(&custom, &keys, &stats)?);
+    }
+    Ok(text)
+}
+
+/// Over-admission with colliding timestamps: each custom limiter's most admitted over what an
+/// exact limiter of its algorithm could admit in the run, at any rate or flat out.
+pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
+    let path = dir.join("tsmember_custom.csv");
+    if !path.is_file() {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<CustomRow> = read_typed(&path)?;
+    let mut out = Vec::new();
+    for l in limiters::recorded(dir)? {
+        let mine = |r: &CustomRow| r.strategy == l.strategy;
+        let Some(worst) = limiters::max_by(&rows, mine, |r| r.admitted as f64 / r.ideal.max(1.0))
+        else {
+            continue;
+        };
+        let value = limiters::ratio(worst.admitted as f64, worst.ideal, "over-admits");
+        let rate = match worst.rate.as_str() {
+            "flat-out" => "flat out".to_string(),
+            r => format!("at {r}/s"),
+        };
+        let clock = if l.caller_clock {
+            ", caller's clock"
+        } else {
+            ""
+        };
+        out.push(Verdict {
+            limiter: l.strategy.to_string(),
+            aspect: "colliding timestamps: most admitted / exact",
+            value: format!("{value} {rate}{clock}"),
+        });
+    }
+    Ok(out)
 }

@@ -1,6 +1,6 @@
 //! tsmember's CSV schema.
 
-use crate::limiter::{LogClock, LogMember};
+use crate::limiter::{LogClock, LogMember, Strategy};
 use serde::{Deserialize, Serialize};
 
 /// One run.
@@ -36,4 +36,49 @@ pub struct TsmemberRow {
     pub generator_cpu_s: f64,
     /// Requests per second: the arrival rate achieved (open loop) or the throughput (flat out).
     pub requests_per_s: f64,
+}
+
+/// One run of a custom limiter (`--limiter`) on the same schedule as the built-in variants.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CustomRow {
+    /// The manifest's name.
+    pub strategy: Strategy,
+    /// Whether its manifest hands it the caller's clock (`{now_ms}` and the like).
+    pub caller_clock: bool,
+    /// Arrival rate in requests/s, or `flat-out` for the closed loop.
+    pub rate: String,
+    pub trial: u32,
+    pub duration_s: f64,
+    pub offered: u64,
+    pub admitted: u64,
+    pub denied: u64,
+    pub limit: u64,
+    pub admitted_per_limit: f64,
+    /// The most an exact limiter of its algorithm could admit in the run's span from a fresh key.
+    pub ideal: f64,
+    pub p99_us: f64,
+    pub max_late_us: f64,
+    pub requests_per_s: f64,
+}
+
+impl CustomRow {
+    /// The custom limiter's row from the row its run would have as a built-in variant.
+    pub fn of(strategy: Strategy, caller_clock: bool, ideal: f64, r: &TsmemberRow) -> Self {
+        CustomRow {
+            strategy,
+            caller_clock,
+            rate: r.rate.clone(),
+            trial: r.trial,
+            duration_s: r.duration_s,
+            offered: r.offered,
+            admitted: r.admitted,
+            denied: r.denied,
+            limit: r.limit,
+            admitted_per_limit: r.admitted_per_limit,
+            ideal,
+            p99_us: r.p99_us,
+            max_late_us: r.max_late_us,
+            requests_per_s: r.requests_per_s,
+        }
+    }
 }

@@ -10,6 +10,8 @@ use crate::server::Target;
 
 /// One run: a variant, at an arrival rate (open loop) or flat out (`rate: None`).
 pub(super) struct One {
+    /// lua-log for the built-in variants, or a custom limiter (then `v` is unused).
+    pub strategy: Strategy,
     pub v: LogVariant,
     pub rate: Option<f64>,
     /// Requests per arrival instant (open loop): 1 is plain Poisson.
@@ -23,15 +25,17 @@ pub(super) struct One {
 
 impl One {
     fn name(&self) -> String {
+        let label = match self.strategy {
+            Strategy::LuaLog => label(self.v),
+            custom => custom.to_string(),
+        };
         match self.rate {
             Some(rate) if self.batch > 1 => format!(
                 "trial {} of {} at {rate}/s in batches of {}",
-                self.trial,
-                label(self.v),
-                self.batch
+                self.trial, label, self.batch
             ),
-            Some(rate) => format!("trial {} of {} at {rate}/s", self.trial, label(self.v)),
-            None => format!("flat-out trial {} of {}", self.trial, label(self.v)),
+            Some(rate) => format!("trial {} of {} at {rate}/s", self.trial, label),
+            None => format!("flat-out trial {} of {}", self.trial, label),
         }
     }
 
@@ -72,7 +76,7 @@ impl One {
     fn open_plan<'a>(&self, s: &Session<'a>, p: &Params, rate: f64) -> OpenLoop<'a> {
         let spec = OpenSpec {
             url: String::new(),
-            strategy: Strategy::LuaLog,
+            strategy: self.strategy,
             limit: self.limit_spec(p),
             keys: KeyChoice::One(self.key.clone()),
             arrivals: Arrivals::PoissonBatches {
@@ -97,7 +101,7 @@ impl One {
             connections: p.flat_out_clients,
             record_latency: true,
             ..WorkerSpec::new(
-                Strategy::LuaLog,
+                self.strategy,
                 self.limit_spec(p),
                 KeyChoice::One(self.key.clone()),
                 stop,
@@ -116,7 +120,11 @@ impl One {
         t: &CheckTally,
     ) -> Result<TsmemberRow, PhaseError> {
         let mut con = target.connection()?;
-        let log_entries: u64 = redis::cmd("ZCARD").arg(&self.key).query(&mut con)?;
+        // A custom limiter's layout is its own: only ratelab's log is counted.
+        let log_entries: u64 = match self.strategy {
+            Strategy::LuaLog => redis::cmd("ZCARD").arg(&self.key).query(&mut con)?,
+            _ => 0,
+        };
         let h = t.latency_histogram()?;
         let us = |ns: u64| ns as f64 / 1e3;
         let secs = t.elapsed_ns as f64 / 1e9;

@@ -12,9 +12,10 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         Redis TIME are aligned to Redis's window boundaries with it.", offset_ns as f64 / 1e6, rtt_ns as f64 / 1e6));
     let mut rows = s.csv::<WindowEdgeRow>("window-edge.csv")?;
     let mut requests = s.csv::<RequestRow>("requests.csv")?;
-    let bar = s.progress(u64::from(p.trials) * p.strategies.len() as u64);
+    let strategies = s.with_limiters(&p.strategies);
+    let bar = s.progress(u64::from(p.trials) * strategies.len() as u64);
     for trial in 0..p.trials {
-        for &strategy in &p.strategies {
+        for &strategy in &strategies {
             let what = || format!("trial {trial} of {strategy}");
             let offset = if on_caller_clock(strategy) {
                 0

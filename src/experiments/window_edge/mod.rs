@@ -23,6 +23,7 @@ mod rows;
 
 pub use rows::{RequestRow, WindowEdgeRow};
 
+use super::limiters::Verdicts;
 use super::{Body, Definition, PhaseError, Render, Summarize, Validate};
 use crate::limiter::Strategy;
 use crate::record::Table;
@@ -36,6 +37,8 @@ impl Definition for WindowEdge {
     const ID: &'static str = "window-edge";
     const TOML: &'static str = include_str!("../../../experiments/window-edge.toml");
     type Params = Params;
+    const TAKES_LIMITERS: bool = true;
+    const VERDICTS: Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
@@ -106,10 +109,17 @@ fn unix_ms_f() -> f64 {
 
 /// Whether a strategy names its windows by the caller's clock (the rest read Redis TIME).
 fn on_caller_clock(s: Strategy) -> bool {
-    matches!(
-        s,
-        Strategy::NaiveWindow | Strategy::IncrWindow | Strategy::LuaWindow | Strategy::MultiWindow
-    )
+    match s {
+        // A custom limiter is on the caller's clock when its manifest hands it the time.
+        Strategy::Custom(name) => name.definition().is_some_and(|d| d.uses_caller_clock()),
+        s => matches!(
+            s,
+            Strategy::NaiveWindow
+                | Strategy::IncrWindow
+                | Strategy::LuaWindow
+                | Strategy::MultiWindow
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! window-edge's summary for REPORT.md.
 
 use super::WindowEdgeRow;
-use crate::analysis::table::{summarize, Key, Stat};
+use crate::analysis::table::{read_typed, summarize, Key, Stat};
 use crate::analysis::AnalysisError;
+use crate::experiments::limiters::{self, Verdict};
 use std::path::Path;
 
 /// Admitted on either side of the edge and the most in any second, per strategy.
@@ -19,4 +20,32 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("smooth bound", |r| Some(r.smooth_bound)),
     ];
     summarize(&dir.join("window-edge.csv"), &keys, &stats)
+}
+
+/// The most each custom limiter admitted inside any 1-second span across the boundary, over the
+/// limit, and whether it stayed within what continuous refill could have admitted.
+pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
+    let rows: Vec<WindowEdgeRow> = read_typed(&dir.join("window-edge.csv"))?;
+    let mut out = Vec::new();
+    for l in limiters::recorded(dir)? {
+        let mine = |r: &WindowEdgeRow| r.strategy == l.strategy;
+        let Some(worst) = limiters::max_by(&rows, mine, |r| r.max_per_limit) else {
+            continue;
+        };
+        let within = worst.max_admitted_in_1s as f64 <= worst.smooth_bound + 1.0;
+        let word = match within {
+            true => "bounded by refill",
+            false => "burst at the edge",
+        };
+        out.push(Verdict {
+            limiter: l.strategy.to_string(),
+            aspect: "window edge: most in 1 s / limit",
+            value: format!(
+                "{:.2} ({word}, refill bound {:.2})",
+                worst.max_per_limit,
+                worst.smooth_bound / worst.limit as f64
+            ),
+        });
+    }
+    Ok(out)
 }

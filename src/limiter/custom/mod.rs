@@ -1,0 +1,433 @@
+//! A user's Lua limiter, run beside the built-in strategies (`--limiter MANIFEST`). The manifest
+//! ([`manifest`]) says how to call the script: KEYS and ARGV templates ([`template`]), how to read
+//! the decision from the reply ([`reply`]), which algorithm it implements (so experiments know
+//! what its limit means and which built-in strategy is its reference) and whether it is sent by
+//! EVALSHA (EVAL on NOSCRIPT) or called as a function (FUNCTION LOAD when missing).
+//!
+//! Loaded limiters are registered once per process ([`register`]) under their manifest's name,
+//! which becomes a [`Strategy::Custom`]; worker processes receive the definitions with their job.
+
+pub mod manifest;
+pub mod reply;
+pub mod template;
+
+use super::lua_log::LogMembers;
+use super::script::LuaScript;
+use super::{Attempt, Decision, Invocation, LimitSpec, LimiterError, Strategy};
+use redis::aio::ConnectionLike;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::{Arc, LazyLock, Mutex, RwLock};
+use template::{Fill, Placeholder, Template};
+
+pub use manifest::load;
+
+/// What a manifest's limit means, named by the algorithm; each has a built-in reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Algorithm {
+    /// `{limit}` tokens refilled at `{rate_per_s}` (lua-bucket).
+    TokenBucket,
+    /// `{limit}` per `{window_ms}` at a steady rate, bursts of `{limit}` (lua-gcra).
+    Gcra,
+    /// `{limit}` per fixed window of `{window_ms}` (lua-window).
+    FixedWindow,
+    /// `{limit}` in any span of `{window_ms}`, a log of requests (lua-log).
+    SlidingLog,
+    /// `{limit}` per sliding `{window_ms}`, estimated from two windows (lua-swc).
+    SlidingWindow,
+}
+
+impl Algorithm {
+    const NAMES: &'static [(&'static str, Algorithm)] = &[
+        ("token-bucket", Algorithm::TokenBucket),
+        ("gcra", Algorithm::Gcra),
+        ("fixed-window", Algorithm::FixedWindow),
+        ("sliding-log", Algorithm::SlidingLog),
+        ("sliding-window", Algorithm::SlidingWindow),
+    ];
+
+    /// The built-in Lua strategy of the same algorithm.
+    pub fn reference(self) -> Strategy {
+        match self {
+            Algorithm::TokenBucket => Strategy::LuaBucket,
+            Algorithm::Gcra => Strategy::LuaGcra,
+            Algorithm::FixedWindow => Strategy::LuaWindow,
+            Algorithm::SlidingLog => Strategy::LuaLog,
+            Algorithm::SlidingWindow => Strategy::LuaSwc,
+        }
+    }
+
+    /// Its name in manifests.
+    pub fn name(self) -> &'static str {
+        (Self::NAMES.iter())
+            .find(|(_, a)| *a == self)
+            .map_or("?", |(n, _)| n)
+    }
+
+    /// The steady rate `{rate_per_s}` stands for: the refill of a bucket, limit / window otherwise.
+    fn rate_per_s(self, spec: &LimitSpec) -> f64 {
+        match self {
+            Algorithm::TokenBucket => spec.refill_per_sec,
+            _ => spec.capacity as f64 * 1000.0 / spec.window_ms.max(1) as f64,
+        }
+    }
+}
+
+impl FromStr for Algorithm {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        (Self::NAMES.iter())
+            .find(|(n, _)| *n == s)
+            .map(|&(_, a)| a)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::NAMES.iter().map(|(n, _)| *n).collect();
+                format!("unknown algorithm `{s}`; valid: {}", names.join(", "))
+            })
+    }
+}
+
+/// How the script reaches Redis by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// EVALSHA, and the same call as EVAL on NOSCRIPT (go-redis, ioredis).
+    Evalsha,
+    /// FCALL of `function` from the library file; FUNCTION LOAD REPLACE and again when missing.
+    Fcall,
+}
+
+impl Mode {
+    /// The invocation it stands for.
+    pub fn invocation(self) -> Invocation {
+        match self {
+            Mode::Evalsha => Invocation::EvalshaEval,
+            Mode::Fcall => Invocation::FcallLoad,
+        }
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "evalsha" => Ok(Mode::Evalsha),
+            "fcall" => Ok(Mode::Fcall),
+            _ => Err(format!("unknown mode `{s}`; valid: evalsha, fcall")),
+        }
+    }
+}
+
+/// A checked manifest with its script's text: everything a worker process needs to run it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CustomLimiter {
+    pub name: String,
+    pub description: String,
+    pub algorithm: Algorithm,
+    /// The manifest's path, as given.
+    pub manifest: String,
+    /// The script's file name, as the manifest gives it.
+    pub script: String,
+    /// The script (or, with mode fcall, the library).
+    pub source: String,
+    pub mode: Mode,
+    pub function: Option<String>,
+    pub keys: Vec<Template>,
+    pub args: Vec<Template>,
+    pub allowed: reply::Rule,
+    /// `allowed` as written, and its line, for errors.
+    pub allowed_text: String,
+    pub allowed_line: usize,
+    pub remaining: Option<reply::Pick>,
+    pub retry_after_ms: Option<reply::Pick>,
+}
+
+impl CustomLimiter {
+    /// Whether any argument is the caller's clock (the script trusts the caller's time).
+    pub fn uses_caller_clock(&self) -> bool {
+        (self.args.iter().chain(&self.keys)).any(|t| t.placeholders().any(Placeholder::is_clock))
+    }
+
+    /// Reads a decision from `reply`, or says (with the manifest line) why it cannot.
+    fn decide(&self, reply: &redis::Value, spec: &LimitSpec) -> Result<(bool, i64, i64), String> {
+        let at = |why: String| {
+            format!(
+                "{} line {} (allowed = {:?}): {why}; reply: {}",
+                self.manifest,
+                self.allowed_line,
+                self.allowed_text,
+                reply::describe(reply)
+            )
+        };
+        let allowed = self.allowed.allowed(reply, spec).map_err(at)?;
+        let number = |pick: Option<reply::Pick>, what: &str| -> Result<i64, String> {
+            pick.map_or(Ok(0), |p| {
+                p.number(reply)
+                    .map(|n| n.floor() as i64)
+                    .map_err(|e| at(format!("{what}: {e}")))
+            })
+        };
+        Ok((
+            allowed,
+            number(self.remaining, "remaining")?,
+            number(self.retry_after_ms, "retry_after_ms")?,
+        ))
+    }
+}
+
+/// A manifest that cannot be used, with where it is wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("limiter manifest {manifest}{}: {message}", line.map(|l| format!(" line {l}")).unwrap_or_default())]
+pub struct ManifestError {
+    pub manifest: String,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+/// A custom limiter's name inside a [`Strategy`]: interned, so the strategy stays `Copy`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CustomName(&'static str);
+
+impl fmt::Debug for CustomName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+static NAMES: LazyLock<Mutex<BTreeSet<&'static str>>> = LazyLock::new(Default::default);
+static LOADED: LazyLock<RwLock<Vec<Arc<Loaded>>>> = LazyLock::new(Default::default);
+
+fn intern(name: &str) -> CustomName {
+    let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+    match names.get(name) {
+        Some(&n) => CustomName(n),
+        None => {
+            // Leaked once per distinct name: a handful per process.
+            let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+            names.insert(leaked);
+            CustomName(leaked)
+        }
+    }
+}
+
+impl CustomName {
+    /// The manifest's name.
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+
+    /// The name of a limiter this process has loaded.
+    pub fn loaded(name: &str) -> Option<CustomName> {
+        lookup(name).map(|_| intern(name))
+    }
+
+    /// A name read back from a CSV (no manifest needed to chart or report a run).
+    pub fn recorded(name: &str) -> Result<CustomName, String> {
+        manifest::valid_name(name).map(|()| intern(name))
+    }
+
+    /// The algorithm of the loaded limiter, if it is loaded.
+    pub fn algorithm(self) -> Option<Algorithm> {
+        lookup(self.0).map(|l| l.def.algorithm)
+    }
+
+    /// Its definition, if loaded.
+    pub fn definition(self) -> Option<CustomLimiter> {
+        lookup(self.0).map(|l| l.def.clone())
+    }
+
+    /// The Redis key its first KEYS template names for `key` now.
+    pub fn state_key(self, key: &str, spec: &LimitSpec) -> String {
+        match lookup(self.0) {
+            Some(l) => {
+                let fill = l.fill(key, spec, String::new());
+                String::from_utf8_lossy(&l.def.keys[0].render(&fill)).into_owned()
+            }
+            None => key.to_string(),
+        }
+    }
+}
+
+/// A registered limiter with its script ready to invoke.
+#[derive(Debug)]
+pub(super) struct Loaded {
+    pub(super) def: CustomLimiter,
+    pub(super) script: LuaScript,
+    members: LogMembers,
+}
+
+impl Loaded {
+    fn fill<'a>(&self, key: &'a str, spec: &'a LimitSpec, request_id: String) -> Fill<'a> {
+        let now_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        Fill {
+            key,
+            spec,
+            now_us,
+            request_id,
+            rand: random(),
+            rate_per_s: self.def.algorithm.rate_per_s(spec),
+        }
+    }
+}
+
+fn random() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(0);
+    h.finish()
+}
+
+/// Registers `def` (replacing a limiter of the same name) and returns its strategy.
+pub fn register(def: CustomLimiter) -> Strategy {
+    let source: &'static str = Box::leak(def.source.clone().into_boxed_str());
+    let script = match (&def.function, def.mode) {
+        (Some(f), Mode::Fcall) => {
+            let function: &'static str = Box::leak(f.clone().into_boxed_str());
+            LuaScript::library_function(source, function)
+        }
+        _ => LuaScript::new(source),
+    };
+    let script = script
+        .invoked(def.mode.invocation())
+        .unwrap_or_else(|_| LuaScript::new(source));
+    let name = intern(&def.name);
+    let loaded = Arc::new(Loaded {
+        def,
+        script,
+        members: LogMembers::new(),
+    });
+    let mut all = LOADED.write().unwrap_or_else(|p| p.into_inner());
+    all.retain(|l| l.def.name != name.0);
+    all.push(loaded);
+    Strategy::Custom(name)
+}
+
+/// Every limiter this process has loaded, in the order they were registered.
+pub fn loaded() -> Vec<CustomLimiter> {
+    let all = LOADED.read().unwrap_or_else(|p| p.into_inner());
+    all.iter().map(|l| l.def.clone()).collect()
+}
+
+pub(super) fn lookup(name: &str) -> Option<Arc<Loaded>> {
+    let all = LOADED.read().unwrap_or_else(|p| p.into_inner());
+    all.iter().find(|l| l.def.name == name).cloned()
+}
+
+/// Decides one request with a custom limiter invoked by `script`.
+pub(super) async fn check(
+    con: &mut impl ConnectionLike,
+    loaded: &Loaded,
+    script: &LuaScript,
+    key: &str,
+    spec: &LimitSpec,
+) -> Attempt {
+    let fill = loaded.fill(key, spec, loaded.members.next());
+    let mut call = script.call();
+    for t in &loaded.def.keys {
+        call = call.key(t.render(&fill));
+    }
+    for t in &loaded.def.args {
+        call = call.arg(t.render(&fill));
+    }
+    let (reply, round_trips, noscript) = call.reply(con).await;
+    let outcome = reply.map_err(LimiterError::from).and_then(|reply| {
+        let (allowed, remaining, retry_ms) =
+            loaded
+                .def
+                .decide(&reply, spec)
+                .map_err(|detail| LimiterError::UnexpectedReply {
+                    strategy: Strategy::Custom(intern(&loaded.def.name)),
+                    detail,
+                })?;
+        Ok(Decision {
+            noscript,
+            ..Decision::settled(allowed, remaining, retry_ms, round_trips)
+        })
+    });
+    Attempt {
+        outcome,
+        round_trips,
+        noscript,
+    }
+}
+
+/// What [`probe`] saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// Calls made, one at a time, on one fresh key, with `{limit}` = `limit`.
+    pub calls: u64,
+    pub admitted: u64,
+    pub limit: u64,
+}
+
+/// The limit a probe uses: small, no refill, a window far longer than the probe.
+pub const PROBE_LIMIT: u64 = 5;
+
+/// Calls the limiter on a fresh key before anything is measured: a script error, a reply that
+/// `allowed` cannot read, or a first call refused on a fresh key (an inverted `allowed`) is an
+/// error naming the manifest and showing the reply. Says how many of limit + 1 calls it admitted.
+pub async fn probe(
+    con: &mut impl ConnectionLike,
+    strategy: Strategy,
+    key: &str,
+) -> Result<Probe, ManifestError> {
+    let Strategy::Custom(name) = strategy else {
+        return Ok(Probe {
+            calls: 0,
+            admitted: 0,
+            limit: 0,
+        });
+    };
+    let loaded = lookup(name.0).ok_or_else(|| ManifestError {
+        manifest: name.0.to_string(),
+        line: None,
+        message: "not loaded".into(),
+    })?;
+    let spec = LimitSpec {
+        capacity: PROBE_LIMIT,
+        refill_per_sec: 0.0,
+        window_ms: 600_000,
+        window_origin_ms: super::unix_ms(),
+        ..LimitSpec::default()
+    };
+    let fail = |line: Option<usize>, message: String| ManifestError {
+        manifest: loaded.def.manifest.clone(),
+        line,
+        message,
+    };
+    let mut admitted = 0;
+    for call in 0..=PROBE_LIMIT {
+        let attempt = check(con, &loaded, &loaded.script, key, &spec).await;
+        match attempt.outcome {
+            Ok(d) if call == 0 && !d.allowed => {
+                return Err(fail(
+                    Some(loaded.def.allowed_line),
+                    format!(
+                        "the first call on a fresh key was read as denied (allowed = {:?}); is the rule inverted, \
+                         or {{limit}} not where the script expects it?",
+                        loaded.def.allowed_text
+                    ),
+                ))
+            }
+            Ok(d) => admitted += u64::from(d.allowed),
+            Err(LimiterError::UnexpectedReply { detail, .. }) => {
+                return Err(fail(None, format!("probe call {}: {detail}", call + 1)))
+            }
+            Err(e) => {
+                return Err(fail(
+                    None,
+                    format!("probe call {} on a fresh key failed: {e} (script {})", call + 1, loaded.def.script),
+                ))
+            }
+        }
+    }
+    Ok(Probe {
+        calls: PROBE_LIMIT + 1,
+        admitted,
+        limit: PROBE_LIMIT,
+    })
+}
