@@ -112,12 +112,7 @@ impl Slot {
             };
             limiter.check(&mut con, key).await
         };
-        let result = match tokio::time::timeout(budget, attempt).await {
-            Ok(Ok(decision)) => Ok(decision),
-            Ok(Err(LimiterError::Redis(e))) => Err(AskFailure::Redis(classify(&e))),
-            Ok(Err(bug)) => Err(AskFailure::Bug(bug)),
-            Err(_elapsed) => Err(AskFailure::Redis(Failure::Timeout)),
-        };
+        let result = within(budget, attempt).await;
         Asked {
             result,
             generation,
@@ -157,12 +152,7 @@ impl Slot {
             };
         };
         let reconnected = std::mem::take(&mut lock(&self.current).fresh);
-        let result = match tokio::time::timeout(budget, limiter.check(&mut con, key)).await {
-            Ok(Ok(decision)) => Ok(decision),
-            Ok(Err(LimiterError::Redis(e))) => Err(AskFailure::Redis(classify(&e))),
-            Ok(Err(bug)) => Err(AskFailure::Bug(bug)),
-            Err(_elapsed) => Err(AskFailure::Redis(Failure::Timeout)),
-        };
+        let result = within(budget, limiter.check(&mut con, key)).await;
         Asked {
             result,
             generation,
@@ -229,6 +219,19 @@ impl Slot {
     /// Drops whatever connection there is (the breaker opened: the probe gets a fresh one).
     pub(super) fn forget_any(&self) {
         lock(&self.current).con = None;
+    }
+}
+
+/// Runs `attempt` within `budget`: its decision, or why there is none.
+async fn within(
+    budget: Duration,
+    attempt: impl std::future::Future<Output = Result<Decision, LimiterError>>,
+) -> Result<Decision, AskFailure> {
+    match tokio::time::timeout(budget, attempt).await {
+        Ok(Ok(decision)) => Ok(decision),
+        Ok(Err(LimiterError::Redis(e))) => Err(AskFailure::Redis(classify(&e))),
+        Ok(Err(bug)) => Err(AskFailure::Bug(bug)),
+        Err(_elapsed) => Err(AskFailure::Redis(Failure::Timeout)),
     }
 }
 
