@@ -28,6 +28,9 @@ pub trait Definition: Sync + 'static {
     const TOML: &'static str;
     /// Why it must own the server (it signals, restarts, flushes or reconfigures it), if it must.
     const MUST_OWN_SERVER: Option<&'static str> = None;
+    /// Why `--tls` cannot apply to every server it starts (replicas and cluster nodes are started
+    /// without TLS), if it cannot.
+    const NO_MANAGED_TLS: Option<&'static str> = None;
     /// Its parameters.
     type Params: DeserializeOwned + Validate;
     /// What must hold on this machine before anything starts (a tool it runs), or why not.

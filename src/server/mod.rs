@@ -1,10 +1,12 @@
 //! The Redis servers an experiment runs against: ones the harness starts and owns, or one the user
 //! names with `--redis-url`, which the harness may use but never stops, flushes or reconfigures.
 
+pub mod acl;
 pub mod admin;
 mod cleanup;
 mod cluster;
 mod describe;
+pub mod endpoint;
 mod info;
 mod keys;
 mod managed;
@@ -15,6 +17,7 @@ mod reshard;
 mod slots;
 mod spawn;
 mod stats;
+pub mod tls;
 
 pub use cleanup::{
     install_interrupt_handler, interrupted, kill_all, register, registered,
@@ -64,6 +67,10 @@ pub enum ServerError {
         status: String,
         log_tail: String,
     },
+    #[error("{0}")]
+    Permission(Box<acl::Denied>),
+    #[error("making TLS certificates: {0}")]
+    Tls(String),
     #[error("temporary directory: {0}")]
     TempDir(std::io::Error),
     #[error("redis: {0}")]
@@ -215,7 +222,7 @@ impl Target {
 
 /// Opens a blocking connection with explicit connect and response timeouts.
 pub fn admin_connection(url: &str) -> Result<redis::Connection, ServerError> {
-    let client = redis::Client::open(url)?;
+    let client = endpoint::client(url)?;
     let con = client.get_connection_with_timeout(ADMIN_TIMEOUT)?;
     con.set_read_timeout(Some(ADMIN_TIMEOUT))?;
     con.set_write_timeout(Some(ADMIN_TIMEOUT))?;

@@ -1,6 +1,7 @@
 //! Starting a redis-server process: its arguments (port, directory, log, persistence, replica
 //! of), cleanup registration and pinning; the binary resolved and a port found beforehand.
 
+use super::tls::ServerCerts;
 use super::{cleanup, pin, ServerError, ServerOptions};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -12,13 +13,16 @@ pub(super) fn spawn(
     port: u16,
     dir: &Path,
     opts: &ServerOptions,
+    certs: Option<&ServerCerts>,
     replica_of: Option<u16>,
 ) -> Result<Child, ServerError> {
     let log = dir.join("redis.log");
     let mut cmd = Command::new(binary);
-    cmd.arg("--port")
-        .arg(port.to_string())
-        .args(["--bind", "127.0.0.1"])
+    match certs {
+        Some(certs) => cmd.args(certs.server_args(port)),
+        None => cmd.arg("--port").arg(port.to_string()),
+    };
+    cmd.args(["--bind", "127.0.0.1"])
         .args(opts.persistence.server_args())
         .args(["--daemonize", "no", "--protected-mode", "yes"])
         .arg("--dir")
@@ -33,6 +37,9 @@ pub(super) fn spawn(
         cmd.args(["--cluster-enabled", "yes"])
             .arg("--cluster-config-file")
             .arg(dir.join("nodes.conf"));
+    }
+    if let Some(password) = &opts.password {
+        cmd.arg("--requirepass").arg(password);
     }
     for (name, value) in &opts.extra_args {
         cmd.arg(format!("--{name}")).arg(value);

@@ -43,6 +43,7 @@ pub struct Cluster;
 impl Definition for Cluster {
     const ID: &'static str = "cluster";
     const TOML: &'static str = include_str!("../../../experiments/cluster.toml");
+    const NO_MANAGED_TLS: Option<&'static str> = Some("its cluster nodes are started without TLS (redis-cli --cluster create is not given certificates)");
     type Params = Params;
 
     const BODY: Body<Params> = body::run;
