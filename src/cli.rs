@@ -115,6 +115,7 @@ impl RunArgs {
                 self.out.display()
             );
         }
+        ensure_writable(&self.out)?;
         let mut ctx = Ctx::new(self.out, worker_exe);
         ctx.profile = self.profile;
         ctx.sets = sets
@@ -140,4 +141,16 @@ impl RunArgs {
             !self.quiet && std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
         Ok(ctx)
     }
+}
+
+/// `--out` exists (created if missing) and takes a new file, checked before any server starts.
+fn ensure_writable(out: &std::path::Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("--out {}: cannot create it", out.display()))?;
+    tempfile::Builder::new()
+        .prefix(".ratelab-write-check")
+        .tempfile_in(out)
+        .with_context(|| format!("--out {} is not writable", out.display()))?;
+    Ok(())
 }

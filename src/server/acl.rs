@@ -140,29 +140,66 @@ pub enum CheckedBy {
     Probe,
 }
 
-/// Checks that the user `url` names may run what `experiment` needs; the first missing
-/// permission is an error naming the command and the rule to add.
-pub fn preflight(url: &str, experiment: &str) -> Result<CheckedBy, ServerError> {
+/// Checks that the server `url` names can take `experiment`'s writes (a primary; a cluster node
+/// only for an experiment that runs on one) and that its user may run what `experiment` needs;
+/// the first missing permission is an error naming the command and the rule to add.
+pub fn preflight(
+    url: &str,
+    experiment: &str,
+    on_cluster_node: bool,
+) -> Result<CheckedBy, ServerError> {
+    let shown = super::endpoint::masked(url);
+    let mut con = super::admin_connection(url)
+        .and_then(|mut con| {
+            redis::cmd("PING").query::<()>(&mut con)?;
+            Ok(con)
+        })
+        .map_err(|e| unreachable(&shown, url, e))?;
+    let role = super::admin::info(&mut con, "replication")?;
+    if role.get("role") == Some("slave") {
+        return Err(ServerError::NotPrimary {
+            url: shown,
+            primary: format!(
+                "{}:{}",
+                role.get("master_host").unwrap_or("?"),
+                role.get("master_port").unwrap_or("?")
+            ),
+        });
+    }
+    let cluster = super::admin::info(&mut con, "cluster")?;
+    if !on_cluster_node && cluster.get("cluster_enabled") == Some("1") {
+        return Err(ServerError::ClusterNode {
+            url: shown,
+            experiment: experiment.to_string(),
+        });
+    }
+    permissions(url, &mut con, experiment)
+}
+
+fn permissions(
+    url: &str,
+    con: &mut redis::Connection,
+    experiment: &str,
+) -> Result<CheckedBy, ServerError> {
     let user = url::Url::parse(url)
         .ok()
         .map(|u| u.username().to_string())
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| "default".into());
-    let mut con = super::admin_connection(url)?;
     let needs = NEEDS
         .iter()
         .filter(|n| n.only.is_empty() || n.only.contains(&experiment));
     let mut by = CheckedBy::DryRun;
     for need in needs {
         if by == CheckedBy::DryRun {
-            match dry_run(&mut con, &user, need.command) {
+            match dry_run(con, &user, need.command) {
                 Ok(None) => continue,
                 Ok(Some(denied)) => return Err(missing(&user, experiment, need, &denied)),
                 // No ACL DRYRUN (Redis < 7), or this user may not run ACL: probe instead.
                 Err(_) => by = CheckedBy::Probe,
             }
         }
-        if let Some(denied) = probe(url, &mut con, need.command)? {
+        if let Some(denied) = probe(url, con, need.command)? {
             return Err(missing(&user, experiment, need, &denied));
         }
     }
@@ -203,6 +240,47 @@ fn probe(
         Err(e) if e.code() == Some("NOPERM") => Ok(Some(e.to_string())),
         _ => Ok(None),
     }
+}
+
+/// A server that could not be reached or would not let us in, with what to check.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot use --redis-url {url}: {hint} ({cause})")]
+pub struct Unreachable {
+    pub url: String,
+    pub hint: String,
+    pub cause: String,
+}
+
+fn unreachable(shown: &str, url: &str, e: ServerError) -> ServerError {
+    let cause = e.to_string();
+    let redis = match &e {
+        ServerError::Redis(r) => Some(r),
+        _ => None,
+    };
+    let code = redis.and_then(|r| r.code());
+    let kind = redis.map(|r| r.kind());
+    let refused = redis.is_some_and(|r| r.is_connection_refusal());
+    let hint = if kind == Some(redis::ErrorKind::AuthenticationFailed) {
+        "the server refused the user or password in the URL (redis://user:password@host:port/db)"
+    } else if code == Some("NOAUTH") {
+        "the server asks for a password: put it in the URL (redis://:password@host:port/, or \
+         redis://user:password@host:port/ for an ACL user)"
+    } else if code == Some("NOPERM") {
+        "the user may not even PING: see README \"Use your own server\" for the ACL line"
+    } else if refused {
+        "nothing accepts connections there: is the server running, on this host and port?"
+    } else if super::endpoint::is_tls(url) {
+        "no TLS session with the server: does it listen for TLS on this port (tls-port), and is its \
+         certificate signed by the --tls-ca given (and by a name or IP matching the URL's host)?"
+    } else {
+        "the server did not answer as Redis does: is this the server's port, and does it speak \
+         plain TCP (for TLS use rediss:// with --tls-ca)?"
+    };
+    ServerError::Unreachable(Box::new(Unreachable {
+        url: shown.to_string(),
+        hint: hint.to_string(),
+        cause,
+    }))
 }
 
 fn missing(user: &str, experiment: &str, need: &Need, denied: &str) -> ServerError {

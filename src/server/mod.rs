@@ -45,6 +45,12 @@ pub enum ServerError {
          (as root) or pass --redis-server PATH"
     )]
     BinaryNotFound(PathBuf),
+    #[error(
+        "`{}` is not a redis-server: `--version` printed {said} (pass --redis-server PATH to a \
+         redis-server or valkey-server binary)",
+        binary.display()
+    )]
+    NotRedis { binary: PathBuf, said: String },
     #[error("could not start `{binary}`: {source}")]
     Spawn {
         binary: PathBuf,
@@ -69,6 +75,18 @@ pub enum ServerError {
     },
     #[error("{0}")]
     Permission(Box<acl::Denied>),
+    #[error("{0}")]
+    Unreachable(Box<acl::Unreachable>),
+    #[error(
+        "--redis-url {url} names a replica (of {primary}): ratelab writes its limiters' keys, which a \
+         replica refuses (READONLY); give the primary's URL"
+    )]
+    NotPrimary { url: String, primary: String },
+    #[error(
+        "--redis-url {url} names a Redis Cluster node: {experiment} runs on one Redis without cluster mode \
+         (its keys would be refused with MOVED); give a standalone server, or run `cluster` against this node"
+    )]
+    ClusterNode { url: String, experiment: String },
     #[error("making TLS certificates: {0}")]
     Tls(String),
     #[error("temporary directory: {0}")]

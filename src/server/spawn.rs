@@ -57,8 +57,33 @@ pub(super) fn spawn(
     Ok(child)
 }
 
-/// Resolves a bare name through PATH so a missing binary is reported before spawning.
+/// Resolves a bare name through PATH so a missing binary is reported before spawning, and checks
+/// that it is a redis-server (or Valkey's): `--version` must say so.
 pub(super) fn resolve_binary(binary: &Path) -> Result<PathBuf, ServerError> {
+    let path = find_binary(binary)?;
+    let output = Command::new(&path)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| ServerError::Spawn {
+            binary: path.clone(),
+            source,
+        })?;
+    let said = String::from_utf8_lossy(&output.stdout);
+    let said = said.trim();
+    if said.starts_with("Redis server v=") || said.starts_with("Valkey server v=") {
+        return Ok(path);
+    }
+    Err(ServerError::NotRedis {
+        binary: path,
+        said: match said.is_empty() {
+            true => format!("nothing ({})", output.status),
+            false => format!("{:?}", said.lines().next().unwrap_or_default()),
+        },
+    })
+}
+
+fn find_binary(binary: &Path) -> Result<PathBuf, ServerError> {
     if binary.components().count() > 1 {
         return if binary.is_file() {
             Ok(binary.to_path_buf())
