@@ -182,6 +182,65 @@ fn strip_tls_params(url: &url::Url) -> String {
     plain.into()
 }
 
+/// The same server for redis-benchmark and redis-cli: `-h -p`, `--user -a`, `--dbnum`, and
+/// `--tls --cacert --cert --key`. (The password is on their command line, as those tools take it.)
+pub fn tool_args(url: &str) -> Result<Vec<String>, redis::RedisError> {
+    let parsed = parse(url)?;
+    let host = parsed
+        .host_str()
+        .unwrap_or("127.0.0.1")
+        .trim_matches(['[', ']']);
+    let port = parsed.port().unwrap_or(6379);
+    let mut args = vec!["-h".into(), host.into(), "-p".into(), port.to_string()];
+    if let Some(password) = parsed.password() {
+        // The URL keeps userinfo percent-encoded; the tools want it as typed.
+        let plain = percent_decode(password);
+        if !parsed.username().is_empty() {
+            args.extend(["--user".into(), percent_decode(parsed.username())]);
+        }
+        args.extend(["-a".into(), plain]);
+    }
+    let db = parsed.path().trim_matches('/');
+    if !db.is_empty() {
+        args.extend(["--dbnum".into(), db.to_string()]);
+    }
+    if is_tls(url) {
+        args.push("--tls".into());
+        let tls = tls_files(&parsed);
+        for (flag, file) in [
+            ("--cacert", &tls.ca),
+            ("--cert", &tls.cert),
+            ("--key", &tls.key),
+        ] {
+            if let Some(file) = file {
+                args.extend([flag.to_string(), file.display().to_string()]);
+            }
+        }
+    }
+    Ok(args)
+}
+
+/// `%XX` escapes of a URL's userinfo back to the bytes they stand for.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = || std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok();
+        match (bytes[i], hex().and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// The URL with its password replaced by [`MASK`]: what meta.json, logs and errors show.
 /// Something that does not parse is shown only up to its scheme.
 pub fn masked(url: &str) -> String {
@@ -247,6 +306,17 @@ mod tests {
         let moved = at_address(&url, "127.0.0.1", 7000).unwrap();
         assert_eq!(tls_files(&url::Url::parse(&moved).unwrap()), tls);
         assert!(moved.starts_with("rediss://u:p@127.0.0.1:7000/1?"));
+    }
+
+    #[test]
+    fn tools_get_the_same_server_user_password_db_and_tls_files() {
+        let args = tool_args("rediss://u:a%40b@10.0.0.1:6390/2?tls-ca=%2Fx%2Fca.crt").unwrap();
+        let want = "-h 10.0.0.1 -p 6390 --user u -a a@b --dbnum 2 --tls --cacert /x/ca.crt";
+        assert_eq!(args.join(" "), want);
+        assert_eq!(
+            tool_args("redis://127.0.0.1:7000/").unwrap().join(" "),
+            "-h 127.0.0.1 -p 7000"
+        );
     }
 
     #[test]

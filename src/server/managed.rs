@@ -4,7 +4,7 @@
 //! restarted by a supervisor; `persistence.rs` stops it gracefully instead, `replica.rs` starts
 //! one as a replica of another.
 
-use super::spawn::{free_cluster_port, free_port, resolve_binary, spawn};
+use super::spawn::{free_cluster_port, free_port, resolve_server_binary, spawn};
 use super::tls::{make_certs, ServerCerts};
 use super::{admin, admin_connection, cleanup, endpoint, Persistence, ServerError};
 use std::io::{BufRead, BufReader};
@@ -81,7 +81,7 @@ impl RedisServer {
         opts: &ServerOptions,
         replica_of: Option<u16>,
     ) -> Result<Self, ServerError> {
-        let binary = resolve_binary(&opts.binary)?;
+        let binary = resolve_server_binary(&opts.binary)?;
         for _ in 0..PORT_ATTEMPTS {
             let port = match opts.cluster_node {
                 true => free_cluster_port()?,

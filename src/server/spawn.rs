@@ -57,10 +57,10 @@ pub(super) fn spawn(
     Ok(child)
 }
 
-/// Resolves a bare name through PATH so a missing binary is reported before spawning, and checks
-/// that it is a redis-server (or Valkey's): `--version` must say so.
-pub(super) fn resolve_binary(binary: &Path) -> Result<PathBuf, ServerError> {
-    let path = find_binary(binary)?;
+/// Resolves a server binary like [`resolve_binary`] and checks that it is a redis-server (or
+/// Valkey's): `--version` must say so, or a wrong `--redis-server` fails with an empty log.
+pub(super) fn resolve_server_binary(binary: &Path) -> Result<PathBuf, ServerError> {
+    let path = resolve_binary(binary)?;
     let output = Command::new(&path)
         .arg("--version")
         .stdin(Stdio::null())
@@ -83,7 +83,8 @@ pub(super) fn resolve_binary(binary: &Path) -> Result<PathBuf, ServerError> {
     })
 }
 
-fn find_binary(binary: &Path) -> Result<PathBuf, ServerError> {
+/// Resolves a bare name through PATH so a missing binary is reported before spawning.
+pub(super) fn resolve_binary(binary: &Path) -> Result<PathBuf, ServerError> {
     if binary.components().count() > 1 {
         return if binary.is_file() {
             Ok(binary.to_path_buf())
