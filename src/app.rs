@@ -32,6 +32,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::Chart { dir } => chart(&dir),
         Command::Report { dirs, out } => match dirs.as_slice() {
             [dir] => {
+                has_results(dir)?;
                 let report = write_report(dir, &[])?;
                 println!("report: {}", report.display());
                 Ok(())
@@ -115,6 +116,22 @@ fn all(ctx: &Ctx) -> anyhow::Result<()> {
         experiments::ALL.len(),
         failures.join(", "),
         report.display()
+    );
+    Ok(())
+}
+
+/// A directory `report` can work from: one with at least one experiment's results.
+fn has_results(dir: &Path) -> anyhow::Result<()> {
+    anyhow::ensure!(dir.is_dir(), "{} is not a results directory", dir.display());
+    let ran = experiments::ALL
+        .iter()
+        .any(|e| (e.tables().first()).is_some_and(|t| dir.join(e.id()).join(t.file).is_file()));
+    anyhow::ensure!(
+        ran,
+        "{} has no results: no <experiment>/ directory with its CSVs in it \
+         (write some with `ratelab run <id> --out {}`)",
+        dir.display(),
+        dir.display()
     );
     Ok(())
 }

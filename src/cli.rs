@@ -2,6 +2,7 @@
 
 use crate::context::{Ctx, Profile};
 use crate::experiments::params::parse_set;
+use crate::server::endpoint::{user_url, TlsFiles};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -82,9 +83,22 @@ pub struct RunArgs {
     /// redis-server binary for the servers ratelab starts (another Redis or Valkey version).
     #[arg(long, default_value = "redis-server")]
     pub redis_server: PathBuf,
-    /// Use a server you run instead; experiments that must break or reconfigure it refuse.
+    /// Use a server you run instead (redis://user:password@host:port/db, or rediss:// for TLS);
+    /// experiments that must break or reconfigure it refuse.
     #[arg(long)]
     pub redis_url: Option<String>,
+    /// With a rediss:// URL: the CA (PEM) that signed your server's certificate.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// With a rediss:// URL: a client certificate (PEM), for a server with tls-auth-clients.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Start ratelab's own servers with TLS only (a CA and certificates made for each server).
+    #[arg(long, conflicts_with = "redis_url")]
+    pub tls: bool,
     /// Root of every random choice.
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
@@ -126,6 +140,7 @@ impl RunArgs {
                 self.out.display()
             );
         }
+        ensure_writable(&self.out)?;
         let mut ctx = Ctx::new(self.out, worker_exe);
         ctx.profile = self.profile;
         ctx.sets = sets
@@ -133,10 +148,34 @@ impl RunArgs {
             .map(|s| parse_set(s))
             .collect::<Result<_, _>>()?;
         ctx.redis_server = self.redis_server;
-        ctx.redis_url = self.redis_url;
+        let tls_files = TlsFiles {
+            ca: self.tls_ca,
+            cert: self.tls_cert,
+            key: self.tls_key,
+        };
+        ctx.redis_url = match self.redis_url {
+            Some(url) => Some(user_url(&url, &tls_files)?),
+            None if !tls_files.is_empty() => anyhow::bail!(
+                "--tls-ca, --tls-cert and --tls-key are for your own server: give --redis-url rediss://..."
+            ),
+            None => None,
+        };
+        ctx.tls = self.tls;
         ctx.seed = self.seed;
         ctx.progress =
             !self.quiet && std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
         Ok(ctx)
     }
+}
+
+/// `--out` exists (created if missing) and takes a new file, checked before any server starts.
+fn ensure_writable(out: &std::path::Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("--out {}: cannot create it", out.display()))?;
+    tempfile::Builder::new()
+        .prefix(".ratelab-write-check")
+        .tempfile_in(out)
+        .with_context(|| format!("--out {} is not writable", out.display()))?;
+    Ok(())
 }

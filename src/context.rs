@@ -36,8 +36,11 @@ pub struct Ctx {
     pub sets: Vec<(String, String)>,
     /// redis-server binary for managed servers.
     pub redis_server: PathBuf,
-    /// A server the user runs, instead of a managed one.
+    /// A server the user runs, instead of a managed one: its full URL (password and TLS files
+    /// included, see `server::endpoint`); shown only masked.
     pub redis_url: Option<String>,
+    /// Managed servers speak TLS only (`--tls`).
+    pub tls: bool,
     /// The ratelab binary that worker processes re-execute.
     pub worker_exe: PathBuf,
     /// Redis on one core, harness on the others.
@@ -62,6 +65,7 @@ impl Ctx {
             sets: Vec::new(),
             redis_server: PathBuf::from("redis-server"),
             redis_url: None,
+            tls: false,
             worker_exe,
             pin: PinPlan::detect(),
             seed: 0x5eed,
@@ -88,6 +92,7 @@ impl Ctx {
         let mut opts = ServerOptions {
             binary: self.redis_server.clone(),
             cpus: self.pin.redis.clone(),
+            tls: self.tls,
             ..ServerOptions::default()
         };
         change(&mut opts);

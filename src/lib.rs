@@ -7,8 +7,10 @@
 //! - [`context`]: the options every experiment runs with (profile, output, server, pinning, seed).
 //! - [`server`]: starts, pins, signals and always stops redis-server (standalone, replica, an
 //!   N-node Redis Cluster with its slot map and slot moves); INFO parsing; admin commands
-//!   (CONFIG, MEMORY USAGE, OBJECT ENCODING); `--redis-url`; what meta.json says of a server;
-//!   deleting this run's keys by prefix.
+//!   (CONFIG, MEMORY USAGE, OBJECT ENCODING); `--redis-url`: one URL per server carrying
+//!   credentials, db and TLS files to every connection, masked wherever shown (`endpoint`), the
+//!   least-privilege ACL and the pre-flight check of a user's server (`acl`), certificates for
+//!   managed TLS servers (`tls`); what meta.json says of a server; deleting this run's keys.
 //! - [`limiter`]: one file per strategy; Lua in `limiter/lua/*.lua`; the single-key scripts also
 //!   on any async connection (a cluster client's); `limiter::custom`: a user's Lua limiter from a
 //!   TOML manifest (`--limiter`), probed before a run and named in results by its manifest.

@@ -17,6 +17,20 @@ fn setup_facts(meta: &Meta) -> Vec<(String, String)> {
             meta.redis.binary.clone().unwrap_or_default(),
         ),
         ("profile".to_string(), meta.profile.clone()),
+        // TLS changes latency and CPU per decision; a user's server is not the harness's own.
+        (
+            "tls".to_string(),
+            (if meta.redis.tls { "on" } else { "off" }).into(),
+        ),
+        (
+            "server".to_string(),
+            (if meta.redis.managed {
+                "started by ratelab"
+            } else {
+                "--redis-url"
+            })
+            .into(),
+        ),
         (
             "cpu".to_string(),
             format!("{} x {}", meta.host.cpus_online, meta.host.cpu_model),

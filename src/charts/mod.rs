@@ -27,6 +27,9 @@ pub enum ChartError {
     /// The CSV could not be read or a row did not match the expected columns.
     #[error("csv: {0}")]
     Csv(#[from] csv::Error),
+    /// The same, naming the file (the csv error names the line).
+    #[error("csv {}: {source}", path.display())]
+    CsvAt { path: PathBuf, source: csv::Error },
     /// Reading the CSV/SVG or writing a chart file failed.
     #[error("io: {0}")]
     Io(#[from] io::Error),
@@ -50,10 +53,18 @@ pub(crate) fn read_csv<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, Chart
     if !path.is_file() {
         return Err(ChartError::Missing(path.to_path_buf()));
     }
+    let at = |source| ChartError::CsvAt {
+        path: path.to_path_buf(),
+        source,
+    };
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
-        .from_path(path)?;
-    let rows = reader.deserialize().collect::<Result<Vec<T>, _>>()?;
+        .from_path(path)
+        .map_err(at)?;
+    let rows = reader
+        .deserialize()
+        .collect::<Result<Vec<T>, _>>()
+        .map_err(at)?;
     if rows.is_empty() {
         return Err(ChartError::Empty(path.to_path_buf()));
     }

@@ -16,6 +16,8 @@ pub enum ExperimentError {
         "experiment `{id}` must own the server ({why}); it refuses to run against --redis-url"
     )]
     MustOwnServer { id: &'static str, why: &'static str },
+    #[error("experiment `{id}` does not run with --tls: {why}")]
+    NoManagedTls { id: &'static str, why: &'static str },
     #[error("{phase}: {source}")]
     Failed { phase: String, source: PhaseError },
     #[error("recording results: {0}")]

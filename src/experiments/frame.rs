@@ -168,6 +168,9 @@ pub fn prepare<D: Definition>(ctx: &Ctx) -> Result<(D::Params, toml::Table), Exp
             }));
         }
     }
+    if let (Some(why), true) = (D::NO_MANAGED_TLS, ctx.tls) {
+        return Err(ExperimentError::NoManagedTls { id: D::ID, why });
+    }
     D::precondition()?;
     Ok((params, table))
 }
@@ -185,6 +188,14 @@ pub fn run<D: Definition>(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
     let (params, table) = prepare::<D>(ctx)?;
     let info = params::info(D::TOML)?;
     let target = ctx.target().phase(|| "starting redis-server".into())?;
+    // A user's server: every permission the run needs, checked before anything is measured.
+    let checked_by = match &target {
+        Target::External { url } => Some(
+            crate::server::acl::preflight(url, D::ID, D::ON_CLUSTER_NODE)
+                .phase(|| "checking the --redis-url server and its user's permissions".into())?,
+        ),
+        Target::Managed(_) => None,
+    };
     let redis = target
         .describe()
         .phase(|| "reading the server's INFO and CONFIG".into())?;
@@ -213,6 +224,15 @@ pub fn run<D: Definition>(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
     run.staging.write_text(EXPERIMENT_TOML, D::TOML)?;
     for note in &info.notes {
         run.note(params::fill_in(note, &table));
+    }
+    if let Some(by) = checked_by {
+        run.note(format!(
+            "The --redis-url user's permissions were checked before measuring ({}).",
+            match by {
+                crate::server::acl::CheckedBy::DryRun => "ACL DRYRUN",
+                crate::server::acl::CheckedBy::Probe => "one harmless call of each command",
+            }
+        ));
     }
     let mut session = Session {
         ctx,

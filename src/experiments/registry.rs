@@ -34,6 +34,11 @@ pub trait Definition: Sync + 'static {
     const TAKES_LIMITERS: bool = false;
     /// What its results say about each custom limiter, for REPORT.md's verdict table.
     const VERDICTS: Verdicts = limiters::none;
+    /// Why `--tls` cannot apply to every server it starts (replicas and cluster nodes are started
+    /// without TLS), if it cannot.
+    const NO_MANAGED_TLS: Option<&'static str> = None;
+    /// Runs against a cluster node named by `--redis-url` (every other experiment refuses one).
+    const ON_CLUSTER_NODE: bool = false;
     /// Its parameters.
     type Params: DeserializeOwned + Validate;
     /// What must hold on this machine before anything starts (a tool it runs), or why not.

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 /// Opens the worker's connections (before the start signal, so connecting is not measured).
 pub async fn connect(spec: &WorkerSpec) -> Result<Vec<MultiplexedConnection>, LoadError> {
-    let client = redis::Client::open(spec.url.as_str())?;
+    let client = crate::server::endpoint::client(spec.url.as_str())?;
     let mut cons = Vec::with_capacity(spec.connections);
     for _ in 0..connections_needed(spec) {
         cons.push(

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Opens the pool (before the start signal, so connecting is not measured).
 pub async fn connect(spec: &OpenSpec) -> Result<Vec<MultiplexedConnection>, LoadError> {
-    let client = redis::Client::open(spec.url.as_str())?;
+    let client = crate::server::endpoint::client(spec.url.as_str())?;
     let mut cons = Vec::with_capacity(spec.connections.max(1));
     for _ in 0..spec.connections.max(1) {
         let config = spec.timeouts.config();

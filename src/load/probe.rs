@@ -35,7 +35,7 @@ pub struct ProbeLog {
 impl Probe {
     /// Connects (here, so a refused connection is an error now) and starts pinging every `period`.
     pub fn start(url: &str, period: Duration, timeouts: ClientTimeouts) -> Result<Self, LoadError> {
-        let client = redis::Client::open(url)?;
+        let client = crate::server::endpoint::client(url)?;
         let con = client.get_connection_with_timeout(Duration::from_millis(timeouts.connect_ms))?;
         con.set_read_timeout(Some(Duration::from_millis(timeouts.response_ms)))?;
         con.set_write_timeout(Some(Duration::from_millis(timeouts.response_ms)))?;

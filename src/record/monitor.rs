@@ -1,9 +1,8 @@
-//! MONITOR capture on a raw connection: every command the server runs, in the order it ran them,
-//! with the client it came from. It is how the read, read, write, write order is shown, not told.
+//! MONITOR capture on a connection of its own: every command the server runs, in the order it ran
+//! them, with the client it came from. It is how the read, read, write, write order is shown, not
+//! told. The connection is opened like every other (credentials, db, TLS from the URL).
 
 use super::RecordError;
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -22,7 +21,11 @@ pub struct MonitorLine {
 
 /// Parses `+1700000000.123456 [0 127.0.0.1:51358] "HMGET" "wire" "tokens"`.
 pub fn parse_monitor_line(line: &str) -> Option<MonitorLine> {
-    let line = line.trim_end().strip_prefix('+')?;
+    parse_monitor_entry(line.trim_end().strip_prefix('+')?)
+}
+
+/// Parses one MONITOR entry as the client library hands it over (a status reply, without `+`).
+fn parse_monitor_entry(line: &str) -> Option<MonitorLine> {
     let (time, rest) = line.split_once(' ')?;
     let rest = rest.strip_prefix('[')?;
     let (bracket, rest) = rest.split_once(']')?;
@@ -87,27 +90,31 @@ pub struct MonitorCapture {
 }
 
 impl MonitorCapture {
-    /// Starts MONITOR on its own connection to `host:port` (`url` is used to send the stop marker).
-    pub fn start(addr: &str, url: &str) -> Result<Self, RecordError> {
-        let err = |e: std::io::Error| RecordError::Monitor(format!("{addr}: {e}"));
-        let mut stream = TcpStream::connect(addr).map_err(err)?;
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
+    /// Starts MONITOR on its own connection to the server `url` names.
+    pub fn start(url: &str) -> Result<Self, RecordError> {
+        let address = crate::server::host_port(url);
+        let err = |e: redis::RedisError| RecordError::Monitor(format!("{address}: {e}"));
+        let client = crate::server::endpoint::client(url).map_err(err)?;
+        let mut con = client
+            .get_connection_with_timeout(crate::server::ADMIN_TIMEOUT)
             .map_err(err)?;
-        stream.write_all(b"MONITOR\r\n").map_err(err)?;
-        let mut reader = BufReader::new(stream);
-        let mut ok = String::new();
-        reader.read_line(&mut ok).map_err(err)?;
-        if ok.trim_end() != "+OK" {
-            return Err(RecordError::Monitor(format!("MONITOR answered {ok:?}")));
-        }
+        // Long enough for the quietest stretch of a run; a lost server ends the capture with an error.
+        con.set_read_timeout(Some(Duration::from_secs(30)))
+            .map_err(err)?;
+        redis::cmd("MONITOR")
+            .query::<()>(&mut con)
+            .map_err(|e| RecordError::Monitor(format!("starting MONITOR on {address}: {e}")))?;
         let sentinel = format!("ratelab-monitor-end-{}", std::process::id());
         let marker = sentinel.clone();
         let reader = std::thread::spawn(move || {
             let mut seen = Vec::new();
-            for line in reader.lines() {
-                let line = line.map_err(|e| RecordError::Monitor(e.to_string()))?;
-                let Some(parsed) = parse_monitor_line(&line) else {
+            loop {
+                let entry = match con.recv_response() {
+                    Ok(redis::Value::SimpleString(entry)) => entry,
+                    Ok(_) => continue,
+                    Err(e) => return Err(RecordError::Monitor(e.to_string())),
+                };
+                let Some(parsed) = parse_monitor_entry(&entry) else {
                     continue;
                 };
                 if parsed.args.iter().any(|a| a == &marker) {
@@ -115,9 +122,6 @@ impl MonitorCapture {
                 }
                 seen.push(parsed);
             }
-            Err(RecordError::Monitor(
-                "connection closed before the end marker".into(),
-            ))
         });
         Ok(MonitorCapture {
             reader,

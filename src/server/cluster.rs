@@ -5,7 +5,7 @@
 //! knows every other node, and reports the same slot map. How long each step took is kept.
 
 use super::slots::{SlotMap, SLOTS};
-use super::spawn::resolve_binary;
+use super::spawn::{resolve_binary, resolve_server_binary};
 use super::{admin, cleanup, RedisServer, ServerError, ServerOptions};
 use serde::Serialize;
 use std::io::{Read, Seek};
@@ -77,7 +77,7 @@ impl RedisCluster {
             );
             return Err(ServerError::Unsupported(why));
         }
-        let server = resolve_binary(&opts.server.binary)?;
+        let server = resolve_server_binary(&opts.server.binary)?;
         let cli = cli_for(&server)?;
         let node_opts = ServerOptions {
             cluster_node: true,

@@ -10,7 +10,11 @@ use std::collections::BTreeMap;
 pub struct RedisMeta {
     /// True when the harness started the server (false for --redis-url).
     pub managed: bool,
+    /// The server's URL with its password masked.
     pub url: String,
+    /// True when the harness talked to it over TLS (it changes latency and CPU per decision).
+    #[serde(default)]
+    pub tls: bool,
     pub binary: Option<String>,
     pub version: String,
     pub mode: String,
@@ -18,6 +22,9 @@ pub struct RedisMeta {
     pub server_info: BTreeMap<String, String>,
     /// CONFIG GET values that change results.
     pub config: BTreeMap<String, String>,
+    /// Why `config` is empty: a user's server whose ACL (rightly) denies CONFIG.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_unreadable: Option<String>,
 }
 
 impl Target {
@@ -44,14 +51,24 @@ impl Target {
             Target::Managed(s) => (true, Some(s.binary().display().to_string())),
             Target::External { .. } => (false, None),
         };
+        let (config, config_unreadable) = match config_snapshot(&mut con) {
+            Ok(config) => (config.into_iter().collect(), None),
+            Err(ServerError::Redis(e)) if !managed && e.code() == Some("NOPERM") => (
+                BTreeMap::new(),
+                Some(format!("CONFIG GET denied by the user's ACL: {e}")),
+            ),
+            Err(e) => return Err(e),
+        };
         Ok(RedisMeta {
             managed,
-            url: self.url(),
+            url: super::endpoint::masked(&self.url()),
+            tls: super::endpoint::is_tls(&self.url()),
             binary,
             version: server_version(&info),
             mode: info.get("redis_mode").unwrap_or("unknown").to_string(),
             server_info,
-            config: config_snapshot(&mut con)?.into_iter().collect(),
+            config,
+            config_unreadable,
         })
     }
 }

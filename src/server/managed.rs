@@ -4,8 +4,9 @@
 //! restarted by a supervisor; `persistence.rs` stops it gracefully instead, `replica.rs` starts
 //! one as a replica of another.
 
-use super::spawn::{free_cluster_port, free_port, resolve_binary, spawn};
-use super::{admin, admin_connection, cleanup, Persistence, ServerError};
+use super::spawn::{free_cluster_port, free_port, resolve_server_binary, spawn};
+use super::tls::{make_certs, ServerCerts};
+use super::{admin, admin_connection, cleanup, endpoint, Persistence, ServerError};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus};
@@ -28,6 +29,10 @@ pub struct ServerOptions {
     /// A Redis Cluster node: `--cluster-enabled yes`, its node table in its own directory, and a
     /// port below 55535 whose bus port (port + 10000) is free too (`cluster.rs`).
     pub cluster_node: bool,
+    /// `requirepass`: clients authenticate with it (the URL carries it, masked wherever shown).
+    pub password: Option<String>,
+    /// TLS only, with a CA and certificates made for this server in its directory (`tls.rs`).
+    pub tls: bool,
 }
 
 impl Default for ServerOptions {
@@ -39,6 +44,8 @@ impl Default for ServerOptions {
             start_timeout: Duration::from_secs(10),
             persistence: Persistence::None,
             cluster_node: false,
+            password: None,
+            tls: false,
         }
     }
 }
@@ -74,7 +81,7 @@ impl RedisServer {
         opts: &ServerOptions,
         replica_of: Option<u16>,
     ) -> Result<Self, ServerError> {
-        let binary = resolve_binary(&opts.binary)?;
+        let binary = resolve_server_binary(&opts.binary)?;
         for _ in 0..PORT_ATTEMPTS {
             let port = match opts.cluster_node {
                 true => free_cluster_port()?,
@@ -100,7 +107,8 @@ impl RedisServer {
             .prefix("ratelab-redis-")
             .tempdir()
             .map_err(ServerError::TempDir)?;
-        let child = spawn(binary, port, dir.path(), opts, replica_of)?;
+        let certs = opts.tls.then(|| make_certs(dir.path())).transpose()?;
+        let child = spawn(binary, port, dir.path(), opts, certs.as_ref(), replica_of)?;
         let server = RedisServer {
             pid: child.id(),
             child: Mutex::new(child),
@@ -149,6 +157,7 @@ impl RedisServer {
             self.port,
             self.dir.path(),
             &self.opts,
+            self.certs().as_ref(),
             replica_of,
         )?;
         self.pid = child.id();
@@ -230,7 +239,7 @@ impl RedisServer {
     }
 
     fn ping(&self) -> Result<(), ServerError> {
-        let client = redis::Client::open(self.url())?;
+        let client = endpoint::client(&self.url())?;
         let mut con = client.get_connection_with_timeout(Duration::from_millis(200))?;
         con.set_read_timeout(Some(Duration::from_millis(200)))?;
         redis::cmd("PING").query::<String>(&mut con)?;
@@ -247,9 +256,33 @@ impl RedisServer {
         admin::info(&mut con, "persistence").is_ok_and(|info| info.get("loading") == Some("0"))
     }
 
-    /// The `redis://` URL of this server.
+    /// The URL of this server: `redis://`, or `rediss://` naming its CA and client certificate,
+    /// with the password when it has one.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
+        let certs = self.certs();
+        let scheme = if certs.is_some() { "rediss" } else { "redis" };
+        let plain = format!("{scheme}://127.0.0.1:{}/", self.port);
+        // Always parses (a loopback address and a port); the plain URL stands in if it did not.
+        let Ok(mut url) = url::Url::parse(&plain) else {
+            return plain;
+        };
+        if let Some(password) = &self.opts.password {
+            // Cannot fail: the URL has a host.
+            let _ = url.set_password(Some(password));
+        }
+        if let Some(certs) = certs {
+            let files = certs.client_files();
+            let mut query = url.query_pairs_mut();
+            for (name, file) in endpoint::tls_params(&files) {
+                query.append_pair(name, &file.to_string_lossy());
+            }
+        }
+        url.into()
+    }
+
+    /// Its CA and certificates (in its directory, kept across restarts), when it runs TLS.
+    pub fn certs(&self) -> Option<ServerCerts> {
+        self.opts.tls.then(|| ServerCerts::in_dir(self.dir.path()))
     }
 
     /// The loopback port it listens on.

@@ -1,10 +1,12 @@
 //! The Redis servers an experiment runs against: ones the harness starts and owns, or one the user
 //! names with `--redis-url`, which the harness may use but never stops, flushes or reconfigures.
 
+pub mod acl;
 pub mod admin;
 mod cleanup;
 mod cluster;
 mod describe;
+pub mod endpoint;
 mod info;
 mod keys;
 mod managed;
@@ -15,6 +17,7 @@ mod reshard;
 mod slots;
 mod spawn;
 mod stats;
+pub mod tls;
 
 pub use cleanup::{
     install_interrupt_handler, interrupted, kill_all, register, registered,
@@ -42,6 +45,12 @@ pub enum ServerError {
          (as root) or pass --redis-server PATH"
     )]
     BinaryNotFound(PathBuf),
+    #[error(
+        "`{}` is not a redis-server: `--version` printed {said} (pass --redis-server PATH to a \
+         redis-server or valkey-server binary)",
+        binary.display()
+    )]
+    NotRedis { binary: PathBuf, said: String },
     #[error("could not start `{binary}`: {source}")]
     Spawn {
         binary: PathBuf,
@@ -64,6 +73,22 @@ pub enum ServerError {
         status: String,
         log_tail: String,
     },
+    #[error("{0}")]
+    Permission(Box<acl::Denied>),
+    #[error("{0}")]
+    Unreachable(Box<acl::Unreachable>),
+    #[error(
+        "--redis-url {url} names a replica (of {primary}): ratelab writes its limiters' keys, which a \
+         replica refuses (READONLY); give the primary's URL"
+    )]
+    NotPrimary { url: String, primary: String },
+    #[error(
+        "--redis-url {url} names a Redis Cluster node: {experiment} runs on one Redis without cluster mode \
+         (its keys would be refused with MOVED); give a standalone server, or run `cluster` against this node"
+    )]
+    ClusterNode { url: String, experiment: String },
+    #[error("making TLS certificates: {0}")]
+    Tls(String),
     #[error("temporary directory: {0}")]
     TempDir(std::io::Error),
     #[error("redis: {0}")]
@@ -215,7 +240,7 @@ impl Target {
 
 /// Opens a blocking connection with explicit connect and response timeouts.
 pub fn admin_connection(url: &str) -> Result<redis::Connection, ServerError> {
-    let client = redis::Client::open(url)?;
+    let client = endpoint::client(url)?;
     let con = client.get_connection_with_timeout(ADMIN_TIMEOUT)?;
     con.set_read_timeout(Some(ADMIN_TIMEOUT))?;
     con.set_write_timeout(Some(ADMIN_TIMEOUT))?;

@@ -1,6 +1,7 @@
 //! Starting a redis-server process: its arguments (port, directory, log, persistence, replica
 //! of), cleanup registration and pinning; the binary resolved and a port found beforehand.
 
+use super::tls::ServerCerts;
 use super::{cleanup, pin, ServerError, ServerOptions};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -12,13 +13,16 @@ pub(super) fn spawn(
     port: u16,
     dir: &Path,
     opts: &ServerOptions,
+    certs: Option<&ServerCerts>,
     replica_of: Option<u16>,
 ) -> Result<Child, ServerError> {
     let log = dir.join("redis.log");
     let mut cmd = Command::new(binary);
-    cmd.arg("--port")
-        .arg(port.to_string())
-        .args(["--bind", "127.0.0.1"])
+    match certs {
+        Some(certs) => cmd.args(certs.server_args(port)),
+        None => cmd.arg("--port").arg(port.to_string()),
+    };
+    cmd.args(["--bind", "127.0.0.1"])
         .args(opts.persistence.server_args())
         .args(["--daemonize", "no", "--protected-mode", "yes"])
         .arg("--dir")
@@ -34,6 +38,9 @@ pub(super) fn spawn(
             .arg("--cluster-config-file")
             .arg(dir.join("nodes.conf"));
     }
+    if let Some(password) = &opts.password {
+        cmd.arg("--requirepass").arg(password);
+    }
     for (name, value) in &opts.extra_args {
         cmd.arg(format!("--{name}")).arg(value);
     }
@@ -48,6 +55,32 @@ pub(super) fn spawn(
     })?;
     cleanup::register(child.id());
     Ok(child)
+}
+
+/// Resolves a server binary like [`resolve_binary`] and checks that it is a redis-server (or
+/// Valkey's): `--version` must say so, or a wrong `--redis-server` fails with an empty log.
+pub(super) fn resolve_server_binary(binary: &Path) -> Result<PathBuf, ServerError> {
+    let path = resolve_binary(binary)?;
+    let output = Command::new(&path)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| ServerError::Spawn {
+            binary: path.clone(),
+            source,
+        })?;
+    let said = String::from_utf8_lossy(&output.stdout);
+    let said = said.trim();
+    if said.starts_with("Redis server v=") || said.starts_with("Valkey server v=") {
+        return Ok(path);
+    }
+    Err(ServerError::NotRedis {
+        binary: path,
+        said: match said.is_empty() {
+            true => format!("nothing ({})", output.status),
+            false => format!("{:?}", said.lines().next().unwrap_or_default()),
+        },
+    })
 }
 
 /// Resolves a bare name through PATH so a missing binary is reported before spawning.

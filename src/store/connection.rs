@@ -66,7 +66,7 @@ impl Slot {
             .set_connection_timeout(Some(budget))
             .set_response_timeout(response);
         Ok(Slot {
-            client: redis::Client::open(url)?,
+            client: crate::server::endpoint::client(url)?,
             config,
             timeouts: (budget, response.unwrap_or(Duration::MAX)),
             setup_only,

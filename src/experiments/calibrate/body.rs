@@ -114,21 +114,13 @@ impl Bench<'_> {
             pair,
         } = *self;
         let (ctx, target) = (s.ctx, &s.target);
-        let addr = target.host_port();
-        let (host, port) = addr.rsplit_once(':').unwrap_or((addr.as_str(), "6379"));
+        let server = crate::server::endpoint::tool_args(&target.url())
+            .map_err(|e| PhaseError::Invalid(format!("the server's address: {e}")))?;
         let key = format!("{key_prefix}__rand_int__");
         let mut cmd = Command::new(benchmark);
-        cmd.args([
-            "-h",
-            host,
-            "-p",
-            port,
-            "-c",
-            &p.clients.to_string(),
-            "-n",
-            &requests.to_string(),
-        ])
-        .args(["-r", &p.keys.to_string(), "--csv"]);
+        cmd.args(server)
+            .args(["-c", &p.clients.to_string(), "-n", &requests.to_string()])
+            .args(["-r", &p.keys.to_string(), "--csv"]);
         match command {
             BenchCommand::Get => cmd.args(["GET", &key]),
             BenchCommand::Evalsha => {

@@ -101,8 +101,16 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
 /// The server's address, and a URL template with `{}` where the proxy's address goes (credentials
 /// and database kept).
 fn proxied_url(url: &str) -> Result<(SocketAddr, String), PhaseError> {
+    let shown = crate::server::endpoint::masked(url);
+    if crate::server::endpoint::is_tls(url) {
+        // The server's certificate names the server, not a proxy on another port.
+        return Err(PhaseError::Invalid(format!(
+            "chaos puts a plain TCP proxy in front of the server, which TLS refuses: run it \
+             against a redis:// URL ({shown})"
+        )));
+    }
     crate::fault::proxy::proxied_url(url)
-        .ok_or_else(|| PhaseError::Invalid(format!("cannot put a proxy in front of {url}")))
+        .ok_or_else(|| PhaseError::Invalid(format!("cannot put a proxy in front of {shown}")))
 }
 
 /// One sequence of drills.

@@ -43,6 +43,9 @@ pub struct Chaos;
 impl Definition for Chaos {
     const ID: &'static str = "chaos";
     const TOML: &'static str = include_str!("../../../experiments/chaos.toml");
+    const NO_MANAGED_TLS: Option<&'static str> = Some(
+        "its fault proxy sits between client and server, where TLS would see the proxy, not the server",
+    );
     type Params = Params;
 
     const BODY: Body<Params> = body::run;

@@ -50,16 +50,21 @@ pub(super) fn run_strategy(
     let keys: Vec<String> = (0..p.bucket_users)
         .map(|u| format!("{prefix}user:{u}"))
         .collect();
-    let urls: Vec<String> = topology
-        .addresses()
-        .iter()
-        .map(|n| topology.url_of(n))
-        .collect();
-    let client = ClusterClient::builder(urls)
+    let mut urls = Vec::new();
+    let mut certs = None;
+    for node in topology.addresses() {
+        let (url, node_certs) = crate::server::endpoint::cluster_node(&topology.url_of(&node))?;
+        urls.push(url);
+        certs = certs.or(node_certs);
+    }
+    let mut builder = ClusterClient::builder(urls)
         .connection_timeout(Duration::from_millis(timeouts.connect_ms))
         .response_timeout(Duration::from_millis(timeouts.response_ms))
-        .retries(RETRIES)
-        .build()?;
+        .retries(RETRIES);
+    if let Some(certs) = certs {
+        builder = builder.certs(certs);
+    }
+    let client = builder.build()?;
     let limiter = Limiter::new(
         strategy,
         LimitSpec {

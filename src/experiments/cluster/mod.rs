@@ -44,6 +44,10 @@ pub struct Cluster;
 impl Definition for Cluster {
     const ID: &'static str = "cluster";
     const TOML: &'static str = include_str!("../../../experiments/cluster.toml");
+    const ON_CLUSTER_NODE: bool = true;
+    const NO_MANAGED_TLS: Option<&'static str> = Some(
+        "its cluster nodes are started without TLS (redis-cli --cluster create is not given certificates)",
+    );
     type Params = Params;
     const TAKES_LIMITERS: bool = true;
     const VERDICTS: Verdicts = report::verdicts;

@@ -143,7 +143,7 @@ impl Topology {
 
 /// A blocking connection with the run's connect and response timeouts.
 fn connect(url: &str, timeouts: ClientTimeouts) -> Result<redis::Connection, redis::RedisError> {
-    let client = redis::Client::open(url)?;
+    let client = crate::server::endpoint::client(url)?;
     let con = client.get_connection_with_timeout(Duration::from_millis(timeouts.connect_ms))?;
     let response = Some(Duration::from_millis(timeouts.response_ms));
     con.set_read_timeout(response)?;

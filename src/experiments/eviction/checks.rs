@@ -90,7 +90,7 @@ pub(super) async fn redis_answer(
     key: &str,
     timeouts: ClientTimeouts,
 ) -> String {
-    let client = match redis::Client::open(url) {
+    let client = match crate::server::endpoint::client(url) {
         Ok(c) => c,
         Err(e) => return e.to_string(),
     };

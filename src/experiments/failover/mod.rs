@@ -44,6 +44,7 @@ impl Definition for Failover {
     const ID: &'static str = "failover";
     const TOML: &'static str = include_str!("../../../experiments/failover.toml");
     const MUST_OWN_SERVER: Option<&'static str> = Some(MUST_OWN);
+    const NO_MANAGED_TLS: Option<&'static str> = Some("its replica is started without TLS");
     type Params = Params;
 
     const BODY: Body<Params> = body::run;

@@ -135,7 +135,7 @@ struct Sides<'a> {
 }
 
 async fn connect(url: &str, ctx: &Ctx) -> Result<Vec<MultiplexedConnection>, PhaseError> {
-    let client = redis::Client::open(url)?;
+    let client = crate::server::endpoint::client(url)?;
     let mut out = Vec::new();
     for _ in 0..CONNECTIONS {
         let cfg = ctx.timeouts.config();
@@ -246,7 +246,7 @@ async fn timeline(
         checks: Mutex::new(Vec::new()),
     });
     let mut admin_primary = load.old[0].clone();
-    let mut admin_replica = redis::Client::open(sides.replica.as_str())?
+    let mut admin_replica = crate::server::endpoint::client(sides.replica.as_str())?
         .get_multiplexed_async_connection_with_config(&ctx.timeouts.config())
         .await?;
     // Warm-up: one check per connection on a key of its own (connect, cache the script).

@@ -138,8 +138,7 @@ fn read_state(
 /// Seed 000's MONITOR: naive-bucket, one process, 2 in flight, a bucket of 3 tokens.
 fn trace(s: &mut Session, p: &Params) -> Result<RaceRow, ExperimentError> {
     let key = s.key("trace");
-    let capture = MonitorCapture::start(&s.target.host_port(), &s.target.url())
-        .phase(|| "starting MONITOR".into())?;
+    let capture = MonitorCapture::start(&s.target.url()).phase(|| "starting MONITOR".into())?;
     let config = Concurrency {
         processes: 1,
         in_flight: p.trace_in_flight,

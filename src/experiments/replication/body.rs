@@ -21,8 +21,8 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let sides = || "sampling INFO commandstats on both sides".to_string();
     let primary_before = command_calls(primary).phase(sides)?;
     let replica_before = command_calls(&replica).phase(sides)?;
-    let monitor = MonitorCapture::start(&host_port(&replica.url()), &replica.url())
-        .phase(|| "starting MONITOR on the replica".into())?;
+    let monitor =
+        MonitorCapture::start(&replica.url()).phase(|| "starting MONITOR on the replica".into())?;
 
     let prefix = s.key("bucket:");
     let calls = || format!("{} lua-bucket calls over {} buckets", p.calls, p.buckets);

@@ -38,6 +38,7 @@ impl Definition for Replication {
     const ID: &'static str = "replication";
     const TOML: &'static str = include_str!("../../../experiments/replication.toml");
     const MUST_OWN_SERVER: Option<&'static str> = Some(MUST_OWN);
+    const NO_MANAGED_TLS: Option<&'static str> = Some("its replica is started without TLS");
     type Params = Params;
 
     const BODY: Body<Params> = body::run;

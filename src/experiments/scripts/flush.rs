@@ -103,7 +103,7 @@ struct Timeline {
 }
 
 async fn connect(plan: &Plan) -> Result<MultiplexedConnection, redis::RedisError> {
-    let client = redis::Client::open(plan.url.as_str())?;
+    let client = crate::server::endpoint::client(plan.url.as_str())?;
     (client.get_multiplexed_async_connection_with_config(&plan.timeouts.config())).await
 }
 

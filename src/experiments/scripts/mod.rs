@@ -53,6 +53,8 @@ impl Definition for Scripts {
     const MUST_OWN_SERVER: Option<&'static str> = Some(
         "it flushes the script cache and function libraries, and restarts and replicates servers",
     );
+    const NO_MANAGED_TLS: Option<&'static str> =
+        Some("its replicas and restarted servers are started without TLS");
     type Params = Params;
     const TAKES_LIMITERS: bool = true;
     const VERDICTS: Verdicts = report::verdicts;

@@ -249,7 +249,7 @@ async fn first_call(
     limiter: &Limiter,
     timeouts: ClientTimeouts,
 ) -> Result<(f64, Attempt), redis::RedisError> {
-    let client = redis::Client::open(url)?;
+    let client = crate::server::endpoint::client(url)?;
     let mut con = client
         .get_multiplexed_async_connection_with_config(&timeouts.config())
         .await?;

@@ -1,0 +1,299 @@
+//! The least privilege ratelab needs on a server it does not own, and the check that the user in
+//! `--redis-url` has it, before anything is measured. README's "Use your own server" prints
+//! [`acl_setuser`]; `tests/auth.rs` runs experiments under exactly that user.
+//!
+//! Keys: only `ratelab:*` (every key a run writes starts with `ratelab:<experiment>:`). Commands:
+//! reads, writes, scripts, transactions and the connection's own commands, minus everything
+//! `@dangerous` (FLUSHALL, FLUSHDB, KEYS, CONFIG, SHUTDOWN, DEBUG, ...) and minus the scripting
+//! commands that would drop the server's other scripts and functions; then, by name, the few
+//! read-only commands the measurements use: TIME (the window limiters' clock), INFO (version,
+//! CPU and command counters for meta.json and cost per decision), MONITOR (race records the
+//! order in which the server ran the commands) and the read-only CLUSTER subcommands (the
+//! cluster experiment reads the slot map).
+
+use super::ServerError;
+
+/// The key pattern: every key ratelab writes starts with this.
+pub const KEY_PATTERN: &str = "~ratelab:*";
+
+/// The command rules, in the order `ACL SETUSER` applies them.
+pub const COMMAND_RULES: &str = "-@all +@read +@write +@scripting +@transaction +@connection \
+     -@dangerous -function|flush -function|restore -script|flush \
+     +time +info +monitor +cluster|info +cluster|slots +cluster|nodes +cluster|keyslot +cluster|myid";
+
+/// The whole `ACL SETUSER` line for a user `name` with password `password`.
+pub fn acl_setuser(name: &str, password: &str) -> String {
+    format!(
+        "ACL SETUSER {name} on >{password} resetkeys {KEY_PATTERN} resetchannels {COMMAND_RULES}"
+    )
+}
+
+/// One permission a run needs: a harmless command that uses it, and the rule that grants it.
+struct Need {
+    command: &'static [&'static str],
+    rule: &'static str,
+    /// Only these experiments need it (empty: every experiment).
+    only: &'static [&'static str],
+}
+
+/// A key inside the pattern, never written (probes read it, or write it with a 1 s expiry).
+const PROBE_KEY: &str = "ratelab:preflight:probe";
+
+const NEEDS: &[Need] = &[
+    Need {
+        command: &["INFO", "server"],
+        rule: "+info",
+        only: &[],
+    },
+    Need {
+        command: &["TIME"],
+        rule: "+time",
+        only: &[],
+    },
+    Need {
+        command: &["GET", PROBE_KEY],
+        rule: "+@read",
+        only: &[],
+    },
+    Need {
+        command: &["SET", PROBE_KEY, "1", "PX", "1000"],
+        rule: "+@write",
+        only: &[],
+    },
+    Need {
+        command: &["SCAN", "0", "MATCH", "ratelab:preflight:*", "COUNT", "1"],
+        rule: "+@read",
+        only: &[],
+    },
+    Need {
+        command: &["UNLINK", PROBE_KEY],
+        rule: "+@write",
+        only: &[],
+    },
+    Need {
+        command: &["EVAL", "return 1", "0"],
+        rule: "+@scripting",
+        only: &[],
+    },
+    Need {
+        command: &[
+            "SCRIPT",
+            "EXISTS",
+            "0000000000000000000000000000000000000000",
+        ],
+        rule: "+@scripting",
+        only: &[],
+    },
+    Need {
+        command: &["WATCH", PROBE_KEY],
+        rule: "+@transaction",
+        only: &[],
+    },
+    Need {
+        command: &["UNWATCH"],
+        rule: "+@transaction",
+        only: &[],
+    },
+    Need {
+        command: &["MONITOR"],
+        rule: "+monitor",
+        only: &["race"],
+    },
+    Need {
+        command: &["CLUSTER", "INFO"],
+        rule: "+cluster|info",
+        only: &["cluster"],
+    },
+    Need {
+        command: &["CLUSTER", "SLOTS"],
+        rule: "+cluster|slots",
+        only: &["cluster"],
+    },
+    Need {
+        command: &["CLUSTER", "KEYSLOT", PROBE_KEY],
+        rule: "+cluster|keyslot",
+        only: &["cluster"],
+    },
+];
+
+/// A permission the `--redis-url` user lacks: the command, and the rule that grants it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "user `{user}` may not run `{command}`, which {experiment} needs: add `{rule}` to its ACL \
+     (ACL SETUSER {user} {rule}; README \"Use your own server\" has the whole line); the server said: \
+     {denied}"
+)]
+pub struct Denied {
+    pub user: String,
+    pub experiment: String,
+    pub command: String,
+    pub rule: String,
+    pub denied: String,
+}
+
+/// How the permissions were checked, for meta.json.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckedBy {
+    /// `ACL DRYRUN` (Redis 7+, and the user may run ACL).
+    DryRun,
+    /// Each command run once in a harmless form, NOPERM meaning missing.
+    Probe,
+}
+
+/// Checks that the server `url` names can take `experiment`'s writes (a primary; a cluster node
+/// only for an experiment that runs on one) and that its user may run what `experiment` needs;
+/// the first missing permission is an error naming the command and the rule to add.
+pub fn preflight(
+    url: &str,
+    experiment: &str,
+    on_cluster_node: bool,
+) -> Result<CheckedBy, ServerError> {
+    let shown = super::endpoint::masked(url);
+    let mut con = super::admin_connection(url)
+        .and_then(|mut con| {
+            redis::cmd("PING").query::<()>(&mut con)?;
+            Ok(con)
+        })
+        .map_err(|e| unreachable(&shown, url, e))?;
+    let role = super::admin::info(&mut con, "replication")?;
+    if role.get("role") == Some("slave") {
+        return Err(ServerError::NotPrimary {
+            url: shown,
+            primary: format!(
+                "{}:{}",
+                role.get("master_host").unwrap_or("?"),
+                role.get("master_port").unwrap_or("?")
+            ),
+        });
+    }
+    let cluster = super::admin::info(&mut con, "cluster")?;
+    if !on_cluster_node && cluster.get("cluster_enabled") == Some("1") {
+        return Err(ServerError::ClusterNode {
+            url: shown,
+            experiment: experiment.to_string(),
+        });
+    }
+    permissions(url, &mut con, experiment)
+}
+
+fn permissions(
+    url: &str,
+    con: &mut redis::Connection,
+    experiment: &str,
+) -> Result<CheckedBy, ServerError> {
+    let user = url::Url::parse(url)
+        .ok()
+        .map(|u| u.username().to_string())
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "default".into());
+    let needs = NEEDS
+        .iter()
+        .filter(|n| n.only.is_empty() || n.only.contains(&experiment));
+    let mut by = CheckedBy::DryRun;
+    for need in needs {
+        if by == CheckedBy::DryRun {
+            match dry_run(con, &user, need.command) {
+                Ok(None) => continue,
+                Ok(Some(denied)) => return Err(missing(&user, experiment, need, &denied)),
+                // No ACL DRYRUN (Redis < 7), or this user may not run ACL: probe instead.
+                Err(_) => by = CheckedBy::Probe,
+            }
+        }
+        if let Some(denied) = probe(url, con, need.command)? {
+            return Err(missing(&user, experiment, need, &denied));
+        }
+    }
+    Ok(by)
+}
+
+/// `ACL DRYRUN user command...`: None when allowed, else the server's reason.
+fn dry_run(
+    con: &mut redis::Connection,
+    user: &str,
+    command: &[&str],
+) -> Result<Option<String>, redis::RedisError> {
+    let reply: String = redis::cmd("ACL")
+        .arg("DRYRUN")
+        .arg(user)
+        .arg(command)
+        .query(con)?;
+    Ok((reply != "OK").then_some(reply))
+}
+
+/// Runs the command; None when the server ran it or refused it for another reason than
+/// permissions (CLUSTER INFO on a server without cluster mode), else the NOPERM message.
+fn probe(
+    url: &str,
+    con: &mut redis::Connection,
+    command: &[&str],
+) -> Result<Option<String>, ServerError> {
+    let outcome = if command == ["MONITOR"] {
+        // On a connection of its own, closed at once: a monitoring connection takes no commands.
+        let mut own = super::admin_connection(url)?;
+        redis::cmd("MONITOR").query::<()>(&mut own)
+    } else {
+        let mut cmd = redis::cmd(command[0]);
+        cmd.arg(&command[1..]);
+        cmd.query::<redis::Value>(con).map(|_| ())
+    };
+    match outcome {
+        Err(e) if e.code() == Some("NOPERM") => Ok(Some(e.to_string())),
+        _ => Ok(None),
+    }
+}
+
+/// A server that could not be reached or would not let us in, with what to check.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot use --redis-url {url}: {hint} ({cause})")]
+pub struct Unreachable {
+    pub url: String,
+    pub hint: String,
+    pub cause: String,
+}
+
+fn unreachable(shown: &str, url: &str, e: ServerError) -> ServerError {
+    let cause = e.to_string();
+    let redis = match &e {
+        ServerError::Redis(r) => Some(r),
+        _ => None,
+    };
+    let code = redis.and_then(|r| r.code());
+    let kind = redis.map(|r| r.kind());
+    let refused = redis.is_some_and(|r| r.is_connection_refusal());
+    let hint = if kind == Some(redis::ErrorKind::AuthenticationFailed) {
+        "the server refused the user or password in the URL (redis://user:password@host:port/db)"
+    } else if code == Some("NOAUTH") {
+        "the server asks for a password: put it in the URL (redis://:password@host:port/, or \
+         redis://user:password@host:port/ for an ACL user)"
+    } else if code == Some("NOPERM") {
+        "the user may not even PING: see README \"Use your own server\" for the ACL line"
+    } else if refused {
+        "nothing accepts connections there: is the server running, on this host and port?"
+    } else if super::endpoint::is_tls(url) {
+        "no TLS session with the server: does it listen for TLS on this port (tls-port), and is its \
+         certificate signed by the --tls-ca given (and by a name or IP matching the URL's host)?"
+    } else {
+        "the server did not answer as Redis does: is this the server's port, and does it speak \
+         plain TCP (for TLS use rediss:// with --tls-ca)?"
+    };
+    ServerError::Unreachable(Box::new(Unreachable {
+        url: shown.to_string(),
+        hint: hint.to_string(),
+        cause,
+    }))
+}
+
+fn missing(user: &str, experiment: &str, need: &Need, denied: &str) -> ServerError {
+    // A refused key, not a refused command: the key pattern is what is missing.
+    let rule = match denied.contains(" key") {
+        true => KEY_PATTERN,
+        false => need.rule,
+    };
+    ServerError::Permission(Box::new(Denied {
+        user: user.to_string(),
+        experiment: experiment.to_string(),
+        command: need.command[..need.command.len().min(2)].join(" "),
+        rule: rule.to_string(),
+        denied: denied.to_string(),
+    }))
+}
