@@ -168,14 +168,24 @@ impl RunArgs {
     }
 }
 
-/// `--out` exists (created if missing) and takes a new file, checked before any server starts.
+/// `--out`, or the directory it would be created in, takes a new file: checked before any server
+/// starts, creating nothing (a run refused later, e.g. for a bad manifest, leaves no directory).
 fn ensure_writable(out: &std::path::Path) -> anyhow::Result<()> {
     use anyhow::Context;
-    std::fs::create_dir_all(out)
-        .with_context(|| format!("--out {}: cannot create it", out.display()))?;
+    let absolute = std::path::absolute(out)
+        .with_context(|| format!("--out {}: cannot resolve it", out.display()))?;
+    let existing = (absolute.ancestors())
+        .find(|dir| dir.is_dir())
+        .with_context(|| format!("--out {}: no existing directory above it", out.display()))?;
     tempfile::Builder::new()
         .prefix(".ratelab-write-check")
-        .tempfile_in(out)
-        .with_context(|| format!("--out {} is not writable", out.display()))?;
+        .tempfile_in(existing)
+        .with_context(|| {
+            format!(
+                "--out {} is not writable ({} refuses a new file)",
+                out.display(),
+                existing.display()
+            )
+        })?;
     Ok(())
 }
