@@ -10,6 +10,10 @@ pub struct CostRow {
     /// `L=<limit>` for the sliding log, `hot-key` for one key, empty otherwise.
     pub variant: String,
     pub run: u32,
+    /// Requests in flight per connection.
+    pub depth: usize,
+    /// `redis-rs` (its multiplexed connection) or `lean` (the pipelined raw-RESP client).
+    pub client: String,
     pub clients: usize,
     /// Keys the clients spread their decisions over (a sliding log's: log_entries / limit).
     pub keys: u64,
