@@ -1,6 +1,7 @@
 //! Analysis from the CSVs alone: per-experiment summaries and REPORT.md, which sets every
 //! published claim beside what this run measured.
 
+pub mod budget;
 pub mod claims;
 pub mod compare;
 mod judge;
@@ -152,6 +153,8 @@ pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, Analysi
     }
     out.push_str(&verdict_summary(&judged, &machine));
     out.push_str(&body);
+    let ids: Vec<&str> = sections.iter().map(|s| s.id).collect();
+    out.push_str(&budget::time_section(dir, &ids)?);
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| AnalysisError::Io { path, source }
