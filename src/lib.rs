@@ -10,13 +10,15 @@
 //!   (CONFIG, MEMORY USAGE, OBJECT ENCODING); `--redis-url`; what meta.json says of a server;
 //!   deleting this run's keys by prefix.
 //! - [`limiter`]: one file per strategy; Lua in `limiter/lua/*.lua`; the single-key scripts also
-//!   on any async connection (a cluster client's).
+//!   on any async connection (a cluster client's); `limiter::wire`: a one-command decision as raw
+//!   RESP and its reply read in place, for the lean client.
 //! - [`store`]: the resilient client of seed 000: per-check budget, fail-open | fail-closed,
 //!   degraded answers counted apart, no offline queue, circuit breaker.
 //! - [`fault`]: what breaks Redis on purpose (kill, restart, SIGSTOP) and the guard that always
 //!   continues a stopped server; a loopback TCP fault proxy (blackhole, refuse, delay, reset).
 //! - [`load`]: closed-loop load and open-loop (scheduled) arrivals from worker processes (the
-//!   binary re-executed as `worker`); a PING probe that sees how long the server stalls.
+//!   binary re-executed as `worker`); a PING probe that sees how long the server stalls;
+//!   `load::pipelined`, the lean closed loop that keeps N requests in flight per connection.
 //! - [`record`]: CSV sinks flushed per row, atomic result directories, a run's meta.json, the
 //!   CSV schema read from the row types (columns, types, units, doc comments), the machine from
 //!   sysinfo, MONITOR.
@@ -25,7 +27,8 @@
 //!   the frame every body runs in (`Session`).
 //! - [`charts`]: SVG and PNG charts drawn from the CSVs alone; knows chart kinds, not experiments.
 //! - [`analysis`]: summary tables, claims judged and REPORT.md from the CSVs alone; knows
-//!   judgements, not experiments (the caller hands it one `Section` per experiment).
+//!   judgements, not experiments (the caller hands it one `Section` per experiment); the time
+//!   budget (`analysis/budget.toml`) and the Time table.
 //! - [`publish`]: a results directory as one verifiable dataset (datapackage.json, SHA256SUMS,
 //!   CITATION.cff, README.md, a .tar.gz) and `verify`, which re-checks and redraws a copy.
 
