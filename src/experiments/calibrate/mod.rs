@@ -12,11 +12,16 @@
 //! and the script.
 //!
 //! What the profile showed (issue 17; `perf record -g` of the quick run, release build): the
-//! redis-rs worker spent ~62% of its samples in the kernel (one writev and two recvs per request:
-//! the second returns EAGAIN) and most of the rest in the multiplexed connection's mpsc channel,
-//! oneshot replies, `Cmd` and `Value` allocations. The lean worker (`load::pipelined`) writes
-//! every request a read freed in one write, reads replies in place, and reads once per readiness
-//! (a short read clears it): see the calibrate section of REPORT.md for the measured ratios.
+//! redis-rs worker spent ~62% of its samples in the kernel (TCP send and receive per request,
+//! and wake-ups: `_raw_spin_unlock_irqrestore`, `finish_task_switch`), and its own code's top
+//! entries were the multiplexed connection's path: tokio's mpsc `Sender::send`,
+//! `req_packed_command`, `PipelineSink::start_send`, `Pipeline::send_recv`, with malloc and free
+//! around them (a `Cmd`, a `Vec` per argument, a oneshot and a `Value` tree per request). The
+//! lean worker (`load::pipelined`) has none of those: a connection's batch of `depth` requests is
+//! encoded into one reused buffer and sent in one write, replies are parsed in place, and a short
+//! read clears readiness so no read returns EAGAIN. Its profile's top user entry was then the
+//! key's formatting (a char-by-char push, replaced by one `push_str`); the rest is the kernel's.
+//! The measured ratios are in the calibrate section of REPORT.md.
 //!
 //! Writes `calibrate/calibrate.csv` (one row per run), `calibrate/meta.json`.
 
