@@ -74,4 +74,6 @@ if [ "$mode" = builds ]; then
     ./target/release/ratelab report "${runs[@]}" --out "$out/BUILDS.md"
     exit 0
 fi
+# The plan first (analysis/budget.toml), so whoever starts it knows how long it will take.
+./target/release/ratelab estimate --profile full
 ./target/release/ratelab all --profile full "$@"

@@ -53,8 +53,18 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
         },
         Command::Publish { dir, out } => publish(&dir, out.as_deref()),
         Command::Verify { path } => verify(&path),
+        Command::Estimate { profile } => estimate(profile),
         Command::Worker => Ok(crate::load::worker_main()?),
     }
+}
+
+/// The planned time of every registered experiment in `profile`, and the total.
+fn estimate(profile: crate::context::Profile) -> anyhow::Result<()> {
+    let budget = crate::analysis::budget::Budget::load()?;
+    let ids: Vec<&str> = experiments::ALL.iter().map(|e| e.id()).collect();
+    println!("planned wall time, profile {}:", profile.name());
+    print!("{}", budget.estimate(profile.name(), &ids));
+    Ok(())
 }
 
 fn list() -> anyhow::Result<()> {

@@ -66,6 +66,11 @@ pub enum Command {
         /// The .tar.gz archive or its unpacked directory.
         path: PathBuf,
     },
+    /// Print how long running every experiment is planned to take (analysis/budget.toml).
+    Estimate {
+        #[arg(long, value_enum, default_value = "full")]
+        profile: Profile,
+    },
     /// Internal: one load-generator process, driven over stdin/stdout by its parent.
     #[command(hide = true)]
     Worker,

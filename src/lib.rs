@@ -13,14 +13,17 @@
 //!   managed TLS servers (`tls`); what meta.json says of a server; deleting this run's keys.
 //! - [`limiter`]: one file per strategy; Lua in `limiter/lua/*.lua`; the single-key scripts also
 //!   on any async connection (a cluster client's); `limiter::custom`: a user's Lua limiter from a
-//!   TOML manifest (`--limiter`), probed before a run and named in results by its manifest.
+//!   TOML manifest (`--limiter`), probed before a run and named in results by its manifest;
+//!   `limiter::wire`: a one-command decision as raw RESP and its reply read in place, for the lean
+//!   client.
 //! - [`store`]: the resilient client of seed 000: per-check budget, fail-open | fail-closed,
 //!   degraded answers counted apart, no offline queue, circuit breaker.
 //! - [`fault`]: what breaks Redis on purpose (kill, restart, SIGSTOP) and the guard that always
 //!   continues a stopped server; a loopback TCP fault proxy (blackhole, refuse, delay, reset).
 //! - [`load`]: closed-loop load and open-loop (scheduled) arrivals from worker processes (the
 //!   binary re-executed as `worker`); pods that send what they admit to a loopback sink which
-//!   counts what arrived; a PING probe that sees how long the server stalls.
+//!   counts what arrived; a PING probe that sees how long the server stalls; `load::pipelined`, the
+//!   lean closed loop that keeps N requests in flight per connection.
 //! - [`record`]: CSV sinks flushed per row, atomic result directories, a run's meta.json, the
 //!   CSV schema read from the row types (columns, types, units, doc comments), the machine from
 //!   sysinfo, MONITOR.
@@ -30,7 +33,8 @@
 //!   run recorded and the verdict table REPORT.md gives them.
 //! - [`charts`]: SVG and PNG charts drawn from the CSVs alone; knows chart kinds, not experiments.
 //! - [`analysis`]: summary tables, claims judged and REPORT.md from the CSVs alone; knows
-//!   judgements, not experiments (the caller hands it one `Section` per experiment).
+//!   judgements, not experiments (the caller hands it one `Section` per experiment); the time
+//!   budget (`analysis/budget.toml`) and the Time table.
 //! - [`publish`]: a results directory as one verifiable dataset (datapackage.json, SHA256SUMS,
 //!   CITATION.cff, README.md, a .tar.gz) and `verify`, which re-checks and redraws a copy.
 

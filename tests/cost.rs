@@ -69,6 +69,7 @@ fn the_sliding_log_variants_run_on_full_logs_and_deny() {
         ("warmup_seconds", "0.2"),
         ("strategies", r#"["lua-log"]"#),
         ("hot_key_strategies", "[]"),
+        ("depth_strategies", "[]"),
         ("log_limits", "[100, 10000]"),
         ("log_entries", "20000"),
         ("log_window_ms", "120000"),

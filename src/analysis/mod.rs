@@ -1,6 +1,7 @@
 //! Analysis from the CSVs alone: per-experiment summaries and REPORT.md, which sets every
 //! published claim beside what this run measured.
 
+pub mod budget;
 pub mod claims;
 pub mod compare;
 mod html;
@@ -165,6 +166,8 @@ pub fn write_report_with(
     out.push_str(&verdict_summary(&judged, &machine));
     out.push_str(after_verdicts);
     out.push_str(&body);
+    let ids: Vec<&str> = sections.iter().map(|s| s.id).collect();
+    out.push_str(&budget::time_section(dir, &ids)?);
     let page = html::render(&out, dir)?;
     write_atomically(&dir.join("claims.csv"), &claims_csv(&judged))?;
     write_atomically(&dir.join("REPORT.html"), &page)?;

@@ -5,6 +5,7 @@
 
 use super::library::BUCKET_FUNCTION;
 use super::script::LuaScript;
+use super::wire::ArgSink;
 use super::{Attempt, LimitSpec, Strategy};
 use redis::aio::ConnectionLike;
 
@@ -18,13 +19,16 @@ pub(super) async fn check(
     key: &str,
     spec: &LimitSpec,
 ) -> Attempt {
-    script
-        .call()
-        .key(key)
+    args(script.call(), key, spec)
+        .decide(con, Strategy::LuaBucket)
+        .await
+}
+
+/// KEYS and ARGV of one decision, for redis-rs's call and for the wire alike.
+pub(super) fn args<S: ArgSink>(sink: S, key: &str, spec: &LimitSpec) -> S {
+    sink.key(key)
         .arg(spec.capacity)
         .arg(spec.refill_per_sec)
         .arg(1)
         .arg(spec.bucket_ttl_ms())
-        .decide(con, Strategy::LuaBucket)
-        .await
 }

@@ -2,6 +2,7 @@
 //! requests per `window_ms` at a steady rate, with bursts of up to `capacity`. One number per client.
 
 use super::script::LuaScript;
+use super::wire::ArgSink;
 use super::{Attempt, LimitSpec, Strategy};
 use redis::aio::MultiplexedConnection;
 
@@ -21,13 +22,16 @@ pub(super) async fn check(
     key: &str,
     spec: &LimitSpec,
 ) -> Attempt {
-    script
-        .call()
-        .key(key)
-        .arg(emission_interval_us(spec))
-        .arg(spec.capacity)
+    args(script.call(), key, spec)
         .decide(con, Strategy::LuaGcra)
         .await
+}
+
+/// KEYS and ARGV of one decision, for redis-rs's call and for the wire alike.
+pub(super) fn args<S: ArgSink>(sink: S, key: &str, spec: &LimitSpec) -> S {
+    sink.key(key)
+        .arg(emission_interval_us(spec))
+        .arg(spec.capacity)
 }
 
 #[cfg(test)]

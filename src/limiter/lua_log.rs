@@ -4,6 +4,7 @@
 
 use super::script::LuaScript;
 use super::spec::{LogClock, LogMember};
+use super::wire::ArgSink;
 use super::{unix_ms, Attempt, LimitSpec, Strategy};
 use redis::aio::MultiplexedConnection;
 use std::collections::hash_map::RandomState;
@@ -64,6 +65,13 @@ pub(super) async fn check(
     key: &str,
     spec: &LimitSpec,
 ) -> Attempt {
+    args(script.call(), members, key, spec)
+        .decide(con, Strategy::LuaLog)
+        .await
+}
+
+/// KEYS and ARGV of one decision (a fresh member each), for redis-rs's call and the wire alike.
+pub(super) fn args<S: ArgSink>(sink: S, members: &LogMembers, key: &str, spec: &LimitSpec) -> S {
     let member_mode = match spec.log.member {
         LogMember::UniqueId => "id",
         LogMember::TimeMs => "ms",
@@ -78,16 +86,12 @@ pub(super) async fn check(
         LogClock::Redis => String::new(),
         LogClock::Caller => unix_ms().to_string(),
     };
-    script
-        .call()
-        .key(key)
+    sink.key(key)
         .arg(spec.capacity)
         .arg(spec.window_ms.max(1))
         .arg(member_mode)
         .arg(member)
         .arg(clock)
-        .decide(con, Strategy::LuaLog)
-        .await
 }
 
 #[cfg(test)]

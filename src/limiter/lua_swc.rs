@@ -3,6 +3,7 @@
 //! answer to the sliding log's memory: two integers per client whatever the limit.
 
 use super::script::LuaScript;
+use super::wire::ArgSink;
 use super::{Attempt, LimitSpec, Strategy};
 use redis::aio::MultiplexedConnection;
 
@@ -16,12 +17,15 @@ pub(super) async fn check(
     key: &str,
     spec: &LimitSpec,
 ) -> Attempt {
-    script
-        .call()
-        .key(key)
+    args(script.call(), key, spec)
+        .decide(con, Strategy::LuaSwc)
+        .await
+}
+
+/// KEYS and ARGV of one decision, for redis-rs's call and for the wire alike.
+pub(super) fn args<S: ArgSink>(sink: S, key: &str, spec: &LimitSpec) -> S {
+    sink.key(key)
         .arg(spec.capacity)
         .arg(spec.window_ms.max(1))
         .arg(spec.window_origin_ms)
-        .decide(con, Strategy::LuaSwc)
-        .await
 }

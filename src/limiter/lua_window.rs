@@ -2,6 +2,7 @@
 //! as multi-window, so the pair measures what a script costs over MULTI/EXEC (seed 002: 54%).
 
 use super::script::LuaScript;
+use super::wire::ArgSink;
 use super::{unix_ms, Attempt, LimitSpec, Strategy};
 use redis::aio::ConnectionLike;
 
@@ -15,13 +16,15 @@ pub(super) async fn check(
     key: &str,
     spec: &LimitSpec,
 ) -> Attempt {
-    let now = unix_ms();
-    script
-        .call()
-        .key(spec.window_key(key, now))
+    args(script.call(), key, spec, unix_ms())
+        .decide(con, Strategy::LuaWindow)
+        .await
+}
+
+/// KEYS and ARGV of one decision at `now` (ms), for redis-rs's call and for the wire alike.
+pub(super) fn args<S: ArgSink>(sink: S, key: &str, spec: &LimitSpec, now: u64) -> S {
+    sink.key(spec.window_key(key, now))
         .arg(spec.capacity)
         .arg(spec.window_ttl_ms())
         .arg(spec.ms_to_window_end(now))
-        .decide(con, Strategy::LuaWindow)
-        .await
 }

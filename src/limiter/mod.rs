@@ -22,6 +22,7 @@ mod script;
 mod spec;
 mod strategy;
 mod watch_bucket;
+pub mod wire;
 
 pub use in_memory::InMemoryWindow;
 pub use invocation::Invocation;
@@ -106,6 +107,9 @@ pub enum LimiterError {
     /// A reply had the wrong shape: a bug in a script or in its caller, never silently allowed.
     #[error("unexpected reply from {strategy}: {detail}")]
     UnexpectedReply { strategy: Strategy, detail: String },
+    /// Redis answered a command sent by the lean client with an error reply.
+    #[error("redis refused: {0}")]
+    Refused(String),
     /// The strategy cannot be invoked that way (FCALL of a strategy the library lacks).
     #[error("{strategy} cannot be invoked as {invocation}: {why}")]
     Unsupported {
@@ -308,6 +312,81 @@ impl Limiter {
 }
 
 impl Limiter {
+    /// Whether a decision is ONE command whose reply decides it, so a client may pipeline raw
+    /// commands ([`encode`](Self::encode), [`decide_reply`](Self::decide_reply)): GET and the
+    /// scripts. Not MULTI/EXEC, WATCH, or the read-then-write strategies (their second command
+    /// depends on the first reply).
+    pub fn is_one_command(&self) -> bool {
+        self.lua().is_some() || matches!(self.prepared, Prepared::Get)
+    }
+
+    /// Appends the command of one decision for `key` to `out`, byte for byte what
+    /// [`check`](Self::check) sends first (`scratch` is reused space for its body). Callers send
+    /// only what [`is_one_command`](Self::is_one_command) allows; the fallback on NOSCRIPT is
+    /// theirs (load the script before).
+    pub fn encode(
+        &self,
+        key: &str,
+        scratch: &mut Vec<u8>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), LimiterError> {
+        let spec = &self.spec;
+        use wire::ArgSink;
+        let sink = wire::WireCommand::new(scratch);
+        let (body, script) = match &self.prepared {
+            Prepared::Get => (sink.key(key), None),
+            Prepared::LuaBucket(s) => (lua_bucket::args(sink, key, spec), Some(s)),
+            Prepared::LuaWindow(s) => (lua_window::args(sink, key, spec, unix_ms()), Some(s)),
+            Prepared::LuaLog(s, members) => (lua_log::args(sink, members, key, spec), Some(s)),
+            Prepared::LuaSwc(s) => (lua_swc::args(sink, key, spec), Some(s)),
+            Prepared::LuaGcra(s) => (lua_gcra::args(sink, key, spec), Some(s)),
+            _ => {
+                return Err(LimiterError::Unsupported {
+                    strategy: self.strategy(),
+                    invocation: self.invocation(),
+                    why: "its decision is more than one command",
+                })
+            }
+        };
+        match script {
+            Some(s) => {
+                let (name, target) = s.first_call();
+                body.finish(name, Some(target), out);
+            }
+            None => body.finish("GET", None, out),
+        }
+        Ok(())
+    }
+
+    /// The decision a reply to [`encode`](Self::encode)'s command carries.
+    pub fn decide_reply(&self, reply: &wire::Reply) -> Result<Decision, LimiterError> {
+        use wire::Reply;
+        if let Reply::Error(e) = reply {
+            return Err(LimiterError::Refused(
+                String::from_utf8_lossy(e).into_owned(),
+            ));
+        }
+        let strategy = self.strategy();
+        match (&self.prepared, reply) {
+            (Prepared::Get, Reply::Bulk(_)) => Ok(Decision::settled(true, 0, 0, 1)),
+            (Prepared::Get, _) => Err(LimiterError::UnexpectedReply {
+                strategy,
+                detail: format!("{reply:?}"),
+            }),
+            (
+                _,
+                Reply::Array {
+                    len: 3,
+                    ints: [Some(a), Some(b), Some(c)],
+                },
+            ) => script::decision_from(strategy, &[*a, *b, *c], 1, false),
+            _ => Err(LimiterError::UnexpectedReply {
+                strategy,
+                detail: format!("{reply:?}"),
+            }),
+        }
+    }
+
     /// Decides one request on any async connection, a Redis Cluster client's included. Only the
     /// scripts whose one key is KEYS[1] (lua-bucket, lua-window) run there: a cluster client routes
     /// a script by its first key, and nothing else of theirs needs a node of its own.
@@ -340,4 +419,97 @@ pub fn unix_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wire::{parse, Reply};
+    use super::*;
+
+    /// What redis-rs's path sends first for one decision of `limiter` on `key`.
+    fn redis_rs_bytes(limiter: &Limiter, key: &str, now: u64) -> Vec<u8> {
+        let spec = &limiter.spec;
+        let call = |s: &script::LuaScript, c: script::Call| {
+            let (name, target) = s.first_call();
+            c.command(name, target).get_packed_command()
+        };
+        match &limiter.prepared {
+            Prepared::Get => redis::cmd("GET").arg(key).get_packed_command(),
+            Prepared::LuaBucket(s) => call(s, lua_bucket::args(s.call(), key, spec)),
+            Prepared::LuaWindow(s) => call(s, lua_window::args(s.call(), key, spec, now)),
+            Prepared::LuaSwc(s) => call(s, lua_swc::args(s.call(), key, spec)),
+            Prepared::LuaGcra(s) => call(s, lua_gcra::args(s.call(), key, spec)),
+            _ => unreachable!("not one command"),
+        }
+    }
+
+    #[test]
+    fn the_wire_encoding_is_byte_for_byte_what_redis_rs_sends() {
+        let spec = LimitSpec {
+            refill_per_sec: 12.5,
+            ..LimitSpec::default()
+        };
+        let (mut scratch, mut out) = (Vec::new(), Vec::new());
+        for strategy in [
+            Strategy::Get,
+            Strategy::LuaBucket,
+            Strategy::LuaSwc,
+            Strategy::LuaGcra,
+        ] {
+            for invocation in [Invocation::EvalshaEval, Invocation::Eval] {
+                let Ok(limiter) = Limiter::with_invocation(strategy, spec, invocation) else {
+                    continue;
+                };
+                out.clear();
+                limiter
+                    .encode("rl:k:000000000042", &mut scratch, &mut out)
+                    .unwrap();
+                let expected = redis_rs_bytes(&limiter, "rl:k:000000000042", 0);
+                assert_eq!(
+                    String::from_utf8_lossy(&out),
+                    String::from_utf8_lossy(&expected),
+                    "{strategy} {invocation}"
+                );
+            }
+        }
+        // The fixed window's key moves with the clock: compare at one instant, ms before a boundary.
+        let window = Limiter::new(Strategy::LuaWindow, spec);
+        let Prepared::LuaWindow(s) = &window.prepared else {
+            unreachable!()
+        };
+        out.clear();
+        let (name, target) = s.first_call();
+        lua_window::args(wire::WireCommand::new(&mut scratch), "k", &spec, 5_000).finish(
+            name,
+            Some(target),
+            &mut out,
+        );
+        assert_eq!(out, redis_rs_bytes(&window, "k", 5_000));
+        assert!(!Limiter::new(Strategy::MultiWindow, spec).is_one_command());
+        assert!(Limiter::new(Strategy::MultiWindow, spec)
+            .encode("k", &mut scratch, &mut out)
+            .is_err());
+    }
+
+    #[test]
+    fn replies_decide_as_the_redis_rs_path_does() {
+        let bucket = Limiter::new(Strategy::LuaBucket, LimitSpec::default());
+        let reply = |bytes: &'static [u8]| parse(bytes).unwrap().unwrap().0;
+        let d = bucket
+            .decide_reply(&reply(b"*3\r\n:1\r\n:99\r\n:0\r\n"))
+            .unwrap();
+        assert!(d.allowed && d.remaining == 99 && d.redis_calls == 1);
+        let d = bucket
+            .decide_reply(&reply(b"*3\r\n:0\r\n:0\r\n:250\r\n"))
+            .unwrap();
+        assert!(!d.allowed && d.retry_ms == 250);
+        assert!(matches!(
+            bucket.decide_reply(&reply(b"-NOSCRIPT No matching script.\r\n")),
+            Err(LimiterError::Refused(m)) if m.starts_with("NOSCRIPT")
+        ));
+        assert!(bucket.decide_reply(&Reply::Int(1)).is_err());
+        let get = Limiter::new(Strategy::Get, LimitSpec::default());
+        assert!(get.decide_reply(&Reply::Bulk(None)).unwrap().allowed);
+        assert!(get.decide_reply(&Reply::Int(3)).is_err());
+    }
 }

@@ -84,6 +84,20 @@ impl LuaScript {
         self.invocation
     }
 
+    /// The command its invocation sends first and what it names: EVAL and the source, EVALSHA
+    /// and the hash, or FCALL and the function.
+    pub(super) fn first_call(&self) -> (&'static str, &str) {
+        match self.invocation {
+            Invocation::Eval => ("EVAL", self.source),
+            Invocation::Evalsha | Invocation::EvalshaEval | Invocation::EvalshaLoad => {
+                ("EVALSHA", &self.hash)
+            }
+            Invocation::Fcall | Invocation::FcallLoad => {
+                ("FCALL", self.function.unwrap_or_default())
+            }
+        }
+    }
+
     /// Starts a call; add its keys and arguments, then run it.
     pub(super) fn call(&self) -> Call<'_> {
         Call {
@@ -155,15 +169,8 @@ impl Call<'_> {
     /// Runs the script as its invocation says, falling back if that is part of it.
     async fn invoke<T: FromRedisValue>(&self, con: &mut impl ConnectionLike) -> Invoked<T> {
         let script = self.script;
-        let first = match script.invocation {
-            Invocation::Eval => self.command("EVAL", script.source),
-            Invocation::Evalsha | Invocation::EvalshaEval | Invocation::EvalshaLoad => {
-                self.command("EVALSHA", &script.hash)
-            }
-            Invocation::Fcall | Invocation::FcallLoad => {
-                self.command("FCALL", script.function.unwrap_or_default())
-            }
-        };
+        let (name, target) = script.first_call();
+        let first = self.command(name, target);
         match first.query_async(con).await {
             Ok(reply) => return invoked(Ok(reply), 1, false),
             Err(e) => {
@@ -199,7 +206,7 @@ impl Call<'_> {
         invoked(first.query_async(con).await, 3, true)
     }
 
-    fn command(&self, name: &str, script: &str) -> redis::Cmd {
+    pub(super) fn command(&self, name: &str, script: &str) -> redis::Cmd {
         let mut cmd = redis::cmd(name);
         cmd.arg(script)
             .arg(self.keys.len())
@@ -224,7 +231,7 @@ fn is_missing(e: &RedisError) -> bool {
 }
 
 /// Reads a `{allowed, remaining, retry_ms}` reply; anything else is the script's bug, reported.
-fn decision_from(
+pub(super) fn decision_from(
     strategy: Strategy,
     reply: &[i64],
     calls: u32,

@@ -37,18 +37,18 @@ fn connections_needed(spec: &WorkerSpec) -> usize {
 }
 
 /// What the tasks of one worker share. Single-threaded: plain cells, no locks on the hot path.
-struct Shared {
-    limiter: Limiter,
-    stop: StopState,
+pub(super) struct Shared {
+    pub(super) limiter: Limiter,
+    pub(super) stop: StopState,
     keys: KeyChoice,
     rng: RefCell<SplitMix64>,
     /// Checks handed out so far, for round-robin keys.
     handed_out: Cell<u64>,
-    tally: RefCell<CheckTally>,
-    histogram: Option<RefCell<Histogram<u64>>>,
+    pub(super) tally: RefCell<CheckTally>,
+    pub(super) histogram: Option<RefCell<Histogram<u64>>>,
 }
 
-enum StopState {
+pub(super) enum StopState {
     Remaining(Cell<u64>),
     Deadline(Instant),
 }
@@ -60,22 +60,73 @@ impl StopState {
             StopState::Deadline(at) => Instant::now() < *at,
         }
     }
+
+    /// Takes up to `wanted` checks at once (one clock read for all of them): how many it got.
+    pub(super) fn take_up_to(&self, wanted: usize) -> usize {
+        match self {
+            StopState::Remaining(left) => {
+                let n = left.get().min(wanted as u64);
+                left.set(left.get() - n);
+                n as usize
+            }
+            StopState::Deadline(at) if wanted > 0 && Instant::now() < *at => wanted,
+            StopState::Deadline(_) => 0,
+        }
+    }
 }
 
 impl Shared {
+    pub(super) fn new(spec: &WorkerSpec) -> Result<Self, LoadError> {
+        let stop = match spec.stop {
+            Stop::AfterChecks(n) => StopState::Remaining(Cell::new(n)),
+            Stop::AfterMs(ms) => StopState::Deadline(Instant::now() + Duration::from_millis(ms)),
+        };
+        let histogram = match spec.record_latency {
+            true => Some(RefCell::new(latency::new_histogram()?)),
+            false => None,
+        };
+        Ok(Shared {
+            limiter: Limiter::with_invocation(spec.strategy, spec.limit, spec.invocation)?,
+            stop,
+            keys: spec.keys.clone(),
+            rng: RefCell::new(SplitMix64::new(spec.seed, spec.worker_index)),
+            handed_out: Cell::new(0),
+            tally: RefCell::new(CheckTally::default()),
+            histogram,
+        })
+    }
+
     fn next_key(&self) -> String {
+        let mut key = String::new();
+        self.write_key(&mut key);
+        key
+    }
+
+    /// The next check's key, written over `key` (no allocation once it has grown).
+    pub(super) fn write_key(&self, key: &mut String) {
+        key.clear();
         match &self.keys {
-            KeyChoice::One(key) => key.clone(),
+            KeyChoice::One(one) => key.push_str(one),
             KeyChoice::Uniform { prefix, count } => {
                 let index = self.rng.borrow_mut().below(*count);
-                KeyChoice::indexed(prefix, index)
+                KeyChoice::write_indexed(key, prefix, index);
             }
             KeyChoice::RoundRobin { prefix, count } => {
                 let n = self.handed_out.get();
                 self.handed_out.set(n + 1);
-                KeyChoice::indexed(prefix, n % (*count).max(1))
+                KeyChoice::write_indexed(key, prefix, n % (*count).max(1));
             }
         }
+    }
+
+    /// The tally so far, with the elapsed time since `started` and the latencies.
+    pub(super) fn finish(&self, started: Instant) -> CheckTally {
+        let mut out = self.tally.take();
+        out.elapsed_ns = started.elapsed().as_nanos() as u64;
+        if let Some(h) = &self.histogram {
+            out.latency_ns = latency::buckets(&h.borrow());
+        }
+        out
     }
 }
 
@@ -84,23 +135,7 @@ pub async fn run_checks(
     spec: &WorkerSpec,
     cons: Vec<MultiplexedConnection>,
 ) -> Result<CheckTally, LoadError> {
-    let stop = match spec.stop {
-        Stop::AfterChecks(n) => StopState::Remaining(Cell::new(n)),
-        Stop::AfterMs(ms) => StopState::Deadline(Instant::now() + Duration::from_millis(ms)),
-    };
-    let histogram = match spec.record_latency {
-        true => Some(RefCell::new(latency::new_histogram()?)),
-        false => None,
-    };
-    let shared = Rc::new(Shared {
-        limiter: Limiter::with_invocation(spec.strategy, spec.limit, spec.invocation)?,
-        stop,
-        keys: spec.keys.clone(),
-        rng: RefCell::new(SplitMix64::new(spec.seed, spec.worker_index)),
-        handed_out: Cell::new(0),
-        tally: RefCell::new(CheckTally::default()),
-        histogram,
-    });
+    let shared = Rc::new(Shared::new(spec)?);
     let per_connection = if spec.strategy.needs_own_connection() {
         1
     } else {
@@ -124,12 +159,7 @@ pub async fn run_checks(
                 .get_or_insert_with(|| format!("task failed: {e}"));
         }
     }
-    let mut out = shared.tally.take();
-    out.elapsed_ns = started.elapsed().as_nanos() as u64;
-    if let Some(h) = &shared.histogram {
-        out.latency_ns = latency::buckets(&h.borrow());
-    }
-    Ok(out)
+    Ok(shared.finish(started))
 }
 
 async fn client_task(shared: Rc<Shared>, mut con: MultiplexedConnection) {

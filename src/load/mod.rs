@@ -9,6 +9,7 @@ pub mod latency;
 mod open;
 mod open_worker;
 mod pod;
+pub mod pipelined;
 pub mod probe;
 pub mod rng;
 mod schedule;
@@ -52,6 +53,10 @@ pub struct WorkerSpec {
     pub in_flight: usize,
     /// Record each check's latency into a histogram.
     pub record_latency: bool,
+    /// Run on the lean pipelined client (`pipelined`) where it serves the strategy and URL:
+    /// raw commands, `in_flight` of them on the wire per connection. Absent in older specs: off.
+    #[serde(default)]
+    pub pipelined: bool,
     /// Run seed; the worker's random stream is (seed, worker_index).
     pub seed: u64,
     /// Set by the parent: this worker's index among its siblings.
@@ -74,6 +79,7 @@ impl WorkerSpec {
             connections: 1,
             in_flight: 1,
             record_latency: false,
+            pipelined: false,
             seed: 0,
             worker_index: 0,
             timeouts: ClientTimeouts::default(),
@@ -117,7 +123,28 @@ impl KeyChoice {
     /// The name of key `index` of a key set: zero-padded to 12 digits like redis-benchmark's
     /// __rand_int__, so both hit the same keys.
     pub fn indexed(prefix: &str, index: u64) -> String {
-        format!("{prefix}{index:012}")
+        let mut key = String::with_capacity(prefix.len() + 12);
+        Self::write_indexed(&mut key, prefix, index);
+        key
+    }
+
+    /// [`indexed`](Self::indexed) appended to `out`, without formatting machinery (a worker's
+    /// hot path names a key per check).
+    pub fn write_indexed(out: &mut String, prefix: &str, index: u64) {
+        out.push_str(prefix);
+        let mut digits = [b'0'; 12];
+        let mut rest = index;
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        if rest > 0 {
+            // Beyond 12 digits the format widens, as `{:012}` does.
+            out.push_str(&index.to_string());
+            return;
+        }
+        // ASCII digits only, so valid UTF-8 (the profile showed a char-by-char push here).
+        out.push_str(std::str::from_utf8(&digits).expect("ASCII digits"));
     }
 }
 
@@ -244,6 +271,13 @@ pub enum LoadError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn indexed_keys_are_zero_padded_like_redis_benchmark_rand_int() {
+        for i in [0, 7, 42, 999_999_999_999, 1_000_000_000_000, u64::MAX] {
+            assert_eq!(KeyChoice::indexed("p:", i), format!("p:{i:012}"));
+        }
+    }
 
     #[test]
     fn merge_sums_counts_and_keeps_slowest_and_first_error() {

@@ -9,7 +9,7 @@
 use super::closed::{connect, run_checks};
 use super::open::{OpenLoop, OpenSpec, OpenTally};
 use super::pod::{self, PodFleet, PodSpec, PodTally};
-use super::{open_worker, CheckTally, LoadError, Stop, WorkerSpec};
+use super::{open_worker, pipelined, CheckTally, LoadError, Stop, WorkerSpec};
 use crate::server::{pin, set_parent_death_signal};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -285,6 +285,11 @@ pub fn worker_main() -> Result<(), LoadError> {
         }
     };
     let result = match job {
+        Job::Closed(spec) if pipelined::serves(&spec) => {
+            let streams = runtime.block_on(pipelined::connect(&spec))?;
+            handshake(&mut stdout)?;
+            serde_json::to_string(&local.block_on(&runtime, pipelined::run(&spec, streams))?)?
+        }
         Job::Closed(spec) => {
             let cons = runtime.block_on(connect(&spec))?;
             handshake(&mut stdout)?;

@@ -13,68 +13,85 @@ use std::time::Instant;
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let benchmark = redis_benchmark().phase(|| "finding redis-benchmark".into())?;
     let mut rows = s.csv::<CalibrateRow>("calibrate.csv")?;
-    let bar = s.progress((p.commands.len() as u32 * p.pairs * 2) as u64);
+    let runs = p.commands.len() * p.depths.len() * p.pairs as usize * 2;
+    let bar = s.progress(runs as u64);
     prepare(&s.target, p, &s.prefix).phase(|| "loading keys and the script".into())?;
     for &command in &p.commands {
-        let key_prefix = s.key(format!("{}:", command.name().to_lowercase()));
-        let limit = LimitSpec {
-            capacity: p.capacity,
-            refill_per_sec: p.refill_per_sec,
-            ..LimitSpec::default()
-        };
-        let keys = KeyChoice::Uniform {
-            prefix: key_prefix.clone(),
-            count: p.keys,
-        };
-        let spec = WorkerSpec {
-            connections: p.clients,
-            ..WorkerSpec::new(
-                command.strategy(),
-                limit,
-                keys,
-                Stop::AfterMs((p.warmup_seconds * 1000.0) as u64),
-            )
-        };
-        let mut plan = s.closed_loop(1, spec);
-        let target = &s.target;
-        if p.warmup_seconds > 0.0 {
-            measure(target, &plan, &|| format!("warm-up of {}", command.name()))?;
-        }
-        plan.template.stop = Stop::AfterMs((p.seconds * 1000.0) as u64);
-        for pair in 0..p.pairs {
-            let what = || format!("pair {pair} of {}: ratelab", command.name());
-            let m = measure(target, &plan, &what)?;
-            let ops = m.tally.admitted + m.tally.denied;
-            rows.write(&CalibrateRow {
-                command: command.name().into(),
-                tool: "ratelab".into(),
-                pair,
-                ops,
-                ops_per_s: m.decisions_per_s(),
-                client_cpu_s: m.client_cpu_s,
-                duration_s: m.tally.elapsed_ns as f64 / 1e9,
-                clients: p.clients,
-                keys: p.keys,
-                redis_cpu_us_per_op: m.cpu_us_per_decision(),
-                redis_busy_pct: m.server.busy_pct(),
-            })?;
-            bar.inc(1);
-            let bench = Bench {
-                binary: &benchmark,
-                command,
-                key_prefix: &key_prefix,
-                requests: ops.max(1),
-                pair,
-            };
-            let row = bench
-                .run(s, p)
-                .phase(|| format!("pair {pair} of {}: redis-benchmark", command.name()))?;
-            rows.write(&row)?;
-            bar.inc(1);
+        for &depth in &p.depths {
+            let key_prefix = s.key(format!("{}:", command.name().to_lowercase()));
+            let mut plan = s.closed_loop(1, worker(p, command, depth, &key_prefix));
+            let target = &s.target;
+            let name = || format!("{} at depth {depth}", command.name());
+            if p.warmup_seconds > 0.0 {
+                measure(target, &plan, &|| format!("warm-up of {}", name()))?;
+            }
+            plan.template.stop = Stop::AfterMs((p.seconds * 1000.0) as u64);
+            for pair in 0..p.pairs {
+                let what = || format!("pair {pair} of {}: ratelab", name());
+                let m = measure(target, &plan, &what)?;
+                let ops = m.tally.admitted + m.tally.denied;
+                rows.write(&CalibrateRow {
+                    command: command.name().into(),
+                    tool: "ratelab".into(),
+                    pair,
+                    depth,
+                    ops,
+                    ops_per_s: m.decisions_per_s(),
+                    client_cpu_s: m.client_cpu_s,
+                    client_cpu_us_per_op: per_op_us(m.client_cpu_s, ops),
+                    duration_s: m.tally.elapsed_ns as f64 / 1e9,
+                    clients: p.clients,
+                    keys: p.keys,
+                    redis_cpu_us_per_op: m.cpu_us_per_decision(),
+                    redis_busy_pct: m.server.busy_pct(),
+                })?;
+                bar.inc(1);
+                let bench = Bench {
+                    binary: &benchmark,
+                    command,
+                    key_prefix: &key_prefix,
+                    requests: ops.max(1),
+                    pair,
+                    depth,
+                };
+                let row = bench
+                    .run(s, p)
+                    .phase(|| format!("pair {pair} of {}: redis-benchmark", name()))?;
+                rows.write(&row)?;
+                bar.inc(1);
+            }
         }
     }
     bar.finish_and_clear();
     Ok(())
+}
+
+/// ratelab's side: one lean pipelined worker, `clients` connections, `depth` in flight on each.
+fn worker(p: &Params, command: BenchCommand, depth: usize, key_prefix: &str) -> WorkerSpec {
+    let limit = LimitSpec {
+        capacity: p.capacity,
+        refill_per_sec: p.refill_per_sec,
+        ..LimitSpec::default()
+    };
+    let keys = KeyChoice::Uniform {
+        prefix: key_prefix.to_string(),
+        count: p.keys,
+    };
+    let stop = Stop::AfterMs((p.warmup_seconds * 1000.0) as u64);
+    WorkerSpec {
+        connections: p.clients,
+        in_flight: depth,
+        pipelined: true,
+        ..WorkerSpec::new(command.strategy(), limit, keys, stop)
+    }
+}
+
+fn per_op_us(cpu_s: f64, ops: u64) -> f64 {
+    if ops > 0 {
+        cpu_s * 1e6 / ops as f64
+    } else {
+        0.0
+    }
 }
 
 /// Keys for GET exist (a GET of a missing key is cheaper); the script is cached for EVALSHA.
@@ -102,6 +119,7 @@ struct Bench<'a> {
     key_prefix: &'a str,
     requests: u64,
     pair: u32,
+    depth: usize,
 }
 
 impl Bench<'_> {
@@ -112,6 +130,7 @@ impl Bench<'_> {
             key_prefix,
             requests,
             pair,
+            depth,
         } = *self;
         let (ctx, target) = (s.ctx, &s.target);
         let server = crate::server::endpoint::tool_args(&target.url())
@@ -120,7 +139,7 @@ impl Bench<'_> {
         let mut cmd = Command::new(benchmark);
         cmd.args(server)
             .args(["-c", &p.clients.to_string(), "-n", &requests.to_string()])
-            .args(["-r", &p.keys.to_string(), "--csv"]);
+            .args(["-r", &p.keys.to_string(), "-P", &depth.to_string(), "--csv"]);
         match command {
             BenchCommand::Get => cmd.args(["GET", &key]),
             BenchCommand::Evalsha => {
@@ -173,9 +192,11 @@ impl Bench<'_> {
             command: command.name().into(),
             tool: "redis-benchmark".into(),
             pair,
+            depth,
             ops: requests,
             ops_per_s,
             client_cpu_s,
+            client_cpu_us_per_op: per_op_us(client_cpu_s, requests),
             duration_s: wall,
             clients: p.clients,
             keys: p.keys,

@@ -24,16 +24,21 @@ pub(crate) struct Grouped {
     ops: Vec<Vec<Vec<f64>>>,
 }
 
-/// Groups rows by command and tool; pure so it is unit-testable.
+/// A command at a depth, as its slot is labelled.
+fn slot_label(r: &CalibrateRow) -> String {
+    format!("{} depth {}", r.command, r.depth)
+}
+
+/// Groups rows by command and depth, and tool; pure so it is unit-testable.
 pub(crate) fn group(rows: &[CalibrateRow]) -> Grouped {
     let (mut commands, mut tools) = (Vec::new(), Vec::new());
     for r in rows {
-        index_of(&mut commands, r.command.clone());
+        index_of(&mut commands, slot_label(r));
         index_of(&mut tools, r.tool.clone());
     }
     let mut ops = vec![vec![Vec::new(); tools.len()]; commands.len()];
     for r in rows {
-        let c = index_of(&mut commands, r.command.clone());
+        let c = index_of(&mut commands, slot_label(r));
         let t = index_of(&mut tools, r.tool.clone());
         if r.ops_per_s.is_finite() {
             ops[c][t].push(r.ops_per_s);
@@ -80,11 +85,11 @@ fn chart(g: &Grouped) -> BarChart<'_> {
         .collect();
     legend.push((Marker::Dot(BLACK), "one pair of runs"));
     BarChart {
-        title: "calibrate: ops/s per command, ratelab vs redis-benchmark",
+        title: "calibrate: ops/s per command and depth, ratelab vs redis-benchmark",
         subtitle: format!(
             "bar = mean over pairs; number above each command = {OURS} / {REFERENCE} (mean ops/s)"
         ),
-        x_desc: "command",
+        x_desc: "command, requests in flight per connection",
         y_desc: "ops/s",
         y_format: si,
         legend,
@@ -100,14 +105,15 @@ mod tests {
     use std::fs;
 
     const HEADER: &str =
-        "command,tool,pair,ops,ops_per_s,client_cpu_s,duration_s,clients,keys,redis_cpu_us_per_op,redis_busy_pct";
+        "command,tool,pair,depth,ops,ops_per_s,client_cpu_s,client_cpu_us_per_op,duration_s,clients,keys,\
+redis_cpu_us_per_op,redis_busy_pct";
     const ROWS: &str = "\
-GET,ratelab,0,900000,90000,4.1,10,50,1,7,80
-GET,redis-benchmark,0,1000000,100000,3.0,10,50,1,7,80
-GET,ratelab,1,920000,92000,4.1,10,50,1,7,80
-GET,redis-benchmark,1,980000,98000,3.0,10,50,1,7,80
-EVALSHA,ratelab,0,500000,50000,4.0,10,50,1,7,80
-EVALSHA,redis-benchmark,0,520000,52000,3.1,10,50,1,7,80
+GET,ratelab,0,1,900000,90000,4.1,4.5,10,50,1,7,80
+GET,redis-benchmark,0,1,1000000,100000,3.0,3.0,10,50,1,7,80
+GET,ratelab,1,1,920000,92000,4.1,4.5,10,50,1,7,80
+GET,redis-benchmark,1,1,980000,98000,3.0,3.0,10,50,1,7,80
+EVALSHA,ratelab,0,16,500000,50000,4.0,8.0,10,50,1,7,80
+EVALSHA,redis-benchmark,0,16,520000,52000,3.1,6.0,10,50,1,7,80
 ";
 
     #[test]
@@ -124,8 +130,8 @@ EVALSHA,redis-benchmark,0,520000,52000,3.1,10,50,1,7,80
         let svg = fs::read_to_string(&paths[0]).unwrap();
         // 91000 / 99000 and 50000 / 52000.
         for s in [
-            "GET",
-            "EVALSHA",
+            "GET depth 1",
+            "EVALSHA depth 16",
             "ratelab",
             "redis-benchmark",
             "0.92x",
@@ -152,9 +158,11 @@ EVALSHA,redis-benchmark,0,520000,52000,3.1,10,50,1,7,80
                 command: c.into(),
                 tool: t.into(),
                 pair: 0,
+                depth: 1,
                 ops: 0,
                 ops_per_s: o,
                 client_cpu_s: 0.0,
+                client_cpu_us_per_op: 0.0,
                 duration_s: 1.0,
                 clients: 1,
                 keys: 1,

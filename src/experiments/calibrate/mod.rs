@@ -2,12 +2,26 @@
 //! Hypothesis: the harness's load generator is not the bottleneck. If it were, every throughput
 //! and CPU-per-decision figure would measure the client, not Redis.
 //!
-//! Method: the same command (GET; EVALSHA of lua-bucket) from 16 clients over 10,000 keys, first
-//! from ratelab's workers for `seconds`, then from `redis-benchmark -c 16 -r 10000` for as many
-//! requests as ratelab just made, alternating A B A B for `pairs` pairs, both pinned to the
-//! harness's CPUs. Keys are named alike (`prefix` + 12-digit index), so both tools hit the same
-//! keys. Recorded per run: ops, ops/s, client CPU seconds (rusage of the reaped processes), Redis
-//! main-thread CPU per op. A warm-up run per command (excluded) loads keys and the script.
+//! Method: the same command (GET; EVALSHA of lua-bucket) from 16 clients over 10,000 keys, at
+//! each depth (requests in flight per connection), first from ratelab's lean pipelined worker
+//! for `seconds`, then from `redis-benchmark -c 16 -r 10000 -P depth` for as many requests as
+//! ratelab just made, alternating A B A B for `pairs` pairs, both pinned to the harness's CPUs.
+//! Keys are named alike (`prefix` + 12-digit index), so both tools hit the same keys. Recorded
+//! per run: ops, ops/s, client CPU seconds (rusage of the reaped processes, start-up included for
+//! both), Redis main-thread CPU per op. A warm-up run per command and depth (excluded) loads keys
+//! and the script.
+//!
+//! What the profile showed (issue 17; `perf record -g` of the quick run, release build): the
+//! redis-rs worker spent ~62% of its samples in the kernel (TCP send and receive per request,
+//! and wake-ups: `_raw_spin_unlock_irqrestore`, `finish_task_switch`), and its own code's top
+//! entries were the multiplexed connection's path: tokio's mpsc `Sender::send`,
+//! `req_packed_command`, `PipelineSink::start_send`, `Pipeline::send_recv`, with malloc and free
+//! around them (a `Cmd`, a `Vec` per argument, a oneshot and a `Value` tree per request). The
+//! lean worker (`load::pipelined`) has none of those: a connection's batch of `depth` requests is
+//! encoded into one reused buffer and sent in one write, replies are parsed in place, and a short
+//! read clears readiness so no read returns EAGAIN. Its profile's top user entry was then the
+//! key's formatting (a char-by-char push, replaced by one `push_str`); the rest is the kernel's.
+//! The measured ratios are in the calibrate section of REPORT.md.
 //!
 //! Writes `calibrate/calibrate.csv` (one row per run), `calibrate/meta.json`.
 
@@ -56,6 +70,8 @@ pub struct Params {
     pub warmup_seconds: f64,
     pub clients: usize,
     pub keys: u64,
+    /// Requests in flight per connection: ratelab pipelines this many, redis-benchmark `-P`.
+    pub depths: Vec<usize>,
     pub commands: Vec<BenchCommand>,
     pub capacity: u64,
     pub refill_per_sec: f64,
@@ -92,6 +108,9 @@ impl Validate for Params {
     fn validate(&self) -> Result<(), String> {
         if self.pairs == 0 || self.seconds <= 0.0 || self.clients == 0 || self.keys == 0 {
             return Err("pairs, seconds, clients, keys must be > 0".into());
+        }
+        if self.depths.is_empty() || self.depths.contains(&0) {
+            return Err("depths must list at least one depth, each >= 1".into());
         }
         Ok(())
     }

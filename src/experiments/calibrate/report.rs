@@ -1,22 +1,109 @@
 //! calibrate's summary for REPORT.md.
 
 use super::CalibrateRow;
-use crate::analysis::table::{summarize, Key, Stat};
+use crate::analysis::table::{read_typed, short, summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
+use std::fmt::Write as _;
 use std::path::Path;
 
-/// Both tools side by side per command.
+const OURS: &str = "ratelab";
+const REFERENCE: &str = "redis-benchmark";
+
+/// The two tools' ratios per command and depth first, then both side by side.
 pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
-    let keys: [Key<CalibrateRow>; 2] = [
+    let rows = read_typed::<CalibrateRow>(&dir.join("calibrate.csv"))?;
+    let keys: [Key<CalibrateRow>; 3] = [
         ("command", |r| r.command.clone()),
+        ("depth", |r| r.depth.to_string()),
         ("tool", |r| r.tool.clone()),
     ];
     let stats: [Stat<CalibrateRow>; 5] = [
         ("ops/s", |r| Some(r.ops_per_s)),
-        ("client CPU s", |r| Some(r.client_cpu_s)),
+        ("client CPU µs/op", |r| Some(r.client_cpu_us_per_op)),
         ("duration s", |r| Some(r.duration_s)),
         ("Redis CPU µs/op", |r| Some(r.redis_cpu_us_per_op)),
         ("Redis busy %", |r| Some(r.redis_busy_pct)),
     ];
-    summarize(&dir.join("calibrate.csv"), &keys, &stats)
+    Ok(format!(
+        "{}\n{}",
+        ratios(&rows),
+        summary_table(&rows, &keys, &stats)
+    ))
+}
+
+/// Per command and depth: mean ops/s and mean client CPU per op of ratelab over
+/// redis-benchmark's, and Redis busy % under each.
+fn ratios(rows: &[CalibrateRow]) -> String {
+    let mut groups: Vec<(String, usize)> = Vec::new();
+    for r in rows {
+        if !groups.contains(&(r.command.clone(), r.depth)) {
+            groups.push((r.command.clone(), r.depth));
+        }
+    }
+    let mut out = String::from(
+        "| command | depth | ops/s ratelab / redis-benchmark | client CPU per op ratelab / \
+        redis-benchmark | Redis busy % (ratelab) | Redis busy % (redis-benchmark) |\n\
+        |---|---|---|---|---|---|\n",
+    );
+    for (command, depth) in groups {
+        let mean = |tool: &str, f: fn(&CalibrateRow) -> f64| {
+            let v: Vec<f64> = (rows.iter())
+                .filter(|r| r.command == command && r.depth == depth && r.tool == tool)
+                .map(f)
+                .collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        let ratio = |f: fn(&CalibrateRow) -> f64| match (mean(OURS, f), mean(REFERENCE, f)) {
+            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+            _ => "-".to_string(),
+        };
+        let busy = |tool| mean(tool, |r| r.redis_busy_pct).map_or("-".to_string(), short);
+        let _ = writeln!(
+            out,
+            "| {command} | {depth} | {} | {} | {} | {} |",
+            ratio(|r| r.ops_per_s),
+            ratio(|r| r.client_cpu_us_per_op),
+            busy(OURS),
+            busy(REFERENCE)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(command: &str, tool: &str, depth: usize, ops_per_s: f64, cpu: f64) -> CalibrateRow {
+        CalibrateRow {
+            command: command.into(),
+            tool: tool.into(),
+            pair: 0,
+            depth,
+            ops: 1000,
+            ops_per_s,
+            client_cpu_s: 1.0,
+            client_cpu_us_per_op: cpu,
+            duration_s: 1.0,
+            clients: 16,
+            keys: 10,
+            redis_cpu_us_per_op: 1.0,
+            redis_busy_pct: 90.0,
+        }
+    }
+
+    #[test]
+    fn ratios_are_ratelab_over_redis_benchmark_per_command_and_depth() {
+        let rows = [
+            row("GET", OURS, 1, 120.0, 8.0),
+            row("GET", REFERENCE, 1, 100.0, 10.0),
+            row("GET", OURS, 16, 300.0, 1.0),
+        ];
+        let table = ratios(&rows);
+        assert!(
+            table.contains("| GET | 1 | 1.20 | 0.80 | 90 | 90 |"),
+            "{table}"
+        );
+        assert!(table.contains("| GET | 16 | - | - | 90 | - |"), "{table}");
+    }
 }

@@ -9,9 +9,13 @@ pub struct CalibrateRow {
     /// `ratelab` or `redis-benchmark`.
     pub tool: String,
     pub pair: u32,
+    /// Requests in flight per connection (redis-benchmark's `-P`).
+    pub depth: usize,
     pub ops: u64,
     pub ops_per_s: f64,
     pub client_cpu_s: f64,
+    /// Client CPU per op, µs: the tool's processes' user + sys over its ops.
+    pub client_cpu_us_per_op: f64,
     pub duration_s: f64,
     pub clients: usize,
     pub keys: u64,

@@ -6,7 +6,7 @@ use super::{variants, Keys, Params, Variant};
 use crate::experiments::measure::{measure, Measured};
 use crate::experiments::{ExperimentError, Phase, Session};
 use crate::load::rng::SplitMix64;
-use crate::load::{KeyChoice, Stop, WorkerSpec};
+use crate::load::{pipelined, KeyChoice, Stop, WorkerSpec};
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut rows = s.csv::<CostRow>("cost.csv")?;
@@ -48,6 +48,8 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             }
             let spec = WorkerSpec {
                 connections: p.clients,
+                in_flight: v.depth,
+                pipelined: v.depth > 1,
                 ..WorkerSpec::new(
                     v.strategy,
                     v.limit,
@@ -72,7 +74,11 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                 }
                 None => None,
             };
-            rows.write(&row(v, r, p, &m, held))?;
+            let client = match pipelined::serves(&plan.template) {
+                true => "lean",
+                false => "redis-rs",
+            };
+            rows.write(&row(v, r, p, &m, held, client))?;
             bar.inc(1);
         }
     }
@@ -81,7 +87,14 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
 }
 
 /// The row of one run; `held` is (mean, smallest) entries of the variant's logs after it.
-fn row(v: &Variant, run: u32, p: &Params, m: &Measured, held: Option<(f64, u64)>) -> CostRow {
+fn row(
+    v: &Variant,
+    run: u32,
+    p: &Params,
+    m: &Measured,
+    held: Option<(f64, u64)>,
+    client: &str,
+) -> CostRow {
     let decisions = m.tally.admitted + m.tally.denied;
     let (busiest_command, usec_per_call) = m.server.busiest_command().unwrap_or_default();
     let command_usec: u64 = m
@@ -95,6 +108,8 @@ fn row(v: &Variant, run: u32, p: &Params, m: &Measured, held: Option<(f64, u64)>
         strategy: v.strategy,
         variant: v.label.clone(),
         run,
+        depth: v.depth,
+        client: client.into(),
         clients: p.clients,
         keys: v.keys.count(),
         limit: v.limit.capacity,

@@ -169,15 +169,15 @@ mod tests {
     use crate::charts::csv_dir;
     use std::fs;
 
-    const HEADER: &str = "strategy,variant,run,clients,keys,limit,window_ms,log_entries_per_key,\
+    const HEADER: &str = "strategy,variant,run,depth,client,clients,keys,limit,window_ms,log_entries_per_key,\
 log_entries_min,duration_s,decisions,decisions_per_s,allowed,denied,errors,redis_cpu_us,cpu_us_per_decision,\
 redis_busy_pct,busiest_command,usec_per_call,command_usec_per_decision,client_cpu_s";
     const ROWS: &str = "\
-get,,0,8,1,100,1000,,,1,1000,90000,1000,0,0,8000,8.0,72,get,7.9,7.9,1
-get,,1,8,1,100,1000,,,1,1000,91000,1000,0,0,8200,8.2,73,get,8.1,8.1,1
-lua-bucket,,0,8,1,100,1000,,,1,1000,40000,900,100,0,24000,24.0,96,get,23.5,23.5,1
-lua-log,L=100,0,8,1,100,1000,100,100,1,1000,20000,900,100,0,41000,41.0,99,get,40.2,40.2,1
-lua-log,L=100,1,8,1,100,1000,100,99,1,1000,21000,900,100,0,40000,40.0,99,get,39.8,39.8,1
+get,,0,1,redis-rs,8,1,100,1000,,,1,1000,90000,1000,0,0,8000,8.0,72,get,7.9,7.9,1
+get,,1,1,redis-rs,8,1,100,1000,,,1,1000,91000,1000,0,0,8200,8.2,73,get,8.1,8.1,1
+lua-bucket,,0,1,redis-rs,8,1,100,1000,,,1,1000,40000,900,100,0,24000,24.0,96,get,23.5,23.5,1
+lua-log,L=100,0,1,redis-rs,8,1,100,1000,100,100,1,1000,20000,900,100,0,41000,41.0,99,get,40.2,40.2,1
+lua-log,L=100,1,1,redis-rs,8,1,100,1000,100,99,1,1000,21000,900,100,0,40000,40.0,99,get,39.8,39.8,1
 ";
 
     #[test]

@@ -71,6 +71,10 @@ pub struct Params {
     pub refill_per_sec: f64,
     pub window_ms: u64,
     pub log_window_ms: u64,
+    /// Requests in flight per connection; beyond 1 (the seed's), `depth_strategies` run again
+    /// at each on the lean pipelined client, labelled `depth=<d>`.
+    pub depths: Vec<usize>,
+    pub depth_strategies: Vec<Strategy>,
 }
 
 /// A strategy as measured here: which keys, which limit, what to call it.
@@ -80,6 +84,8 @@ struct Variant {
     label: String,
     limit: LimitSpec,
     keys: Keys,
+    /// Requests in flight per connection (1: redis-rs, one at a time, as the seed's clients).
+    depth: usize,
 }
 
 /// The keys a variant's clients spread their decisions over.
@@ -119,6 +125,8 @@ fn variants(p: &Params, customs: &[Strategy]) -> Vec<Variant> {
         label: label.into(),
         limit: base,
         keys: Keys::Uniform(p.keys),
+        // Custom limiters run on the redis-rs client, as the seed's decisions did.
+        depth: 1,
     };
     for &custom in customs {
         let reference = custom.reference();
@@ -152,6 +160,7 @@ fn builtin_variants(p: &Params) -> Vec<Variant> {
                     label: format!("L={l}"),
                     limit,
                     keys: Keys::FullLogs(p.log_entries / l),
+                    depth: 1,
                 });
             }
         } else {
@@ -160,6 +169,7 @@ fn builtin_variants(p: &Params) -> Vec<Variant> {
                 label: String::new(),
                 limit: base,
                 keys: Keys::Uniform(p.keys),
+                depth: 1,
             });
         }
     }
@@ -169,7 +179,19 @@ fn builtin_variants(p: &Params) -> Vec<Variant> {
             label: "hot-key".into(),
             limit: base,
             keys: Keys::Hot,
+            depth: 1,
         });
+    }
+    for &depth in p.depths.iter().filter(|&&d| d > 1) {
+        for &strategy in &p.depth_strategies {
+            out.push(Variant {
+                strategy,
+                label: format!("depth={depth}"),
+                limit: base,
+                keys: Keys::Uniform(p.keys),
+                depth,
+            });
+        }
     }
     out
 }
@@ -183,6 +205,18 @@ impl Validate for Params {
             return Err(format!(
                 "every log limit must be >= 1 and <= log_entries ({}): {l} is not",
                 self.log_entries
+            ));
+        }
+        if self.depths.contains(&0) {
+            return Err("every depth must be >= 1".into());
+        }
+        if let Some(s) = self
+            .depth_strategies
+            .iter()
+            .find(|s| !crate::limiter::Limiter::new(**s, LimitSpec::default()).is_one_command())
+        {
+            return Err(format!(
+                "depth_strategies: {s} is not one command per decision, so it cannot be pipelined"
             ));
         }
         if self.log_window_ms == 0 {
@@ -208,7 +242,12 @@ mod tests {
         assert!(labels.contains(&"lua-logL=100".to_string()));
         assert!(labels.contains(&"lua-logL=10000".to_string()));
         assert!(labels.contains(&"lua-buckethot-key".to_string()));
-        assert_eq!(v.len(), p.strategies.len() + 1 + p.hot_key_strategies.len());
+        let deep = p.depths.iter().filter(|&&d| d > 1).count() * p.depth_strategies.len();
+        assert_eq!(
+            v.len(),
+            p.strategies.len() + 1 + p.hot_key_strategies.len() + deep
+        );
+        assert!(v.iter().any(|v| v.depth == 16 && v.label == "depth=16"));
         let log = v.iter().find(|v| v.label == "L=10000").unwrap();
         assert_eq!(
             (log.limit.capacity, log.limit.window_ms),

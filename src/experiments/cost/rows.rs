@@ -10,6 +10,13 @@ pub struct CostRow {
     /// `L=<limit>` for the sliding log, `hot-key` for one key, empty otherwise.
     pub variant: String,
     pub run: u32,
+    /// Requests in flight per connection (absent in runs before it was measured: 1, as they ran).
+    #[serde(default = "one")]
+    pub depth: usize,
+    /// `redis-rs` (its multiplexed connection) or `lean` (the pipelined raw-RESP client); absent
+    /// in runs before the lean client: redis-rs, the only client they had.
+    #[serde(default = "redis_rs")]
+    pub client: String,
     pub clients: usize,
     /// Keys the clients spread their decisions over (a sliding log's: log_entries / limit).
     pub keys: u64,
@@ -36,4 +43,12 @@ pub struct CostRow {
     /// All commands' in-Redis time per decision, µs (MULTI strategies make several calls).
     pub command_usec_per_decision: f64,
     pub client_cpu_s: f64,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn redis_rs() -> String {
+    "redis-rs".into()
 }
