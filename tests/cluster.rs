@@ -306,9 +306,20 @@ fn no_node_is_left_after_success_error_or_sigint() {
     assert!(seen.len() >= 4, "saw only {seen:?}");
     assert_all_gone(&seen);
 
-    // Error: one node killed under the run; the run fails and takes the others down.
+    // Error: one node killed under the run; the run fails and takes the others down. The victim
+    // is a cluster node: the run's standalone server may already have served its phase.
     let (mut child, seen) = run_watching(out.path(), 4, &["--set", "users=20000"]);
-    let victim = *seen.last().unwrap();
+    let is_node = |pid: &&u32| {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        // Redis rewrites its title to "redis-server 127.0.0.1:PORT [cluster]" on a cluster node.
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        cmdline.contains("[cluster]") || cmdline.contains("cluster-enabled")
+    };
+    let victim = *seen
+        .iter()
+        .rev()
+        .find(is_node)
+        .expect("a cluster node among the servers");
     // SAFETY: a signal to a process this test's child started.
     unsafe { libc::kill(victim as i32, libc::SIGKILL) };
     let status = child.wait().unwrap();
