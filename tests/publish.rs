@@ -148,9 +148,7 @@ fn a_tampered_csv_fails_its_checksum_and_when_resealed_its_claims() {
     let why = problems(&publish::verify(&dir).unwrap());
     assert!(!why.contains("checksums:"), "{why}");
     assert!(
-        why.contains(
-            "claim calibrate.get-pipelined: published verdict `holds`, redrawn from the CSVs"
-        ),
+        why.contains("claim calibrate.get: published verdict `holds`, redrawn from the CSVs"),
         "{why}"
     );
 }
