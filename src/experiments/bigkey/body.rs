@@ -35,7 +35,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                         window_ms: p.window_ms,
                         member_prefix,
                     };
-                    rows.write(&one(s, p, &log, op, lazy, repeat).phase(what)?)?;
+                    rows.write(&one(s, p, &log, (op, lazy, Bio::Shared), repeat).phase(what)?)?;
                     bar.inc(1);
                 }
             }
@@ -54,10 +54,10 @@ fn bio_apart(
     member_prefix: u64,
     rows: &mut CsvSink<BigkeyRow>,
 ) -> Result<(), ExperimentError> {
-    let (redis, harness) = (s.ctx.pin.redis.clone(), s.ctx.pin.harness.clone());
     if p.bio_apart_repeats == 0 {
         return Ok(());
     }
+    let (redis, harness) = (s.ctx.pin.redis.clone(), s.ctx.pin.harness.clone());
     if !s.target.is_managed() || redis.is_empty() || harness.is_empty() {
         s.note("Background threads apart: not run (needs a managed server pinned apart from the harness).");
         return Ok(());
@@ -95,11 +95,8 @@ fn bio_apart(
                 window_ms: p.window_ms,
                 member_prefix,
             };
-            let row = one(s, p, &log, Operation::Expire, YesNo::Yes, repeat).phase(what)?;
-            rows.write(&BigkeyRow {
-                bio: Bio::Apart,
-                ..row
-            })?;
+            let setting = (Operation::Expire, YesNo::Yes, Bio::Apart);
+            rows.write(&one(s, p, &log, setting, repeat).phase(what)?)?;
         }
     }
     Ok(())
@@ -110,8 +107,7 @@ fn one(
     s: &Session,
     p: &Params,
     log: &Log,
-    op: Operation,
-    lazy: YesNo,
+    (op, lazy, bio): (Operation, YesNo, Bio),
     repeat: u32,
 ) -> Result<BigkeyRow, PhaseError> {
     let (ctx, target) = (s.ctx, &s.target);
@@ -155,7 +151,7 @@ fn one(
         operation: op,
         entries: log.entries,
         lazyfree: lazy,
-        bio: Bio::Shared,
+        bio,
         repeat,
         removed: outcome.removed,
         key_bytes,
