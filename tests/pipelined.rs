@@ -1,7 +1,7 @@
 //! The lean pipelined client against a real redis-server: requests in flight per connection
 //! change how many commands share a write, never what is decided. An exact Lua bucket admits its
 //! capacity and refuses the rest at any depth, and Redis's own command counter sees exactly one
-//! call per check.
+//! call per check; MULTI INCR PEXPIRE EXEC pipelines whole, one transaction per check.
 
 mod common;
 
@@ -78,13 +78,51 @@ fn every_get_is_one_call_and_strategies_of_several_commands_keep_redis_rs() {
     let m = measure(&target, &plan, &|| "get".into()).expect("run measures");
     assert_eq!((m.tally.admitted, m.tally.errors), (5_000, 0));
     assert_eq!(m.server.commands.get("get").map_or(0, |c| c.0), 5_000);
-    // MULTI/EXEC is four commands per decision: the redis-rs path, in flight as asked.
-    let multi = spec(&target, Strategy::MultiWindow, keys, 400, 8);
-    assert!(!pipelined::serves(&multi));
+    // A read-then-write strategy needs the first reply before its second command: redis-rs.
+    let naive = spec(&target, Strategy::NaiveWindow, keys, 400, 8);
+    assert!(!pipelined::serves(&naive));
     let plan = ClosedLoop {
-        template: multi,
+        template: naive,
         ..plan
     };
-    let m = measure(&target, &plan, &|| "multi-window".into()).expect("run measures");
+    let m = measure(&target, &plan, &|| "naive-window".into()).expect("run measures");
     assert_eq!(m.tally.admitted + m.tally.denied, 400);
+}
+
+#[test]
+fn a_multi_exec_window_pipelined_admits_its_limit_with_one_transaction_per_check() {
+    let target = Target::Managed(common::start_server());
+    let exe = common::ratelab_exe();
+    for depth in [1, 16] {
+        let mut template = spec(
+            &target,
+            Strategy::MultiWindow,
+            KeyChoice::One(format!("pipe:multi:{depth}")),
+            1_000,
+            depth,
+        );
+        // One window for the whole run: the count is exact, not split at a boundary.
+        template.limit.window_ms = 600_000;
+        assert!(
+            pipelined::serves(&template),
+            "the lean client serves MULTI/EXEC"
+        );
+        let plan = ClosedLoop {
+            exe: &exe,
+            cpus: &[],
+            processes: 1,
+            template,
+        };
+        let m = measure(&target, &plan, &|| format!("multi depth {depth}")).expect("run measures");
+        assert_eq!(
+            (m.tally.admitted, m.tally.denied, m.tally.errors),
+            (100, 900, 0),
+            "depth {depth}: {:?}",
+            m.tally.first_error
+        );
+        for command in ["multi", "incrby", "pexpire", "exec"] {
+            let calls = m.server.commands.get(command).map_or(0, |c| c.0);
+            assert_eq!(calls, 1_000, "{command} once per check at depth {depth}");
+        }
+    }
 }

@@ -312,18 +312,22 @@ impl Limiter {
 }
 
 impl Limiter {
-    /// Whether a decision is ONE command whose reply decides it, so a client may pipeline raw
-    /// commands ([`encode`](Self::encode), [`decide_reply`](Self::decide_reply)): GET and the
-    /// scripts. Not MULTI/EXEC, WATCH, or the read-then-write strategies (their second command
-    /// depends on the first reply).
-    pub fn is_one_command(&self) -> bool {
-        self.lua().is_some() || matches!(self.prepared, Prepared::Get)
+    /// How many replies one decision's commands get when a client pipelines them raw
+    /// ([`encode`](Self::encode), then [`decide_reply`](Self::decide_reply) on the last): 1 for
+    /// GET and the scripts, 4 for MULTI INCR PEXPIRE EXEC. None for WATCH and the
+    /// read-then-write strategies: their second command depends on the first reply.
+    pub fn pipelined_replies(&self) -> Option<usize> {
+        match &self.prepared {
+            Prepared::MultiWindow => Some(multi_window::REPLIES),
+            Prepared::Get => Some(1),
+            _ => self.lua().map(|_| 1),
+        }
     }
 
-    /// Appends the command of one decision for `key` to `out`, byte for byte what
-    /// [`check`](Self::check) sends first (`scratch` is reused space for its body). Callers send
-    /// only what [`is_one_command`](Self::is_one_command) allows; the fallback on NOSCRIPT is
-    /// theirs (load the script before).
+    /// Appends the commands of one decision for `key` to `out`, byte for byte what
+    /// [`check`](Self::check) sends first (`scratch` is reused space for a script call's body).
+    /// Callers send only what [`pipelined_replies`](Self::pipelined_replies) allows; the fallback
+    /// on NOSCRIPT is theirs (load the script before).
     pub fn encode(
         &self,
         key: &str,
@@ -331,6 +335,10 @@ impl Limiter {
         out: &mut Vec<u8>,
     ) -> Result<(), LimiterError> {
         let spec = &self.spec;
+        if let Prepared::MultiWindow = &self.prepared {
+            multi_window::encode(key, spec, unix_ms(), out);
+            return Ok(());
+        }
         use wire::ArgSink;
         let sink = wire::WireCommand::new(scratch);
         let (body, script) = match &self.prepared {
@@ -344,7 +352,7 @@ impl Limiter {
                 return Err(LimiterError::Unsupported {
                     strategy: self.strategy(),
                     invocation: self.invocation(),
-                    why: "its decision is more than one command",
+                    why: "its second command depends on the first reply",
                 })
             }
         };
@@ -358,7 +366,7 @@ impl Limiter {
         Ok(())
     }
 
-    /// The decision a reply to [`encode`](Self::encode)'s command carries.
+    /// The decision the last reply to [`encode`](Self::encode)'s commands carries.
     pub fn decide_reply(&self, reply: &wire::Reply) -> Result<Decision, LimiterError> {
         use wire::Reply;
         if let Reply::Error(e) = reply {
@@ -369,6 +377,14 @@ impl Limiter {
         let strategy = self.strategy();
         match (&self.prepared, reply) {
             (Prepared::Get, Reply::Bulk(_)) => Ok(Decision::settled(true, 0, 0, 1)),
+            // EXEC's array: INCR's count, then PEXPIRE's 1.
+            (
+                Prepared::MultiWindow,
+                Reply::Array {
+                    len: 2,
+                    ints: [Some(count), _, _],
+                },
+            ) => Ok(multi_window::decide(*count, &self.spec, unix_ms())),
             (Prepared::Get, _) => Err(LimiterError::UnexpectedReply {
                 strategy,
                 detail: format!("{reply:?}"),
@@ -485,10 +501,41 @@ mod tests {
             &mut out,
         );
         assert_eq!(out, redis_rs_bytes(&window, "k", 5_000));
-        assert!(!Limiter::new(Strategy::MultiWindow, spec).is_one_command());
-        assert!(Limiter::new(Strategy::MultiWindow, spec)
-            .encode("k", &mut scratch, &mut out)
+        // MULTI INCR PEXPIRE EXEC as redis-rs packs its atomic pipeline, at one instant.
+        out.clear();
+        multi_window::encode("k", &spec, 5_000, &mut out);
+        let w = spec.window_key("k", 5_000);
+        let packed = redis::pipe()
+            .atomic()
+            .incr(&w, 1)
+            .pexpire(&w, spec.window_ttl_ms() as i64)
+            .ignore()
+            .get_packed_pipeline();
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            String::from_utf8_lossy(&packed)
+        );
+        let multi = Limiter::new(Strategy::MultiWindow, spec);
+        assert_eq!(multi.pipelined_replies(), Some(4));
+        for reply in [&b"*2\r\n:3\r\n:1\r\n"[..], b"*2\r\n:101\r\n:1\r\n"] {
+            let (reply, _) = parse(reply).unwrap().unwrap();
+            let d = multi.decide_reply(&reply).unwrap();
+            assert_eq!(
+                d.allowed,
+                reply == parse(b"*2\r\n:3\r\n:1\r\n").unwrap().unwrap().0
+            );
+        }
+        assert!(multi
+            .decide_reply(
+                &parse(b"-EXECABORT Transaction discarded\r\n")
+                    .unwrap()
+                    .unwrap()
+                    .0
+            )
             .is_err());
+        let naive = Limiter::new(Strategy::NaiveWindow, spec);
+        assert_eq!(naive.pipelined_replies(), None);
+        assert!(naive.encode("k", &mut scratch, &mut out).is_err());
     }
 
     #[test]

@@ -1,9 +1,13 @@
-//! Fixed window as MULTI INCR PEXPIRE EXEC: one round trip, atomic, no script. The count comes back
-//! from EXEC and is compared in the client; nothing is decided before the write, so nothing races.
+//! Fixed window as MULTI INCR PEXPIRE EXEC (INCRBY 1, as redis-rs sends INCR): one round trip,
+//! atomic, no script. The count comes back from EXEC and is compared in the client; nothing is
+//! decided before the write, so nothing races.
 //! PEXPIRE runs every time, as in the setup seed 002 measured.
 
-use super::{unix_ms, Decision, LimitSpec, LimiterError};
+use super::{unix_ms, wire, Decision, LimitSpec, LimiterError};
 use redis::aio::MultiplexedConnection;
+
+/// Replies one decision gets when its commands are pipelined raw: +OK, +QUEUED, +QUEUED, EXEC's.
+pub(super) const REPLIES: usize = 4;
 
 pub(super) async fn check(
     con: &mut MultiplexedConnection,
@@ -20,6 +24,23 @@ pub(super) async fn check(
         .ignore()
         .query_async(con)
         .await?;
+    Ok(decide(count, spec, now))
+}
+
+/// Appends the decision's four commands, byte for byte what [`check`] sends, for the lean client.
+pub(super) fn encode(key: &str, spec: &LimitSpec, now: u64, out: &mut Vec<u8>) {
+    let window = spec.window_key(key, now);
+    let ttl = itoa::Buffer::new()
+        .format(spec.window_ttl_ms() as i64)
+        .to_owned();
+    wire::command(&[b"MULTI"], out);
+    wire::command(&[b"INCRBY", window.as_bytes(), b"1"], out);
+    wire::command(&[b"PEXPIRE", window.as_bytes(), ttl.as_bytes()], out);
+    wire::command(&[b"EXEC"], out);
+}
+
+/// The decision a count after INCR gives at `now`.
+pub(super) fn decide(count: i64, spec: &LimitSpec, now: u64) -> Decision {
     let limit = spec.capacity as i64;
     let allowed = count <= limit;
     let retry_ms = if allowed {
@@ -27,10 +48,5 @@ pub(super) async fn check(
     } else {
         spec.ms_to_window_end(now) as i64
     };
-    Ok(Decision::settled(
-        allowed,
-        (limit - count).max(0),
-        retry_ms,
-        1,
-    ))
+    Decision::settled(allowed, (limit - count).max(0), retry_ms, 1)
 }

@@ -2,8 +2,9 @@
 //! (pipelining, redis-benchmark's `-P`), each a raw RESP command encoded into a reused buffer
 //! ([`Limiter::encode`](crate::limiter::Limiter::encode)), and the next batch in one write once
 //! all are answered; replies are parsed in place as they arrive: no channel, no oneshot, no
-//! `redis::Value`, no allocation per request. It serves strategies whose decision
-//! is one command on a plain TCP URL; everything else keeps the redis-rs path (`closed`).
+//! `redis::Value`, no allocation per request. It serves strategies whose decision is one
+//! command, or MULTI INCR PEXPIRE EXEC (decided on EXEC's reply), on a plain TCP URL; everything
+//! else keeps the redis-rs path (`closed`).
 //!
 //! Why: with redis-rs's multiplexed connection a check crossed a channel to a driver task and
 //! back, and the client, not Redis, was the limit on GET (see issue 17's profile in
@@ -44,12 +45,15 @@ fn endpoint(url: &str) -> Option<Endpoint> {
     })
 }
 
-/// Whether this worker runs on the lean client: asked for, one command per decision, plain TCP.
+/// Whether this worker runs on the lean client: asked for, a decision's commands known before
+/// its first reply (one command, or MULTI INCR PEXPIRE EXEC), plain TCP.
 /// The parent and the worker decide alike, so rows can say which client made them.
 pub fn serves(spec: &WorkerSpec) -> bool {
     spec.pipelined
         && !spec.strategy.needs_own_connection()
-        && Limiter::new(spec.strategy, spec.limit).is_one_command()
+        && Limiter::new(spec.strategy, spec.limit)
+            .pipelined_replies()
+            .is_some()
         && endpoint(&spec.url).is_some()
 }
 
@@ -197,6 +201,10 @@ async fn drive(shared: &Shared, mut stream: TcpStream, depth: usize, response: D
     let (mut filled, mut in_flight) = (0usize, 0usize);
     let mut sent_at: VecDeque<Instant> = VecDeque::with_capacity(depth);
     let timed = shared.histogram.is_some();
+    // Replies per decision, and how many of the current decision's have been read: only the
+    // last decides (MULTI's +OK and +QUEUED say nothing; a queued error aborts EXEC).
+    let replies = shared.limiter.pipelined_replies().unwrap_or(1);
+    let mut part = 0;
     loop {
         // A connection sends `depth` requests together and the next `depth` once every one has
         // been answered, as redis-benchmark -P does: one write per batch. Refilling after every
@@ -253,6 +261,11 @@ async fn drive(shared: &Shared, mut stream: TcpStream, depth: usize, response: D
                 }
             };
             pos += used;
+            part += 1;
+            if part < replies {
+                continue;
+            }
+            part = 0;
             in_flight -= 1;
             if let (Some(h), Some(at)) = (&shared.histogram, sent_at.pop_front()) {
                 // Out-of-range values (beyond 60 s) are clamped rather than lost.

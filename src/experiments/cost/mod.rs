@@ -210,13 +210,11 @@ impl Validate for Params {
         if self.depths.contains(&0) {
             return Err("every depth must be >= 1".into());
         }
-        if let Some(s) = self
-            .depth_strategies
-            .iter()
-            .find(|s| !crate::limiter::Limiter::new(**s, LimitSpec::default()).is_one_command())
-        {
+        if let Some(s) = self.depth_strategies.iter().find(|s| {
+            (crate::limiter::Limiter::new(**s, LimitSpec::default()).pipelined_replies()).is_none()
+        }) {
             return Err(format!(
-                "depth_strategies: {s} is not one command per decision, so it cannot be pipelined"
+                "depth_strategies: {s} reads a reply before its next command, so it cannot be pipelined"
             ));
         }
         if self.log_window_ms == 0 {
