@@ -156,7 +156,7 @@ impl Sequence<'_> {
             stores.push((client_name(*flaw), Arc::new(store)));
         }
         let t0 = Instant::now() + LEAD;
-        let plan = Plan::of(p);
+        let plan = Plan::of(p, self.flaws.iter().any(Option::is_some));
         let mut services = Vec::new();
         for (i, (name, store)) in stores.iter().enumerate() {
             let spec = ServiceSpec {
@@ -230,12 +230,17 @@ struct Plan {
 }
 
 impl Plan {
-    fn of(p: &Params) -> Plan {
+    /// The timeline of a sequence; `flawed`: the misconfigured clients', with shorter drills.
+    fn of(p: &Params, flawed: bool) -> Plan {
+        let (blackhole, latency) = match flawed {
+            true => (p.flaw_drill_ms, p.flaw_drill_ms),
+            false => (p.blackhole_drill_ms, p.latency_drill_ms),
+        };
         let windows = vec![
             (Drill::Baseline, p.baseline_ms),
-            (Drill::Blackhole, p.blackhole_drill_ms),
+            (Drill::Blackhole, blackhole),
             (Drill::AfterBlackhole, p.settle_ms),
-            (Drill::Latency, p.latency_drill_ms),
+            (Drill::Latency, latency),
             (Drill::AfterLatency, p.settle_ms),
             (Drill::Reset, p.settle_ms),
         ];

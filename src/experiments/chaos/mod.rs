@@ -77,6 +77,9 @@ pub struct Params {
     pub timeouts_ms: Vec<u64>,
     pub flaws: Vec<Flaw>,
     pub flaw_timeout_ms: u64,
+    /// The blackhole and the latency drill in the misconfigured clients' sequence (ratelab's
+    /// own variation: the seed's minute is for the correct client's pool to turn over).
+    pub flaw_drill_ms: u64,
     pub baseline_ms: u64,
     pub blackhole_drill_ms: u64,
     pub blackhole_direction: Direction,
@@ -119,7 +122,10 @@ impl Validate for Params {
                 p.timeouts_ms.is_empty() || p.timeouts_ms.contains(&0),
                 "timeouts_ms must list timeouts >= 1",
             ),
-            (p.flaw_timeout_ms == 0, "flaw_timeout_ms must be >= 1"),
+            (
+                p.flaw_timeout_ms == 0 || p.flaw_drill_ms == 0,
+                "flaw_timeout_ms and flaw_drill_ms must be >= 1",
+            ),
             (
                 p.baseline_ms == 0 || p.blackhole_drill_ms == 0 || p.latency_drill_ms == 0,
                 "baseline_ms, blackhole_drill_ms and latency_drill_ms must be >= 1",

@@ -203,9 +203,13 @@ impl Load {
 
 /// Windows before the first counted one: a key starts with a full bucket, which an offer of
 /// `offered` x the rate drains in 1 / (offered - 1) windows; one more for the keys' phases. Each
-/// key drains at its own phase, so the keys' admissions are not in lockstep.
-pub fn settle_windows(offered: f64) -> u64 {
-    (1.0 / (offered - 1.0)).ceil() as u64 + 1
+/// key drains at its own phase, so the keys' admissions are not in lockstep. A fixed window
+/// starts every window empty: it needs only the one for the phases.
+pub fn settle_windows(strategy: Strategy, offered: f64) -> u64 {
+    match strategy {
+        Strategy::LuaWindow => 1,
+        _ => (1.0 / (offered - 1.0)).ceil() as u64 + 1,
+    }
 }
 
 /// Every key's checks, evenly spaced at its offered rate from a seeded phase, merged in order:
@@ -263,10 +267,11 @@ async fn timeline(
     let w = p.window_ms as f64;
     let start = Instant::now() + LEAD;
     let start_unix = load.clock.unix(start);
-    let settle = settle_windows(case.offered) as f64;
+    let settle = settle_windows(case.strategy, case.offered) as f64;
     let first = ((start_unix / w).floor() + settle + p.pre_windows as f64) * w;
     let switch_unix = first + p.switch_phase * w;
-    let end_unix = first + (p.post_windows as f64 + 0.5) * w;
+    // A tenth of a window past the last counted one: checks keep coming until it has closed.
+    let end_unix = first + (p.post_windows as f64 + 0.1) * w;
     let plan = schedule(p, case, seed, end_unix - start_unix);
     let requests = plan.len() as u64;
     let driver = tokio::spawn({

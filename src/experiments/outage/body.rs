@@ -51,13 +51,7 @@ fn main_runs(
                 .map(|b| RunLabel::new(policy, b))
         })
         .collect();
-    if p.fail_fast_runs {
-        runs.extend(
-            p.policies
-                .iter()
-                .map(|&policy| RunLabel::failing_fast(policy)),
-        );
-    }
+    runs.extend((p.fail_fast_policies.iter()).map(|&policy| RunLabel::failing_fast(policy)));
     let bar = crate::experiments::frame::progress_bar(ctx, ID, (runs.len() * 5) as u64);
     let mut suspended = 0;
     for label in runs {

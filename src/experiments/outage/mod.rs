@@ -84,7 +84,8 @@ pub struct Params {
     pub sweep_trials: u32,
     pub sweep_hung_ms: u64,
     pub sweep_after_checks: u64,
-    pub fail_fast_runs: bool,
+    /// The policies run once more with the fail-fast store (breaker off); empty: none.
+    pub fail_fast_policies: Vec<Policy>,
 }
 
 impl Params {

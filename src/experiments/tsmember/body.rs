@@ -4,7 +4,7 @@ use super::rows::{CustomRow, TsmemberRow};
 use super::runs::One;
 use super::{label, Params};
 use crate::experiments::{limiters, ExperimentError, Session};
-use crate::limiter::{LogVariant, Strategy};
+use crate::limiter::{LogMember, LogVariant, Strategy};
 use crate::load::rng::SplitMix64;
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
@@ -30,21 +30,30 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             .filter(|&b| b == 1 || batched)
             .collect()
     };
-    let per_rate: usize = variants.iter().map(|v| runs_of(v).len()).sum();
+    // Members that are not the time run fewer trials (`unique_member_trials`).
+    let in_trial = |v: &LogVariant, trial: u32| {
+        v.member == LogMember::TimeMs || trial < p.unique_member_trials
+    };
+    let per_trial = |trial| -> usize {
+        (variants.iter().filter(|v| in_trial(v, trial)))
+            .map(|v| runs_of(v).len())
+            .sum()
+    };
     // Custom limiters replay each trial's schedule at every rate (Poisson) and run flat out.
     let customs = s.ctx.limiters.clone();
     let mut custom_rows = match customs.is_empty() {
         true => None,
         false => Some(s.csv::<CustomRow>("tsmember_custom.csv")?),
     };
-    let total = (p.trials as usize * p.rates.len() * (per_rate + customs.len()))
+    let total = ((0..p.trials).map(|t| p.rates.len() * (per_trial(t) + customs.len())))
+        .sum::<usize>()
         + p.flat_out_trials as usize * (flat.len() + customs.len());
     let bar = s.progress(total as u64);
     for trial in 0..p.trials {
         for (r, &rate) in p.rates.iter().enumerate() {
             // One schedule per trial and rate, replayed by every variant.
             let seed = SplitMix64::new(s.ctx.seed, (u64::from(trial) << 16) | r as u64).next_u64();
-            for &v in &variants {
+            for &v in variants.iter().filter(|v| in_trial(v, trial)) {
                 for batch in runs_of(&v) {
                     let one = One {
                         strategy: Strategy::LuaLog,

@@ -59,6 +59,10 @@ impl Definition for Tsmember {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     pub trials: u32,
+    /// Trials of the members that are not the time (redis-micros, unique-id): at most `trials`;
+    /// they measure whether a member is ever lost, which the time-as-member bug's spread does not
+    /// set.
+    pub unique_member_trials: u32,
     pub limit: u64,
     pub window_ms: u64,
     pub rates: Vec<f64>,
@@ -82,6 +86,7 @@ impl Validate for Params {
     fn validate(&self) -> Result<(), String> {
         let p = self;
         let ok = p.trials > 0
+            && (1..=p.trials).contains(&p.unique_member_trials)
             && p.limit > 0
             && p.window_ms > 0
             && p.duration_s > 0.0
@@ -94,7 +99,7 @@ impl Validate for Params {
         if ok && !p.members.is_empty() && !p.clocks.is_empty() {
             return Ok(());
         }
-        Err("trials, limit, window_ms, duration_s, rates, batches, connections, processes (and flat-out \
+        Err("trials, limit, window_ms, 1 <= unique_member_trials <= trials, duration_s, rates, batches, connections, processes (and flat-out \
             clients and seconds) must be > 0, batches start with 1 (Poisson); members and clocks non-empty"
             .into())
     }
