@@ -99,8 +99,9 @@ impl Validate for Params {
         if ok && !p.members.is_empty() && !p.clocks.is_empty() {
             return Ok(());
         }
-        Err("trials, limit, window_ms, 1 <= unique_member_trials <= trials, duration_s, rates, batches, connections, processes (and flat-out \
-            clients and seconds) must be > 0, batches start with 1 (Poisson); members and clocks non-empty"
+        Err("trials, limit, window_ms, duration_s, rates, batches, connections, processes (and flat-out \
+            clients and seconds) must be > 0, 1 <= unique_member_trials <= trials, batches start with 1 \
+            (Poisson); members and clocks non-empty"
             .into())
     }
 }

@@ -10,7 +10,8 @@
 //! incr-window, Redis's for the scripts (its offset from ours is measured with TIME). Every
 //! request's send time is kept; the result is the most admitted in any sliding 1-second span,
 //! beside `smooth_bound`, the most a limit of L/s refilling continuously could admit over the
-//! time the admitted requests took (L + L x span).
+//! time the admitted requests took, plus the millisecond the scripts' clock may round (L + L x
+//! (span + 1 ms)).
 //!
 //! Writes `window-edge/window-edge.csv` (one row per trial), `window-edge/requests.csv` (one row
 //! per request, times in ms from the window boundary), `window-edge/meta.json`.
