@@ -354,6 +354,11 @@ fn a_wrong_measurement_fails_its_claim() {
             (g("strategy") == "lua-bucket" && g("variant") == "hot-key" && g("run") == "2")
                 .then(|| vec![("cpu_us_per_decision", "500".into())])
         }),
+        // among, paired: in one run MULTI cost more Redis CPU per decision than a Lua strategy.
+        ("cost.multi-cheapest", "cost", "cost.csv", |g| {
+            (g("strategy") == "multi-window" && g("variant").is_empty() && g("run") == "2")
+                .then(|| vec![("cpu_us_per_decision", "500".into())])
+        }),
         // a pair without its partner: one trial of Redis's clock at 1,000/s is missing.
         ("tsmember.clock-1000", "tsmember", "tsmember.csv", |g| {
             (g("member") == "time-ms"
