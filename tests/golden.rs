@@ -257,7 +257,7 @@ fn mutate(dir: &Path, file: &str, change: Change) {
 /// bears on away from `holds`; the claim held on the unchanged run.
 #[test]
 fn a_wrong_measurement_fails_its_claim() {
-    let cases: [(&str, &str, &str, Change); 16] = [
+    let cases: [(&str, &str, &str, Change); 17] = [
         // all_above: one trial whose bucket emptied.
         ("race.never-empties-state", "race", "race.csv", |g| {
             let four_by_eight = g("processes") == "4" && g("in_flight") == "8";
