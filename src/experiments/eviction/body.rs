@@ -202,10 +202,10 @@ fn one_cell(
         )));
     }
     // Nothing touches the buckets now: an emptied bucket waiting for its user is live state.
-    // Under LRU their idle time is what is judged; no other policy reads it (no wait there).
-    if cell.policy.by_idle_time() {
-        std::thread::sleep(Duration::from_millis(p.idle_ms));
-    }
+    // Every policy waits, not only the LRU ones that read idle time: the pause also lets
+    // used_memory settle after the checks before maxmemory is set from it (without it a
+    // noeviction limiter write sometimes still found room).
+    std::thread::sleep(Duration::from_millis(p.idle_ms));
 
     let pressure = pressure(p, prefix, cell, &mut lcon, &mut ccon)?;
     let written = pressure.written;

@@ -7,9 +7,8 @@
 //!
 //! Method: per trial, layout and policy, the limiter's server is flushed and reset (maxmemory 0).
 //! `users` token buckets are emptied through the resilient store (each user `capacity` checks,
-//! all admitted), then, under the LRU policies, nothing touches them for `idle_ms` (the LRU
-//! clock ticks once a second: without the pause limiter and cache keys would look equally
-//! recent). maxmemory is set
+//! all admitted), then nothing touches them for `idle_ms` (Redis's LRU clock ticks once a
+//! second: without the pause limiter and cache keys would look equally recent). maxmemory is set
 //! to the cache's server's used_memory plus `headroom_bytes` with the policy, and cache data of
 //! `pressure` x headroom is written (a share with a long expiry, the rest without). Then every
 //! bucket is looked up (EXISTS), one limiter check shows what Redis answers, and each user sends

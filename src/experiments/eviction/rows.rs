@@ -29,15 +29,6 @@ pub enum EvictionPolicy {
 }
 
 impl EvictionPolicy {
-    /// Whether the policy picks its victims by idle time: only then must the buckets be idle
-    /// longer than the cache written after them (the LRU clock ticks once a second).
-    pub fn by_idle_time(self) -> bool {
-        matches!(
-            self,
-            EvictionPolicy::AllkeysLru | EvictionPolicy::VolatileLru
-        )
-    }
-
     /// The value CONFIG SET maxmemory-policy takes.
     pub fn redis_name(self) -> &'static str {
         match self {
