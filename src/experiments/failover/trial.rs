@@ -270,8 +270,9 @@ async fn timeline(
     let settle = settle_windows(case.strategy, case.offered) as f64;
     let first = ((start_unix / w).floor() + settle + p.pre_windows as f64) * w;
     let switch_unix = first + p.switch_phase * w;
-    // A tenth of a window past the last counted one: checks keep coming until it has closed.
-    let end_unix = first + (p.post_windows as f64 + 0.1) * w;
+    // A tenth of a window, at least 100 ms, past the last counted one: checks keep coming until
+    // it has closed, even when the generator runs late (20 ms at quick's 200 ms windows was not).
+    let end_unix = first + p.post_windows as f64 * w + (0.1 * w).max(100.0);
     let plan = schedule(p, case, seed, end_unix - start_unix);
     let requests = plan.len() as u64;
     let driver = tokio::spawn({
