@@ -30,9 +30,9 @@ pub(super) async fn check(
 /// Appends the decision's four commands, byte for byte what [`check`] sends, for the lean client.
 pub(super) fn encode(key: &str, spec: &LimitSpec, now: u64, out: &mut Vec<u8>) {
     let window = spec.window_key(key, now);
-    let ttl = itoa::Buffer::new()
-        .format(spec.window_ttl_ms() as i64)
-        .to_owned();
+    // The buffer lives on the stack: no String per decision on this hot path.
+    let mut ttl = itoa::Buffer::new();
+    let ttl = ttl.format(spec.window_ttl_ms() as i64);
     wire::command(&[b"MULTI"], out);
     wire::command(&[b"INCRBY", window.as_bytes(), b"1"], out);
     wire::command(&[b"PEXPIRE", window.as_bytes(), ttl.as_bytes()], out);
