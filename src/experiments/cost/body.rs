@@ -62,7 +62,11 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             if p.warmup_seconds > 0.0 {
                 measure(&s.target, &plan, &|| format!("warm-up {r} of {name}"))?;
             }
-            plan.template.stop = Stop::AfterMs((p.run_seconds * 1000.0) as u64);
+            let seconds = match v.depth {
+                1 => p.run_seconds,
+                _ => p.depth_run_seconds,
+            };
+            plan.template.stop = Stop::AfterMs((seconds * 1000.0) as u64);
             let m = measure(&s.target, &plan, &|| format!("run {r} of {name}"))?;
             let held = match &logs {
                 Some(logs) => {

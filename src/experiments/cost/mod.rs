@@ -75,6 +75,8 @@ pub struct Params {
     /// at each on the lean pipelined client, labelled `depth=<d>`.
     pub depths: Vec<usize>,
     pub depth_strategies: Vec<Strategy>,
+    /// Seconds per run of those variants (ratelab's, not the seed's `run_seconds`).
+    pub depth_run_seconds: f64,
 }
 
 /// A strategy as measured here: which keys, which limit, what to call it.
@@ -198,8 +200,13 @@ fn builtin_variants(p: &Params) -> Vec<Variant> {
 
 impl Validate for Params {
     fn validate(&self) -> Result<(), String> {
-        if self.runs == 0 || self.run_seconds <= 0.0 || self.clients == 0 || self.keys == 0 {
-            return Err("runs, run_seconds, clients, keys must be > 0".into());
+        let positive = [self.run_seconds, self.depth_run_seconds];
+        if self.runs == 0
+            || positive.iter().any(|&s| s <= 0.0)
+            || self.clients == 0
+            || self.keys == 0
+        {
+            return Err("runs, run_seconds, depth_run_seconds, clients, keys must be > 0".into());
         }
         if let Some(l) = (self.log_limits.iter()).find(|&&l| l == 0 || l > self.log_entries) {
             return Err(format!(

@@ -86,6 +86,8 @@ pub struct Params {
     pub sweep_after_checks: u64,
     /// The policies run once more with the fail-fast store (breaker off); empty: none.
     pub fail_fast_policies: Vec<Policy>,
+    /// Checks per phase of those runs: ratelab's variation, not the seed's 300.
+    pub fail_fast_checks_per_phase: u64,
 }
 
 impl Params {
@@ -123,6 +125,10 @@ impl Validate for Params {
         let p = self;
         let bad = [
             (p.checks_per_phase == 0, "checks_per_phase must be >= 1"),
+            (
+                p.fail_fast_checks_per_phase == 0,
+                "fail_fast_checks_per_phase must be >= 1",
+            ),
             (p.interval_ms == 0, "interval_ms must be >= 1"),
             (p.budget_ms == 0, "budget_ms must be >= 1"),
             (p.policies.is_empty(), "policies must not be empty"),

@@ -25,7 +25,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         .collect();
     // Batched arrivals (the burstiness the seed's client pool may have had) for some members only.
     let runs_of = |v: &LogVariant| -> Vec<u32> {
-        let batched = p.batch_members.contains(&v.member);
+        let batched = p.batch_members.contains(&v.member) && p.batch_clocks.contains(&v.clock);
         (p.batches.iter().copied())
             .filter(|&b| b == 1 || batched)
             .collect()

@@ -70,6 +70,8 @@ pub struct Params {
     /// burstier arrivals at the same rate admit more (for `batch_members` only).
     pub batches: Vec<u32>,
     pub batch_members: Vec<LogMember>,
+    /// ... scored by these clocks only (the clock makes no difference one by one).
+    pub batch_clocks: Vec<LogClock>,
     pub duration_s: f64,
     pub members: Vec<LogMember>,
     pub clocks: Vec<LogClock>,
