@@ -101,6 +101,17 @@ pub struct DrillRow {
     /// The same client's baseline p99, and this window's p99 minus it.
     pub baseline_p99_ms: Option<f64>,
     pub p99_rise_ms: Option<f64>,
+    /// Where the served requests' latency went: waiting for a worker (from the intended start, so
+    /// the generator's wake-up counts), the limiter's check, the work after it. Absent in runs
+    /// before they were recorded.
+    #[serde(default)]
+    pub wait_p99_ms: Option<f64>,
+    #[serde(default)]
+    pub check_p50_ms: Option<f64>,
+    #[serde(default)]
+    pub check_p99_ms: Option<f64>,
+    #[serde(default)]
+    pub work_p99_ms: Option<f64>,
     /// From the window's start to the first instant every worker was busy (empty: never).
     pub all_busy_after_ms: Option<f64>,
     pub busy_max: u64,

@@ -46,6 +46,10 @@ pub enum Fate {
 #[derive(Debug, Clone, Copy)]
 pub struct Request {
     pub intended_ns: u64,
+    /// When it took a worker and when the limiter answered (both `end_ns` if it was dropped):
+    /// where its latency went.
+    pub worker_ns: u64,
+    pub answered_ns: u64,
     pub end_ns: u64,
     pub fate: Fate,
 }
@@ -148,10 +152,12 @@ async fn sample_until(shared: Arc<Shared>, done: Arc<AtomicBool>) {
 
 async fn request(shared: Arc<Shared>, intended_ns: u64, key: String) {
     let intended = shared.t0 + Duration::from_nanos(intended_ns);
-    let finish = |fate| {
+    let finish = |fate, worker_ns: Option<u64>, answered_ns: Option<u64>| {
         let end_ns = shared.ns();
         shared.trace().requests.push(Request {
             intended_ns,
+            worker_ns: worker_ns.unwrap_or(end_ns),
+            answered_ns: answered_ns.unwrap_or(end_ns),
             end_ns,
             fate,
         });
@@ -161,7 +167,7 @@ async fn request(shared: Arc<Shared>, intended_ns: u64, key: String) {
         Err(_) => {
             // The semaphore is fair: a waiter is served in arrival order, never overtaken.
             if shared.waiting.load(Ordering::Relaxed) >= shared.spec.queue_max {
-                return finish(Fate::Dropped);
+                return finish(Fate::Dropped, None, None);
             }
             shared.waiting.fetch_add(1, Ordering::Relaxed);
             let deadline = intended + shared.spec.queue_wait;
@@ -169,23 +175,24 @@ async fn request(shared: Arc<Shared>, intended_ns: u64, key: String) {
             shared.waiting.fetch_sub(1, Ordering::Relaxed);
             match got {
                 Ok(Ok(permit)) => permit,
-                _ => return finish(Fate::Dropped),
+                _ => return finish(Fate::Dropped, None, None),
             }
         }
     };
+    let worker_ns = shared.ns();
     if shared.busy.fetch_add(1, Ordering::Relaxed) + 1 == shared.spec.workers {
-        let at = shared.ns();
-        shared.trace().all_busy_ns.push(at);
+        shared.trace().all_busy_ns.push(worker_ns);
     }
     let answer = shared.store.check(&key).await;
+    let answered_ns = shared.ns();
     tokio::time::sleep(shared.spec.work).await;
     shared.busy.fetch_sub(1, Ordering::Relaxed);
     drop(permit);
     match answer {
-        Ok(a) => finish(Fate::Served(a.outcome)),
+        Ok(a) => finish(Fate::Served(a.outcome), Some(worker_ns), Some(answered_ns)),
         Err(e) => {
             shared.trace().first_error.get_or_insert(e.to_string());
-            finish(Fate::Error)
+            finish(Fate::Error, Some(worker_ns), Some(answered_ns))
         }
     }
 }

@@ -27,6 +27,8 @@ pub struct Spec<'a> {
 /// Latency percentiles and answers of a set of served requests.
 struct Served {
     hist: Option<Histogram<u64>>,
+    /// Where the latency went, when asked for: waiting for a worker, the check, the work.
+    parts: Option<[Histogram<u64>; 3]>,
     counts: [u64; 4],
 }
 
@@ -35,7 +37,20 @@ impl Served {
         let hist = crate::load::latency::new_histogram().ok();
         Served {
             hist,
+            parts: None,
             counts: [0; 4],
+        }
+    }
+
+    fn with_parts() -> Self {
+        let part = || crate::load::latency::new_histogram().ok();
+        let parts = match (part(), part(), part()) {
+            (Some(wait), Some(check), Some(work)) => Some([wait, check, work]),
+            _ => None,
+        };
+        Served {
+            parts,
+            ..Served::new()
         }
     }
 
@@ -43,7 +58,33 @@ impl Served {
         if let Some(h) = &mut self.hist {
             h.saturating_record(r.end_ns.saturating_sub(r.intended_ns).max(1));
         }
+        if let Some([wait, check, work]) = &mut self.parts {
+            let spans = [
+                (wait, r.intended_ns, r.worker_ns),
+                (check, r.worker_ns, r.answered_ns),
+                (work, r.answered_ns, r.end_ns),
+            ];
+            for (h, from, to) in spans {
+                h.saturating_record(to.saturating_sub(from).max(1));
+            }
+        }
         self.counts[outcome as usize] += 1;
+    }
+
+    /// (wait p99, check p50, check p99, work p99) in ms; None without parts or requests.
+    fn part_percentiles(&self) -> [Option<f64>; 4] {
+        let ms = |h: &Histogram<u64>, q: f64| {
+            (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1e6)
+        };
+        match &self.parts {
+            Some([wait, check, work]) => [
+                ms(wait, 0.99),
+                ms(check, 0.5),
+                ms(check, 0.99),
+                ms(work, 0.99),
+            ],
+            None => [None; 4],
+        }
     }
 
     fn total(&self) -> u64 {
@@ -147,7 +188,7 @@ pub fn drills(spec: &Spec, trace: &Trace, windows: &[Window]) -> Vec<DrillRow> {
 
 fn drill(spec: &Spec, trace: &Trace, w: &Window) -> DrillRow {
     let inside = |t: u64| t >= w.start_ns && t < w.end_ns;
-    let mut served = Served::new();
+    let mut served = Served::with_parts();
     let (mut offered, mut dropped, mut errors, mut completed) = (0, 0, 0, 0);
     // The baseline is the healthy reference: a request still in flight when the first fault
     // began is the fault's, not the baseline's.
@@ -186,6 +227,7 @@ fn drill(spec: &Spec, trace: &Trace, w: &Window) -> DrillRow {
     let periods = (length_ms / spec.timeout_ms.max(1) as f64).ceil();
     let share = |n: f64| n / offered.max(1) as f64;
     let [p50_ms, p99_ms, max_ms] = served.percentiles();
+    let [wait_p99_ms, check_p50_ms, check_p99_ms, work_p99_ms] = served.part_percentiles();
     let c = served.counts;
     DrillRow {
         client: spec.client.to_string(),
@@ -211,6 +253,10 @@ fn drill(spec: &Spec, trace: &Trace, w: &Window) -> DrillRow {
         max_ms,
         baseline_p99_ms: None,
         p99_rise_ms: None,
+        wait_p99_ms,
+        check_p50_ms,
+        check_p99_ms,
+        work_p99_ms,
         all_busy_after_ms,
         busy_max,
         busy_mean,
@@ -257,9 +303,12 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
+    /// Served `took_ms` after its intended start: a worker at once, the check all but 1 ms of it.
     fn served(intended_ms: u64, took_ms: u64, outcome: Outcome) -> Request {
         Request {
             intended_ns: intended_ms * MS,
+            worker_ns: intended_ms * MS,
+            answered_ns: (intended_ms + took_ms - 1) * MS,
             end_ns: (intended_ms + took_ms) * MS,
             fate: Fate::Served(outcome),
         }
@@ -309,6 +358,8 @@ mod tests {
                 served(1040, 100, Outcome::DegradedAllowed),
                 Request {
                     intended_ns: 1100 * MS,
+                    worker_ns: 1350 * MS,
+                    answered_ns: 1350 * MS,
                     end_ns: 1350 * MS,
                     fate: Fate::Dropped,
                 },
@@ -357,6 +408,16 @@ mod tests {
         // 2 workers x (1 + 1000 / 100 periods) of 3 offered.
         assert_eq!(hole.pool_bound, 22.0 / 3.0);
         assert_eq!(hole.injected_ms, 0, "injected only in the latency drill");
+        // The parts of the served ones only (the dropped request's wait is not among them).
+        let near = |v: Option<f64>, want: f64| v.is_some_and(|v| (v - want).abs() < 0.1);
+        assert!(
+            near(hole.check_p99_ms, 99.0) && near(hole.work_p99_ms, 1.0),
+            "{hole:?}"
+        );
+        assert!(
+            near(hole.wait_p99_ms, 0.0) && near(base.check_p50_ms, 1.0),
+            "{base:?}"
+        );
     }
 
     #[test]
