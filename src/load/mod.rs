@@ -8,6 +8,7 @@ mod closed;
 pub mod latency;
 mod open;
 mod open_worker;
+pub mod own_thread;
 pub mod pipelined;
 mod pod;
 pub mod probe;

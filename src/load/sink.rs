@@ -6,6 +6,7 @@
 //! It runs on a thread with a runtime of its own, so it answers while the harness waits on the
 //! pods synchronously; dropping the [`Sink`] stops the runtime and every connection with it.
 
+use super::own_thread::OwnThread;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -51,45 +52,29 @@ struct Counts {
 pub struct Sink {
     addr: SocketAddr,
     counts: Arc<Mutex<Counts>>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _thread: OwnThread,
 }
 
 impl Sink {
     /// Starts a sink on a free loopback port.
     pub fn start() -> std::io::Result<Sink> {
         let counts = Arc::new(Mutex::new(Counts::default()));
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let shared = Arc::clone(&counts);
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build();
-            let rt = match rt {
-                Ok(rt) => rt,
-                Err(e) => return drop(ready_tx.send(Err(e))),
+        let (thread, addr) = OwnThread::spawn("the sink", move |ready, stopped| async move {
+            let listener = match TcpListener::bind("127.0.0.1:0").await {
+                Ok(l) => l,
+                Err(e) => return drop(ready.send(Err(e))),
             };
-            rt.block_on(async move {
-                let listener = match TcpListener::bind("127.0.0.1:0").await {
-                    Ok(l) => l,
-                    Err(e) => return drop(ready_tx.send(Err(e))),
-                };
-                let _ = ready_tx.send(listener.local_addr());
-                tokio::select! {
-                    _ = stopped => {}
-                    _ = accept_loop(listener, shared) => {}
-                }
-            });
-        });
-        let addr = ready_rx
-            .recv()
-            .map_err(|_| std::io::Error::other("the sink's thread ended before it started"))??;
+            let _ = ready.send(listener.local_addr());
+            tokio::select! {
+                _ = stopped => {}
+                _ = accept_loop(listener, shared) => {}
+            }
+        })?;
         Ok(Sink {
             addr,
             counts,
-            stop: Some(stop),
-            thread: Some(thread),
+            _thread: thread,
         })
     }
 
@@ -111,17 +96,6 @@ impl Sink {
     pub fn count(&self) -> SinkCount {
         let c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         c.count.clone()
-    }
-}
-
-impl Drop for Sink {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 
