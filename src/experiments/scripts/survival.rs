@@ -65,23 +65,7 @@ fn custom_case(
     strategy: Strategy,
     event: Event,
 ) -> Result<CustomSurvivalRow, PhaseError> {
-    let opts = ServerOptions {
-        binary: ctx.redis_server.clone(),
-        cpus: ctx.pin.redis.clone(),
-        persistence: event.persistence(),
-        ..ServerOptions::default()
-    };
-    let mut primary = RedisServer::start(&opts)?;
-    let replica = match event.needs_replica() {
-        true => Some(RedisServer::start_replica_of(
-            &primary,
-            &ServerOptions {
-                persistence: Persistence::None,
-                ..opts.clone()
-            },
-        )?),
-        false => None,
-    };
+    let (mut primary, replica) = servers(ctx, event)?;
     let limiter = Limiter::new(strategy, p.limit());
     let warm = rt.block_on(first_call(&primary.url(), &limiter, ctx.timeouts))?;
     if let Err(e) = warm.1.outcome {
@@ -108,6 +92,28 @@ fn custom_case(
         round_trips: attempt.round_trips,
         first_call_us,
     })
+}
+
+/// A fresh primary persisting as `event` needs, and its replica if the event needs one.
+fn servers(ctx: &Ctx, event: Event) -> Result<(RedisServer, Option<RedisServer>), PhaseError> {
+    let opts = ServerOptions {
+        binary: ctx.redis_server.clone(),
+        cpus: ctx.pin.redis.clone(),
+        persistence: event.persistence(),
+        ..ServerOptions::default()
+    };
+    let primary = RedisServer::start(&opts)?;
+    let replica = match event.needs_replica() {
+        true => Some(RedisServer::start_replica_of(
+            &primary,
+            &ServerOptions {
+                persistence: Persistence::None,
+                ..opts
+            },
+        )?),
+        false => None,
+    };
+    Ok((primary, replica))
 }
 
 impl Event {
@@ -159,24 +165,8 @@ fn case(
     mode: Invocation,
     event: Event,
 ) -> Result<SurvivalRow, PhaseError> {
-    let opts = ServerOptions {
-        binary: ctx.redis_server.clone(),
-        cpus: ctx.pin.redis.clone(),
-        persistence: event.persistence(),
-        ..ServerOptions::default()
-    };
-    let mut primary = RedisServer::start(&opts)?;
-    // Attached before anything is loaded: what reaches it is what replication carries.
-    let replica = match event.needs_replica() {
-        true => Some(RedisServer::start_replica_of(
-            &primary,
-            &ServerOptions {
-                persistence: Persistence::None,
-                ..opts.clone()
-            },
-        )?),
-        false => None,
-    };
+    // The replica is attached before anything is loaded: what reaches it is what replication carries.
+    let (mut primary, replica) = servers(ctx, event)?;
     let limiter = bucket(p, mode)?;
     let (source, hash) = bucket_script(p);
     load_scripts(&mut primary.connection()?, source)?;
