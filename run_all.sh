@@ -6,6 +6,10 @@
 #   ./run_all.sh --builds the quick profile on every server build scripts/builds.sh provides
 #                         (Redis 7.0, Valkey 8.0, Redis 8.2) into results/builds/<build>/, and
 #                         results/builds/BUILDS.md: every claim's verdict per build
+#   ./run_all.sh --builds-full EXP...
+#                         the full profile of the named experiments on the other builds into
+#                         results/builds-full/<build>/, and results/builds-full/BUILDS.md beside
+#                         results/reference (the system build's full run)
 # Extra arguments after the mode go to `ratelab all` (e.g. --profile quick, --out DIR).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -50,6 +54,7 @@ mode=run
 case "${1:-}" in
     --test) mode=test; shift ;;
     --builds) mode=builds; shift ;;
+    --builds-full) mode=builds-full; shift ;;
 esac
 
 ensure_redis
@@ -69,6 +74,22 @@ if [ "$mode" = builds ]; then
         # A build where some experiment fails still gets its report; the comparison shows it.
         ./target/release/ratelab all --profile quick --redis-server "$binary" --out "$out/$build" "$@" \
             || echo "run_all: $build: some experiments failed (see $out/$build/REPORT.md)" >&2
+        runs+=("$out/$build")
+    done < <(scripts/builds.sh)
+    ./target/release/ratelab report "${runs[@]}" --out "$out/BUILDS.md"
+    exit 0
+fi
+if [ "$mode" = builds-full ]; then
+    [ $# -gt 0 ] || { echo "run_all: --builds-full needs experiment ids (ratelab list)" >&2; exit 2; }
+    out=results/builds-full
+    runs=(results/reference)
+    system=$(command -v redis-server)
+    while read -r build binary; do
+        [ "$binary" = "$system" ] && continue
+        for id in "$@"; do
+            ./target/release/ratelab run "$id" --profile full --redis-server "$binary" --out "$out/$build" \
+                || echo "run_all: $build: $id failed" >&2
+        done
         runs+=("$out/$build")
     done < <(scripts/builds.sh)
     ./target/release/ratelab report "${runs[@]}" --out "$out/BUILDS.md"
