@@ -56,32 +56,24 @@ impl Served {
 
     fn add(&mut self, r: &Request, outcome: Outcome) {
         if let Some(h) = &mut self.hist {
-            h.saturating_record(r.end_ns.saturating_sub(r.intended_ns).max(1));
+            record_span(h, r.intended_ns, r.end_ns);
         }
         if let Some([wait, check, work]) = &mut self.parts {
-            let spans = [
-                (wait, r.intended_ns, r.worker_ns),
-                (check, r.worker_ns, r.answered_ns),
-                (work, r.answered_ns, r.end_ns),
-            ];
-            for (h, from, to) in spans {
-                h.saturating_record(to.saturating_sub(from).max(1));
-            }
+            record_span(wait, r.intended_ns, r.worker_ns);
+            record_span(check, r.worker_ns, r.answered_ns);
+            record_span(work, r.answered_ns, r.end_ns);
         }
         self.counts[outcome as usize] += 1;
     }
 
     /// (wait p99, check p50, check p99, work p99) in ms; None without parts or requests.
     fn part_percentiles(&self) -> [Option<f64>; 4] {
-        let ms = |h: &Histogram<u64>, q: f64| {
-            (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1e6)
-        };
         match &self.parts {
             Some([wait, check, work]) => [
-                ms(wait, 0.99),
-                ms(check, 0.5),
-                ms(check, 0.99),
-                ms(work, 0.99),
+                quantile_ms(wait, 0.99),
+                quantile_ms(check, 0.5),
+                quantile_ms(check, 0.99),
+                quantile_ms(work, 0.99),
             ],
             None => [None; 4],
         }
@@ -94,12 +86,20 @@ impl Served {
     /// (p50, p99, max) in ms; None when nothing was served.
     fn percentiles(&self) -> [Option<f64>; 3] {
         match &self.hist {
-            Some(h) if !h.is_empty() => {
-                [0.5, 0.99, 1.0].map(|q| Some(h.value_at_quantile(q) as f64 / 1e6))
-            }
-            _ => [None; 3],
+            Some(h) => [0.5, 0.99, 1.0].map(|q| quantile_ms(h, q)),
+            None => [None; 3],
         }
     }
+}
+
+/// Records `to - from` ns (at least 1; out-of-range values are clamped, not lost).
+fn record_span(h: &mut Histogram<u64>, from: u64, to: u64) {
+    h.saturating_record(to.saturating_sub(from).max(1));
+}
+
+/// `h`'s value at quantile `q` in ms; None when it holds nothing.
+fn quantile_ms(h: &Histogram<u64>, q: f64) -> Option<f64> {
+    (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1e6)
 }
 
 /// The client's fail-open counter at `t_ns`: the last sample at or before it (0 before any).

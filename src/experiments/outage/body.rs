@@ -7,7 +7,7 @@ use crate::experiments::{Definition, ExperimentError, Phase as _, PhaseError, Se
 use crate::fault;
 use crate::record::RunRecord;
 use crate::server::{RedisServer, ServerError};
-use crate::store::{Reconnect, Store};
+use crate::store::Store;
 use std::time::{Duration, Instant};
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
@@ -69,10 +69,7 @@ fn main_runs(
             checks: &mut checks,
         };
         driver.warm_up(p.warmup).phase(what)?;
-        let checks_per_phase = match label.reconnect {
-            Reconnect::Background => p.fail_fast_checks_per_phase,
-            Reconnect::InCheck => p.checks_per_phase,
-        };
+        let checks_per_phase = p.checks_per_phase(label);
         let mut measure = |phase: Phase, fault_at: Instant| -> Result<(), ExperimentError> {
             let row = driver.phase(phase, fault_at, checks_per_phase);
             let row = row.phase(|| format!("{label}, {phase} phase"))?;

@@ -35,7 +35,7 @@ pub use sweep::SweepRow;
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::limiter::{LimitSpec, Limiter, Strategy};
 use crate::record::Table;
-use crate::store::{BreakerSettings, Policy, StoreSettings};
+use crate::store::{BreakerSettings, Policy, Reconnect, StoreSettings};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -98,6 +98,14 @@ impl Params {
             ..LimitSpec::default()
         };
         Limiter::new(self.strategy, spec)
+    }
+
+    /// Checks per phase of `label`'s run: the seed's count, or the fail-fast variation's.
+    fn checks_per_phase(&self, label: RunLabel) -> u64 {
+        match label.reconnect {
+            Reconnect::Background => self.fail_fast_checks_per_phase,
+            Reconnect::InCheck => self.checks_per_phase,
+        }
     }
 
     fn settings(&self, label: RunLabel) -> StoreSettings {
