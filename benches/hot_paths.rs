@@ -30,6 +30,23 @@ fn encoding(c: &mut Criterion) {
             black_box(out.len())
         })
     });
+    // What the lean client sends: the bucket's fixed arguments copied from its key template.
+    let template = bucket
+        .key_template()
+        .expect("the bucket's arguments are fixed");
+    c.bench_function(
+        "encode EVALSHA lua-bucket decision from its key template",
+        |b| {
+            b.iter(|| {
+                out.clear();
+                key.clear();
+                index = (index + 7919) % 10_000;
+                KeyChoice::write_indexed(&mut key, "ratelab:bench:", index);
+                template.encode(black_box(&key), &mut out);
+                black_box(out.len())
+            })
+        },
+    );
     c.bench_function("encode GET", |b| {
         b.iter(|| {
             out.clear();

@@ -134,6 +134,44 @@ fn fixed_windows_one_process_burst_of_500() {
     assert_eq!(incr, 100, "INCR and compare is atomic");
 }
 
+/// atomic sizes its trials by their spread: Lua admits exactly its capacity in every trial, so
+/// each configuration stops after `min_trials` however many `trials` allow.
+#[test]
+fn atomic_stops_an_exact_configuration_after_its_minimum_trials() {
+    let out = tempfile::tempdir().unwrap();
+    let mut ctx = common::ctx(out.path());
+    ctx.sets = [
+        ("checks", "300"),
+        ("trials", "4"),
+        ("min_trials", "2"),
+        ("configs", r#"["1x1", "4x8"]"#),
+        ("strategies", r#"["lua-bucket"]"#),
+        ("capacities", "[100]"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    let dir = ratelab::experiments::find("atomic")
+        .expect("registered")
+        .run(&ctx)
+        .expect("atomic runs");
+    let rows: Vec<ratelab::experiments::atomic::AtomicRow> =
+        ratelab::analysis::table::read_typed(&dir.join("atomic.csv")).unwrap();
+    let shape: Vec<_> = rows
+        .iter()
+        .map(|r| (r.processes, r.in_flight, r.trial, r.admitted))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (1, 1, 0, 100),
+            (4, 8, 0, 100),
+            (1, 1, 1, 100),
+            (4, 8, 1, 100)
+        ]
+    );
+}
+
 #[test]
 fn experiment_writes_csvs_meta_trace_and_chart_then_stops_its_server() {
     let out = tempfile::tempdir().unwrap();

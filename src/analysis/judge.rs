@@ -324,15 +324,7 @@ fn holding_region(claim: &Claim, values: &[Value]) -> Option<(f64, f64)> {
 
 /// The 95% confidence interval of the mean (Student's t), for two or more values.
 fn confidence_interval(s: &Summary) -> Option<(f64, f64)> {
-    // Two-sided 97.5% quantiles of t for 1..=30 degrees of freedom; the normal's beyond.
-    const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    let df = s.n.checked_sub(1).filter(|df| *df > 0)?;
-    let t = T.get(df - 1).copied().unwrap_or(1.96);
-    let half = t * s.sd / (s.n as f64).sqrt();
+    let half = s.ci95_half_width()?;
     Some((s.mean - half, s.mean + half))
 }
 

@@ -36,6 +36,19 @@ impl Summary {
             sd,
         })
     }
+
+    /// Half the width of the mean's 95% confidence interval (Student's t); None for one value.
+    pub fn ci95_half_width(&self) -> Option<f64> {
+        // Two-sided 97.5% quantiles of t for 1..=30 degrees of freedom; the normal's beyond.
+        const T: [f64; 30] = [
+            12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+            2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+            2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        ];
+        let df = self.n.checked_sub(1).filter(|df| *df > 0)?;
+        let t = T.get(df - 1).copied().unwrap_or(1.96);
+        Some(t * self.sd / (self.n as f64).sqrt())
+    }
 }
 
 /// `part / whole` as a share of counts, 0 for an empty whole.
@@ -59,5 +72,18 @@ mod tests {
         assert!((s.sd - (772.0f64 / 3.0).sqrt()).abs() < 1e-9);
         assert_eq!(Summary::of(&[5.0]).map(|s| s.sd), Some(0.0));
         assert_eq!(Summary::of(&[]), None);
+    }
+
+    #[test]
+    fn ci_half_width_uses_t_for_the_sample_size() {
+        let s = Summary::of(&[1.0, 2.0, 3.0]).unwrap();
+        // sd 1, n 3, t(2) = 4.303.
+        let half = s.ci95_half_width().unwrap();
+        assert!((half - 4.303 / 3f64.sqrt()).abs() < 1e-9);
+        assert_eq!(
+            Summary::of(&[7.0, 7.0, 7.0]).and_then(|s| s.ci95_half_width()),
+            Some(0.0)
+        );
+        assert_eq!(Summary::of(&[7.0]).and_then(|s| s.ci95_half_width()), None);
     }
 }

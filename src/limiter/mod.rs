@@ -366,6 +366,22 @@ impl Limiter {
         Ok(())
     }
 
+    /// [`encode`](Self::encode)'s bytes with the key left out, for the strategies whose every
+    /// other argument is fixed by the limit (not the clock, not a per-request member): GET and
+    /// the bucket, sliding-window-counter and GCRA scripts, however invoked.
+    pub fn key_template(&self) -> Option<wire::KeyTemplate> {
+        match &self.prepared {
+            Prepared::Get | Prepared::LuaBucket(_) | Prepared::LuaSwc(_) | Prepared::LuaGcra(_) => {
+            }
+            _ => return None,
+        }
+        // A key no caller uses, so the split cannot land on an argument that happens to match.
+        const MARK: &str = "\u{1}ratelab-template-key\u{1}";
+        let (mut scratch, mut out) = (Vec::new(), Vec::new());
+        self.encode(MARK, &mut scratch, &mut out).ok()?;
+        wire::KeyTemplate::split(&out, MARK)
+    }
+
     /// The decision the last reply to [`encode`](Self::encode)'s commands carries.
     pub fn decide_reply(&self, reply: &wire::Reply) -> Result<Decision, LimiterError> {
         use wire::Reply;
@@ -488,6 +504,28 @@ mod tests {
                 );
             }
         }
+        // The key template sends the same bytes as encoding whole, for every strategy that has one.
+        for strategy in Strategy::ALL {
+            for &invocation in Invocation::ALL {
+                let Ok(limiter) = Limiter::with_invocation(*strategy, spec, invocation) else {
+                    continue;
+                };
+                let Some(template) = limiter.key_template() else {
+                    continue;
+                };
+                for key in ["k", "rl:k:000000000042", "ratelab:run:x:lua-bucket:9"] {
+                    let (mut whole, mut from_template) = (Vec::new(), Vec::new());
+                    limiter.encode(key, &mut scratch, &mut whole).unwrap();
+                    template.encode(key, &mut from_template);
+                    assert_eq!(from_template, whole, "{strategy} {invocation} {key}");
+                }
+            }
+        }
+        let windowed = Limiter::new(Strategy::LuaWindow, spec);
+        assert!(
+            windowed.key_template().is_none(),
+            "the window's arguments move with the clock"
+        );
         // The fixed window's key moves with the clock: compare at one instant, ms before a boundary.
         let window = Limiter::new(Strategy::LuaWindow, spec);
         let Prepared::LuaWindow(s) = &window.prepared else {

@@ -122,6 +122,34 @@ pub fn command(args: &[&[u8]], out: &mut Vec<u8>) {
     }
 }
 
+/// One decision's command with its key left out: for limiters whose every other argument is the
+/// same for every decision, so the lean client copies bytes instead of formatting numbers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyTemplate {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+impl KeyTemplate {
+    /// Splits `command` (encoded for `key`) around the key's bulk string; None if it has none.
+    pub(super) fn split(command: &[u8], key: &str) -> Option<Self> {
+        let mut framed = Vec::with_capacity(key.len() + 16);
+        bulk(&mut framed, key.as_bytes());
+        let at = command.windows(framed.len()).position(|w| w == framed)?;
+        Some(KeyTemplate {
+            head: command[..at].to_vec(),
+            tail: command[at + framed.len()..].to_vec(),
+        })
+    }
+
+    /// Appends the command for `key`: the same bytes as encoding it whole.
+    pub fn encode(&self, key: &str, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.head);
+        bulk(out, key.as_bytes());
+        out.extend_from_slice(&self.tail);
+    }
+}
+
 fn bulk(out: &mut Vec<u8>, bytes: &[u8]) {
     out.push(b'$');
     out.extend_from_slice(itoa::Buffer::new().format(bytes.len()).as_bytes());
@@ -220,15 +248,34 @@ fn parse_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<(Reply<'_>, us
     }
 }
 
-/// Index of the `\r` ending the line that starts at `at`.
+/// Index of the `\r` ending the line that starts at `at` (a RESP line holds no `\r` before it).
 fn line_end(buf: &[u8], at: usize) -> Option<usize> {
     let rest = buf.get(at..)?;
-    let cr = rest.windows(2).position(|w| w == b"\r\n")?;
-    Some(at + cr)
+    let cr = rest.iter().position(|&b| b == b'\r')?;
+    (rest.get(cr + 1) == Some(&b'\n')).then_some(at + cr)
 }
 
+/// A RESP integer: an optional `-`, then decimal digits (no UTF-8 check, no `str` parse).
 fn int(digits: &[u8]) -> Option<i64> {
-    std::str::from_utf8(digits).ok()?.parse().ok()
+    let (negative, digits) = match digits.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, digits),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut value: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        // Accumulated negative so that i64::MIN parses.
+        value = value.checked_mul(10)?.checked_sub(i64::from(d - b'0'))?;
+    }
+    match negative {
+        true => Some(value),
+        false => value.checked_neg(),
+    }
 }
 
 #[cfg(test)]
@@ -301,5 +348,54 @@ mod tests {
         assert!(parse(b"?what\r\n").is_err());
         assert!(parse(b":x1\r\n").is_err());
         assert!(parse(b"$1\r\nab\r\n").is_err());
+    }
+
+    #[test]
+    fn integers_parse_to_the_edges_of_i64_and_no_further() {
+        let cases: [(&[u8], Option<i64>); 9] = [
+            (b"0", Some(0)),
+            (b"-0", Some(0)),
+            (b"42", Some(42)),
+            (b"-17", Some(-17)),
+            (b"9223372036854775807", Some(i64::MAX)),
+            (b"-9223372036854775808", Some(i64::MIN)),
+            (b"9223372036854775808", None),
+            (b"", None),
+            (b"1a", None),
+        ];
+        for (digits, want) in cases {
+            assert_eq!(int(digits), want, "{}", String::from_utf8_lossy(digits));
+        }
+        assert_eq!(int(b"-"), None);
+        assert_eq!(int(b"+1"), None);
+    }
+
+    #[test]
+    fn a_key_template_rebuilds_the_command_for_any_key() {
+        let mut whole = Vec::new();
+        command(
+            &[b"EVALSHA", b"abc", b"1", b"rl:k:1", b"100", b"2.5"],
+            &mut whole,
+        );
+        let template = KeyTemplate::split(&whole, "rl:k:1").unwrap();
+        let mut out = Vec::new();
+        template.encode("rl:k:1", &mut out);
+        assert_eq!(out, whole);
+        out.clear();
+        template.encode("rl:other:000000000123", &mut out);
+        let mut expected = Vec::new();
+        command(
+            &[
+                b"EVALSHA",
+                b"abc",
+                b"1",
+                b"rl:other:000000000123",
+                b"100",
+                b"2.5",
+            ],
+            &mut expected,
+        );
+        assert_eq!(out, expected);
+        assert_eq!(KeyTemplate::split(&whole, "absent"), None);
     }
 }

@@ -205,6 +205,9 @@ async fn drive(shared: &Shared, mut stream: TcpStream, depth: usize, response: D
     // last decides (MULTI's +OK and +QUEUED say nothing; a queued error aborts EXEC).
     let replies = shared.limiter.pipelined_replies().unwrap_or(1);
     let mut part = 0;
+    // Where only the key varies, its bytes around the key are copied rather than formatted anew
+    // (the constant arguments' float and integer formatting was ~7% of the EVALSHA profile).
+    let template = shared.limiter.key_template();
     loop {
         // A connection sends `depth` requests together and the next `depth` once every one has
         // been answered, as redis-benchmark -P does: one write per batch. Refilling after every
@@ -217,9 +220,14 @@ async fn drive(shared: &Shared, mut stream: TcpStream, depth: usize, response: D
         let now = timed.then(Instant::now);
         for _ in 0..topping_up {
             shared.write_key(&mut key);
-            if let Err(e) = shared.limiter.encode(&key, &mut scratch, &mut out) {
-                counts.error(1, || e.to_string());
-                continue;
+            match &template {
+                Some(template) => template.encode(&key, &mut out),
+                None => {
+                    if let Err(e) = shared.limiter.encode(&key, &mut scratch, &mut out) {
+                        counts.error(1, || e.to_string());
+                        continue;
+                    }
+                }
             }
             in_flight += 1;
             sent_at.extend(now);

@@ -2,6 +2,7 @@
 
 use super::rows::AtomicRow;
 use super::Params;
+use crate::analysis::stats::Summary;
 use crate::experiments::measure::measure;
 use crate::experiments::{ExperimentError, Session};
 use crate::limiter::{unix_ms, LimitSpec};
@@ -17,10 +18,19 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     if !own_server {
         s.note("server_commands is empty: the server is not ratelab's own (--redis-url).");
     }
+    // Admitted counts so far per (capacity, config, strategy), in the loops' order.
+    let mut admitted: Vec<Vec<f64>> = vec![Vec::new(); total / p.trials as usize];
     for trial in 0..p.trials {
+        let mut configuration = 0;
         for &capacity in &p.capacities {
             for &config in &p.configs {
                 for &strategy in &strategies {
+                    let so_far = &mut admitted[configuration];
+                    configuration += 1;
+                    if trial >= p.min_trials && settled(so_far, p.settle_checks) {
+                        bar.inc(1);
+                        continue;
+                    }
                     let what =
                         || format!("trial {trial} of {strategy} at {config}, capacity {capacity}");
                     let key = s.key(format!("{strategy}:{config}:{capacity}:{trial}"));
@@ -36,6 +46,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                         WorkerSpec::one_key(strategy, limit, &key, p.checks, config.in_flight);
                     let m = measure(&s.target, &s.closed_loop(config.processes, spec), &what)?;
                     let t = &m.tally;
+                    so_far.push(t.admitted as f64);
                     rows.write(&AtomicRow {
                         strategy,
                         processes: config.processes,
@@ -61,4 +72,27 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     }
     bar.finish_and_clear();
     Ok(())
+}
+
+/// Whether more trials would not move a configuration's admitted count: its 95% confidence
+/// interval is within +- `checks` (a configuration exact in every trial so far settles at once).
+fn settled(admitted: &[f64], checks: f64) -> bool {
+    Summary::of(admitted)
+        .and_then(|s| s.ci95_half_width())
+        .is_some_and(|half| half <= checks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::settled;
+
+    #[test]
+    fn exact_trials_settle_and_spread_ones_do_not() {
+        assert!(settled(&[100.0, 100.0, 100.0], 2.0));
+        // sd 0.577, t(2) 4.303: half width 1.43.
+        assert!(settled(&[1000.0, 1000.0, 999.0], 2.0));
+        assert!(!settled(&[725.0, 767.0, 738.0], 2.0));
+        // One trial has no interval.
+        assert!(!settled(&[100.0], 2.0));
+    }
 }

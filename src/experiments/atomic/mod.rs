@@ -51,7 +51,12 @@ impl Definition for Atomic {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     pub checks: u64,
+    /// The most trials per configuration (strategy x processes x in-flight x capacity).
     pub trials: u32,
+    /// Trials every configuration runs (up to `trials`); after them one stops once settled.
+    pub min_trials: u32,
+    /// Settled: the 95% confidence interval of its admitted count is within +- this many checks.
+    pub settle_checks: f64,
     pub configs: Vec<Concurrency>,
     pub strategies: Vec<Strategy>,
     pub capacities: Vec<u64>,
@@ -67,6 +72,13 @@ impl Validate for Params {
             || self.window_ms == 0
         {
             return Err("checks, trials, capacities and window_ms must be >= 1".into());
+        }
+        if self.min_trials < 2 {
+            // One trial has no spread, so nothing could say it settled.
+            return Err("min_trials must be >= 2 (at most `trials` of them run)".into());
+        }
+        if self.settle_checks.is_nan() || self.settle_checks < 0.0 {
+            return Err("settle_checks must be >= 0".into());
         }
         Ok(())
     }

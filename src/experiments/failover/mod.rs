@@ -69,6 +69,8 @@ pub struct Params {
     pub strategies: Vec<Strategy>,
     pub invocations: Vec<Invocation>,
     pub keys: Vec<u64>,
+    /// The key counts FCALL runs at (the other invocations run at every count of `keys`).
+    pub fcall_keys: Vec<u64>,
     pub offered: Vec<f64>,
     pub burst: u64,
     pub window_ms: u64,
@@ -90,7 +92,11 @@ impl Params {
                         if invocation.uses_function() && strategy != Strategy::LuaBucket {
                             continue;
                         }
-                        for &keys in &self.keys {
+                        let counts = match invocation.uses_function() {
+                            true => &self.fcall_keys,
+                            false => &self.keys,
+                        };
+                        for &keys in counts {
                             for &offered in &self.offered {
                                 out.push(Case {
                                     variant,
@@ -124,8 +130,12 @@ impl Validate for Params {
                 "strategies must list lua-bucket and/or lua-window",
             ),
             (
-                p.keys.is_empty() || p.keys.contains(&0),
-                "keys must list counts >= 1",
+                p.keys.is_empty() || p.keys.contains(&0) || p.fcall_keys.contains(&0),
+                "keys must list counts >= 1 (fcall_keys too)",
+            ),
+            (
+                p.fcall_keys.is_empty() && p.invocations.iter().any(|i| i.uses_function()),
+                "fcall_keys must list a count when invocations has fcall",
             ),
             (
                 p.offered.is_empty() || p.offered.iter().any(|o| !(*o > 1.0 && o.is_finite())),
@@ -162,6 +172,7 @@ mod tests {
     use super::*;
     use crate::context::Profile;
     use crate::experiments::frame::resolve;
+    use std::collections::BTreeSet;
 
     #[test]
     fn both_profiles_are_valid_and_fcall_runs_only_the_bucket() {
@@ -176,6 +187,15 @@ mod tests {
         }
         let full = resolve::<Failover>(Profile::Full, &[]).unwrap();
         assert_eq!(full.keys, [10, 100, 1000]);
+        let counts = |fcall: bool| -> BTreeSet<u64> {
+            let cases = full.cases().into_iter();
+            cases
+                .filter(|c| c.invocation.uses_function() == fcall)
+                .map(|c| c.keys)
+                .collect()
+        };
+        assert_eq!(counts(false), full.keys.iter().copied().collect());
+        assert_eq!(counts(true), full.fcall_keys.iter().copied().collect());
     }
 
     #[test]
