@@ -31,8 +31,10 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
     ))
 }
 
-/// Per command and depth: mean ops/s and mean client CPU per op of ratelab over
-/// redis-benchmark's, and Redis busy % under each.
+/// Per command and depth: ratelab's ops/s and client CPU per op over redis-benchmark's, pair by
+/// pair (the two runs of a pair side by side, minutes from the next pair on a shared machine): the
+/// median of the pairs' ratios and their range, so one stalled pair shows as a range, not a mean.
+/// Redis busy % under each tool is the mean of its runs.
 fn ratios(rows: &[CalibrateRow]) -> String {
     let mut groups: Vec<(String, usize)> = Vec::new();
     for r in rows {
@@ -46,18 +48,32 @@ fn ratios(rows: &[CalibrateRow]) -> String {
         |---|---|---|---|---|---|\n",
     );
     for (command, depth) in groups {
-        let mean = |tool: &str, f: fn(&CalibrateRow) -> f64| {
-            let v: Vec<f64> = (rows.iter())
-                .filter(|r| r.command == command && r.depth == depth && r.tool == tool)
-                .map(f)
+        let command = command.as_str();
+        let runs = |tool: &'static str| {
+            (rows.iter())
+                .filter(move |r| r.command == command && r.depth == depth && r.tool == tool)
+        };
+        let ratio = |f: fn(&CalibrateRow) -> f64| {
+            let mut per_pair: Vec<f64> = runs(OURS)
+                .filter_map(|a| {
+                    let b = runs(REFERENCE).find(|b| b.pair == a.pair)?;
+                    (f(b) > 0.0).then(|| f(a) / f(b))
+                })
                 .collect();
-            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+            per_pair.sort_by(f64::total_cmp);
+            match per_pair.as_slice() {
+                [] => "-".to_string(),
+                [only] => format!("{only:.2}"),
+                [lo, .., hi] => format!("{:.2} ({lo:.2}-{hi:.2})", median(&per_pair)),
+            }
         };
-        let ratio = |f: fn(&CalibrateRow) -> f64| match (mean(OURS, f), mean(REFERENCE, f)) {
-            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-            _ => "-".to_string(),
+        let busy = |tool| {
+            let v: Vec<f64> = runs(tool).map(|r| r.redis_busy_pct).collect();
+            match v.is_empty() {
+                true => "-".to_string(),
+                false => short(v.iter().sum::<f64>() / v.len() as f64),
+            }
         };
-        let busy = |tool| mean(tool, |r| r.redis_busy_pct).map_or("-".to_string(), short);
         let _ = writeln!(
             out,
             "| {command} | {depth} | {} | {} | {} | {} |",
@@ -68,6 +84,15 @@ fn ratios(rows: &[CalibrateRow]) -> String {
         );
     }
     out
+}
+
+/// The median of sorted values.
+fn median(sorted: &[f64]) -> f64 {
+    let mid = sorted.len() / 2;
+    match sorted.len() % 2 {
+        0 => (sorted[mid - 1] + sorted[mid]) / 2.0,
+        _ => sorted[mid],
+    }
 }
 
 #[cfg(test)]
@@ -105,5 +130,26 @@ mod tests {
             "{table}"
         );
         assert!(table.contains("| GET | 16 | - | - | 90 | - |"), "{table}");
+    }
+
+    #[test]
+    fn ratios_are_the_median_of_the_pairs_with_their_range() {
+        let paired = |pair, ours: f64, theirs: f64| {
+            let mut a = row("EVALSHA", OURS, 16, ours, 1.0);
+            let mut b = row("EVALSHA", REFERENCE, 16, theirs, 1.0);
+            (a.pair, b.pair) = (pair, pair);
+            [a, b]
+        };
+        // Pair 1 stalled under ratelab: the median is the other pairs', the range shows the stall.
+        let rows: Vec<CalibrateRow> = [paired(0, 110.0, 100.0), paired(1, 40.0, 100.0)]
+            .into_iter()
+            .chain([paired(2, 105.0, 100.0)])
+            .flatten()
+            .collect();
+        let table = ratios(&rows);
+        assert!(
+            table.contains("| EVALSHA | 16 | 1.05 (0.40-1.10) | 1.00 (1.00-1.00) | 90 | 90 |"),
+            "{table}"
+        );
     }
 }
