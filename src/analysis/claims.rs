@@ -49,6 +49,10 @@ pub struct Claim {
     /// every run is judged beside its own reference; without it the means are compared once.
     #[serde(default)]
     pub pair_by: Vec<String>,
+    /// Without `pair_by`: each selected row beside the `other` rows' one value, rather than the
+    /// means once (a reference that does not vary run to run, and fewer runs of it).
+    #[serde(default)]
+    pub per_row: bool,
     /// How a pair's `other` rows reduce to one value (several per-check rows per run).
     #[serde(default)]
     pub other_stat: OtherStat,

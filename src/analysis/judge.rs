@@ -139,7 +139,8 @@ fn row_values(claim: &Claim, rows: &[&Row]) -> Result<Vec<Value>, String> {
 }
 
 /// The selection set beside `others`: per pair (the same `pair_by` values) when the claim
-/// pairs runs, else the two means once. Errors are verdicts: a run without its reference fails.
+/// pairs runs, each row beside the others' one value when `per_row`, else the two means once.
+/// Errors are verdicts: a run without its reference fails.
 fn combined(
     claim: &Claim,
     selected: &[&Row],
@@ -165,6 +166,15 @@ fn combined(
         got,
         want: claim.published,
     };
+    if claim.pair_by.is_empty() && claim.per_row {
+        let reference = reduce(&other_values(others)?)
+            .ok_or_else(|| Verdict::no_data("no rows to compare with"))?;
+        return direct
+            .iter()
+            .map(|mine| combine(mine.got, reference).map(value))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| Verdict::no_data("the reference rows average 0"));
+    }
     if claim.pair_by.is_empty() {
         let mine = Summary::of(&direct.iter().map(|v| v.got).collect::<Vec<_>>());
         let reference = reduce(&other_values(others)?);
@@ -406,6 +416,23 @@ mod tests {
         let (holds, measured) = verdict(&c, &csv.replace("b,1,7", "b,1,5"));
         assert_eq!(holds, Some(false));
         assert!(measured.starts_with("vs s b:"), "{measured}");
+    }
+
+    #[test]
+    fn per_row_judges_every_row_beside_one_reference() {
+        let c = claim(
+            "statistic = \"cmds\"\nselect = { c = \"4x8\" }\nother = { c = \"1x1\" }\nper_row = true\n\
+             published = 1.0\njudge = \"above\"\n",
+        );
+        // Five contended trials beside three uncontended ones (1x1 stopped early: it never varies).
+        let csv =
+            "c,t,cmds\n1x1,0,5\n1x1,1,5\n1x1,2,5\n4x8,0,9\n4x8,1,8\n4x8,2,9\n4x8,3,10\n4x8,4,9\n";
+        let (holds, measured) = verdict(&c, csv);
+        assert_eq!(holds, Some(true), "{measured}");
+        assert!(measured.contains("n = 5"), "{measured}");
+        // One contended trial no dearer than an uncontended one is seen, not averaged away.
+        let (holds, measured) = verdict(&c, &csv.replace("4x8,3,10", "4x8,3,5"));
+        assert_eq!(holds, Some(false), "{measured}");
     }
 
     #[test]
