@@ -5,7 +5,9 @@
 //! Method: the same command (GET; EVALSHA of lua-bucket) from 16 clients over 10,000 keys, at
 //! each depth (requests in flight per connection), first from ratelab's lean pipelined worker
 //! for `seconds`, then from `redis-benchmark -c 16 -r 10000 -P depth` for as many requests as
-//! ratelab just made, alternating A B A B for `pairs` pairs, both pinned to the harness's CPUs.
+//! ratelab's last run made, for `pairs` pairs in the order A B, B A, A B, ... (so a drift of the
+//! shared machine within a cell does not always fall on the second tool), both pinned to the
+//! harness's CPUs.
 //! Keys are named alike (`prefix` + 12-digit index), so both tools hit the same keys. Recorded
 //! per run: ops, ops/s, client CPU seconds (rusage of the reaped processes, start-up included for
 //! both), Redis main-thread CPU per op. A warm-up run per command and depth (excluded) loads keys
@@ -21,7 +23,13 @@
 //! encoded into one reused buffer and sent in one write, replies are parsed in place, and a short
 //! read clears readiness so no read returns EAGAIN. Its profile's top user entry was then the
 //! key's formatting (a char-by-char push, replaced by one `push_str`); the rest is the kernel's.
-//! The measured ratios are in the calibrate section of REPORT.md.
+//! At EVALSHA depth 16 (Redis saturated, the worker ~13% of a core) the next profile's user entries
+//! were the bucket's constant arguments formatted per request (`ryu` 4.5% of samples, `itoa` 2.1%,
+//! bulk framing 3.9%) and RESP integers parsed through `str` (1.8%): a decision's bytes around its
+//! key are now copied from `Limiter::key_template` and integers parsed by hand (encode 204 -> 63
+//! ns in `benches/`). What remains is the kernel's: epoll wake-ups and `recv` waiting for the
+//! socket lock the softirq delivering Redis's replies holds (~40% of samples between them).
+//! The measured ratios are in the calibrate section of REPORT.md: the median of the pairs' ratios.
 //!
 //! Writes `calibrate/calibrate.csv` (one row per run), `calibrate/meta.json`.
 
