@@ -10,20 +10,17 @@ use ratelab::analysis::table::{number, read_rows};
 #[test]
 fn trims_remove_every_entry_and_rows_carry_the_columns() {
     let out = tempfile::tempdir().unwrap();
-    let mut ctx = common::ctx(out.path());
-    ctx.sets = [
-        ("entries", "[2000, 20000]"),
-        ("repeats", "1"),
-        ("baseline_ms", "20"),
-        ("expire_after_ms", "50"),
-        ("probe_period_us", "1000"),
-    ]
-    .map(|(a, b)| (a.to_string(), b.to_string()))
-    .to_vec();
-    let dir = ratelab::experiments::find("bigkey")
-        .expect("registered")
-        .run(&ctx)
-        .expect("bigkey runs");
+    let dir = common::run_experiment(
+        "bigkey",
+        out.path(),
+        &[
+            ("entries", "[2000, 20000]"),
+            ("repeats", "1"),
+            ("baseline_ms", "20"),
+            ("expire_after_ms", "50"),
+            ("probe_period_us", "1000"),
+        ],
+    );
     let rows = read_rows(&dir.join("bigkey.csv")).unwrap();
     // 2 sizes x 2 lazyfree settings x (trim, expire).
     assert_eq!(rows.len(), 8);

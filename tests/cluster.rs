@@ -83,13 +83,6 @@ fn rows_of(dir: &std::path::Path, file: &str) -> Vec<ratelab::analysis::table::R
     ratelab::analysis::table::read_rows(&dir.join(file)).unwrap()
 }
 
-fn sets(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
-}
-
 /// Small enough for a few seconds, large enough that every node pair holds users.
 const SMALL: &[(&str, &str)] = &[
     ("users", "300"),
@@ -103,7 +96,7 @@ fn failures_are_exactly_the_cross_node_users_and_declared_keys_hash_tags_and_one
 {
     let out = tempfile::tempdir().unwrap();
     let mut ctx = common::ctx(out.path());
-    ctx.sets = sets(SMALL);
+    ctx.sets = common::sets(SMALL);
     let dir = ratelab::experiments::find("cluster")
         .unwrap()
         .run(&ctx)
@@ -189,7 +182,7 @@ fn a_users_cluster_gets_the_non_destructive_phases_on_prefixed_keys_and_no_resha
     let map_before = SlotMap::read(&mut con, "127.0.0.1").unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut ctx = common::ctx(out.path());
-    ctx.sets = sets(SMALL);
+    ctx.sets = common::sets(SMALL);
     ctx.redis_url = Some(cluster.nodes()[1].url());
     let dir = ratelab::experiments::find("cluster")
         .unwrap()
@@ -229,7 +222,7 @@ fn a_users_single_server_gets_the_one_redis_phase_only() {
     let server = common::start_server();
     let out = tempfile::tempdir().unwrap();
     let mut ctx = common::ctx(out.path());
-    ctx.sets = sets(SMALL);
+    ctx.sets = common::sets(SMALL);
     ctx.redis_url = Some(server.url());
     let dir = ratelab::experiments::find("cluster")
         .unwrap()

@@ -64,24 +64,21 @@ fn a_lua_decision_costs_redis_more_cpu_than_a_get() {
 #[test]
 fn the_sliding_log_variants_run_on_full_logs_and_deny() {
     let out = tempfile::tempdir().unwrap();
-    let mut ctx = common::ctx(out.path());
-    ctx.sets = [
-        ("runs", "1"),
-        ("run_seconds", "0.5"),
-        ("warmup_seconds", "0.2"),
-        ("strategies", r#"["lua-log"]"#),
-        ("hot_key_strategies", "[]"),
-        ("depth_strategies", "[]"),
-        ("log_limits", "[100, 10000]"),
-        ("log_entries", "20000"),
-        ("log_window_ms", "120000"),
-    ]
-    .map(|(a, b)| (a.to_string(), b.to_string()))
-    .to_vec();
-    let dir = ratelab::experiments::find("cost")
-        .expect("registered")
-        .run(&ctx)
-        .expect("cost runs");
+    let dir = common::run_experiment(
+        "cost",
+        out.path(),
+        &[
+            ("runs", "1"),
+            ("run_seconds", "0.5"),
+            ("warmup_seconds", "0.2"),
+            ("strategies", r#"["lua-log"]"#),
+            ("hot_key_strategies", "[]"),
+            ("depth_strategies", "[]"),
+            ("log_limits", "[100, 10000]"),
+            ("log_entries", "20000"),
+            ("log_window_ms", "120000"),
+        ],
+    );
     let rows: Vec<CostRow> = read_typed(&dir.join("cost.csv")).unwrap();
     let variants: Vec<&str> = rows.iter().map(|r| r.variant.as_str()).collect();
     assert_eq!(variants, ["L=100", "L=10000"]);

@@ -251,10 +251,7 @@ fn experiments_that_do_not_take_custom_limiters_say_which_do() {
 fn run_with_examples(id: &str, out: &Path, sets: &[(&str, &str)]) -> PathBuf {
     let mut ctx = common::ctx(out);
     ctx.limiters = vec![load("incr-inside.toml"), load("gcra-time.toml")];
-    ctx.sets = sets
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect();
+    ctx.sets = common::sets(sets);
     find(id)
         .unwrap()
         .run(&ctx)

@@ -68,14 +68,7 @@ fn rows_at(rows: &[Row], setting: u64) -> Vec<(u64, f64, String)> {
 
 /// Runs the memory experiment into `out` with these parameters; its directory and CSV rows.
 fn run_memory(out: &std::path::Path, sets: &[(&str, &str)]) -> (std::path::PathBuf, Vec<Row>) {
-    let mut ctx = common::ctx(out);
-    ctx.sets = (sets.iter())
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect();
-    let dir = ratelab::experiments::find("memory")
-        .expect("registered")
-        .run(&ctx)
-        .expect("memory runs");
+    let dir = common::run_experiment("memory", out, sets);
     let rows = read_rows(&dir.join("memory.csv")).unwrap();
     (dir, rows)
 }

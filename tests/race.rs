@@ -139,22 +139,18 @@ fn fixed_windows_one_process_burst_of_500() {
 #[test]
 fn atomic_stops_an_exact_configuration_after_its_minimum_trials() {
     let out = tempfile::tempdir().unwrap();
-    let mut ctx = common::ctx(out.path());
-    ctx.sets = [
-        ("checks", "300"),
-        ("trials", "4"),
-        ("min_trials", "2"),
-        ("configs", r#"["1x1", "4x8"]"#),
-        ("strategies", r#"["lua-bucket"]"#),
-        ("capacities", "[100]"),
-    ]
-    .iter()
-    .map(|(a, b)| (a.to_string(), b.to_string()))
-    .collect();
-    let dir = ratelab::experiments::find("atomic")
-        .expect("registered")
-        .run(&ctx)
-        .expect("atomic runs");
+    let dir = common::run_experiment(
+        "atomic",
+        out.path(),
+        &[
+            ("checks", "300"),
+            ("trials", "4"),
+            ("min_trials", "2"),
+            ("configs", r#"["1x1", "4x8"]"#),
+            ("strategies", r#"["lua-bucket"]"#),
+            ("capacities", "[100]"),
+        ],
+    );
     let rows: Vec<ratelab::experiments::atomic::AtomicRow> =
         ratelab::analysis::table::read_typed(&dir.join("atomic.csv")).unwrap();
     let shape: Vec<_> = rows
@@ -175,20 +171,16 @@ fn atomic_stops_an_exact_configuration_after_its_minimum_trials() {
 #[test]
 fn experiment_writes_csvs_meta_trace_and_chart_then_stops_its_server() {
     let out = tempfile::tempdir().unwrap();
-    let mut ctx = common::ctx(out.path());
-    ctx.sets = [
-        ("trials", "1"),
-        ("configs", r#"["1x1", "1x2"]"#),
-        ("strategies", r#"["naive-bucket", "lua-bucket"]"#),
-        ("seed001_strategies", r#"["naive-window"]"#),
-    ]
-    .iter()
-    .map(|(a, b)| (a.to_string(), b.to_string()))
-    .collect();
-    let dir = ratelab::experiments::find("race")
-        .expect("registered")
-        .run(&ctx)
-        .expect("race runs");
+    let dir = common::run_experiment(
+        "race",
+        out.path(),
+        &[
+            ("trials", "1"),
+            ("configs", r#"["1x1", "1x2"]"#),
+            ("strategies", r#"["naive-bucket", "lua-bucket"]"#),
+            ("seed001_strategies", r#"["naive-window"]"#),
+        ],
+    );
     assert_eq!(dir, out.path().join("race"));
 
     let race = std::fs::read_to_string(dir.join("race.csv")).unwrap();

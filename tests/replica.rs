@@ -123,14 +123,11 @@ fn every_server_is_gone_after_drop() {
 fn replication_experiment_matches_every_bucket_and_replicates_effects() {
     use ratelab::analysis::table::{number, read_rows};
     let out = tempfile::tempdir().unwrap();
-    let mut ctx = common::ctx(out.path());
-    ctx.sets = [("calls", "2000"), ("buckets", "20")]
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .to_vec();
-    let dir = ratelab::experiments::find("replication")
-        .expect("registered")
-        .run(&ctx)
-        .expect("replication runs");
+    let dir = common::run_experiment(
+        "replication",
+        out.path(),
+        &[("calls", "2000"), ("buckets", "20")],
+    );
     let buckets = read_rows(&dir.join("replication.csv")).unwrap();
     assert_eq!(buckets.len(), 20);
     for b in &buckets {

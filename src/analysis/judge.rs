@@ -2,7 +2,7 @@
 //! seed published. A row that lacks what the claim reads fails the claim instead of vanishing.
 
 use super::claims::{Claim, Combine, Judge, OtherStat, Verdict};
-use super::stats::Summary;
+use super::stats::{median, Summary};
 use super::table::{matches, number, short, Row};
 use std::collections::BTreeSet;
 
@@ -206,17 +206,6 @@ fn combined(
         values.push(value(v));
     }
     Ok(values)
-}
-
-fn median(values: &[f64]) -> Option<f64> {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(sorted[n / 2]),
-        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
-    }
 }
 
 /// The verdict on judged values; `label` says what they are ("ratio ", "difference ", "").

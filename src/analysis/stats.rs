@@ -51,6 +51,18 @@ impl Summary {
     }
 }
 
+/// The median of `values` (the mean of the middle two for an even count); None when empty.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
 /// `part / whole` as a share of counts, 0 for an empty whole.
 pub fn share(part: u64, whole: u64) -> f64 {
     match whole {

@@ -16,6 +16,23 @@ pub fn start_server() -> RedisServer {
     RedisServer::start(&ServerOptions::default()).expect("redis-server starts (is it installed?)")
 }
 
+/// `--set` pairs as the context holds them.
+pub fn sets(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    (pairs.iter())
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+/// Runs experiment `id` (quick profile, these `--set`s) into `out`; its directory.
+pub fn run_experiment(id: &str, out: &Path, set: &[(&str, &str)]) -> PathBuf {
+    let mut ctx = ctx(out);
+    ctx.sets = sets(set);
+    ratelab::experiments::find(id)
+        .expect("registered")
+        .run(&ctx)
+        .unwrap_or_else(|e| panic!("{id} runs: {e:#}"))
+}
+
 /// A quick-profile context writing into `out`.
 pub fn ctx(out: &Path) -> Ctx {
     let mut ctx = Ctx::new(out.to_path_buf(), ratelab_exe());

@@ -1,6 +1,7 @@
 //! calibrate's summary for REPORT.md.
 
 use super::CalibrateRow;
+use crate::analysis::stats::median;
 use crate::analysis::table::{read_typed, short, summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use std::fmt::Write as _;
@@ -61,10 +62,10 @@ fn ratios(rows: &[CalibrateRow]) -> String {
                 })
                 .collect();
             per_pair.sort_by(f64::total_cmp);
-            match per_pair.as_slice() {
-                [] => "-".to_string(),
-                [only] => format!("{only:.2}"),
-                [lo, .., hi] => format!("{:.2} ({lo:.2}-{hi:.2})", median(&per_pair)),
+            match (per_pair.as_slice(), median(&per_pair)) {
+                ([lo, .., hi], Some(mid)) => format!("{mid:.2} ({lo:.2}-{hi:.2})"),
+                ([only], _) => format!("{only:.2}"),
+                _ => "-".to_string(),
             }
         };
         let busy = |tool| {
@@ -84,15 +85,6 @@ fn ratios(rows: &[CalibrateRow]) -> String {
         );
     }
     out
-}
-
-/// The median of sorted values.
-fn median(sorted: &[f64]) -> f64 {
-    let mid = sorted.len() / 2;
-    match sorted.len() % 2 {
-        0 => (sorted[mid - 1] + sorted[mid]) / 2.0,
-        _ => sorted[mid],
-    }
 }
 
 #[cfg(test)]
