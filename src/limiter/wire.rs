@@ -248,11 +248,18 @@ fn parse_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<(Reply<'_>, us
     }
 }
 
-/// Index of the `\r` ending the line that starts at `at` (a RESP line holds no `\r` before it).
+/// Index of the `\r` of the first `\r\n` at or after `at` (a stray `\r` stays in the line, so
+/// its parse says what is wrong with it instead of waiting for bytes that never come).
 fn line_end(buf: &[u8], at: usize) -> Option<usize> {
-    let rest = buf.get(at..)?;
-    let cr = rest.iter().position(|&b| b == b'\r')?;
-    (rest.get(cr + 1) == Some(&b'\n')).then_some(at + cr)
+    let mut from = at;
+    loop {
+        let cr = from + buf.get(from..)?.iter().position(|&b| b == b'\r')?;
+        match buf.get(cr + 1) {
+            Some(b'\n') => return Some(cr),
+            Some(_) => from = cr + 1,
+            None => return None,
+        }
+    }
 }
 
 /// A RESP integer: an optional `-`, then decimal digits (no UTF-8 check, no `str` parse).
@@ -348,6 +355,13 @@ mod tests {
         assert!(parse(b"?what\r\n").is_err());
         assert!(parse(b":x1\r\n").is_err());
         assert!(parse(b"$1\r\nab\r\n").is_err());
+        // A stray CR inside a line is the line's error, not a reply still arriving.
+        assert!(parse(b":1\r2\r\n").is_err());
+        assert_eq!(
+            parse(b"+O\rK\r\n").unwrap(),
+            Some((Reply::Status(b"O\rK"), 6))
+        );
+        assert_eq!(parse(b":12\r").unwrap(), None);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! calibrate's summary for REPORT.md.
 
 use super::CalibrateRow;
-use crate::analysis::stats::median;
+use crate::analysis::stats::{median, Summary};
 use crate::analysis::table::{read_typed, short, summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use std::fmt::Write as _;
@@ -55,25 +55,23 @@ fn ratios(rows: &[CalibrateRow]) -> String {
                 .filter(move |r| r.command == command && r.depth == depth && r.tool == tool)
         };
         let ratio = |f: fn(&CalibrateRow) -> f64| {
-            let mut per_pair: Vec<f64> = runs(OURS)
+            let per_pair: Vec<f64> = runs(OURS)
                 .filter_map(|a| {
                     let b = runs(REFERENCE).find(|b| b.pair == a.pair)?;
                     (f(b) > 0.0).then(|| f(a) / f(b))
                 })
                 .collect();
-            per_pair.sort_by(f64::total_cmp);
-            match (per_pair.as_slice(), median(&per_pair)) {
-                ([lo, .., hi], Some(mid)) => format!("{mid:.2} ({lo:.2}-{hi:.2})"),
-                ([only], _) => format!("{only:.2}"),
+            match (Summary::of(&per_pair), median(&per_pair)) {
+                (Some(s), Some(mid)) if s.n > 1 => {
+                    format!("{mid:.2} ({:.2}-{:.2})", s.min, s.max)
+                }
+                (Some(s), _) => format!("{:.2}", s.mean),
                 _ => "-".to_string(),
             }
         };
         let busy = |tool| {
             let v: Vec<f64> = runs(tool).map(|r| r.redis_busy_pct).collect();
-            match v.is_empty() {
-                true => "-".to_string(),
-                false => short(v.iter().sum::<f64>() / v.len() as f64),
-            }
+            Summary::of(&v).map_or("-".to_string(), |s| short(s.mean))
         };
         let _ = writeln!(
             out,
