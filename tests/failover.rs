@@ -8,8 +8,9 @@ mod common;
 use assert_cmd::Command;
 use ratelab::analysis::table::{number, read_rows, Row};
 
-/// The quick profile's matrix (both strategies, two offered rates, every variant); trial rows.
-fn run() -> Vec<Row> {
+/// The quick profile's matrix (both strategies, two offered rates, every variant): rows per
+/// key, per trial.
+fn run() -> (Vec<Row>, Vec<Row>) {
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(common::ratelab_exe())
         .args(["run", "failover", "--profile", "quick", "--quiet", "--out"])
@@ -26,19 +27,42 @@ fn run() -> Vec<Row> {
     let trials = read_rows(&dir.join("trials.csv")).unwrap();
     let per_trial: usize = trials.iter().map(|t| n(t, "keys") as usize).sum();
     assert_eq!(keys.len(), per_trial, "one row per key per trial");
-    trials
+    (keys, trials)
+}
+
+/// The key rows of trial `t`.
+fn keys_of<'a>(keys: &'a [Row], t: &Row) -> Vec<&'a Row> {
+    let same = [
+        "variant",
+        "strategy",
+        "invocation",
+        "keys",
+        "offered",
+        "trial",
+    ];
+    let found: Vec<&Row> = (keys.iter())
+        .filter(|k| same.iter().all(|c| k[*c] == t[*c]))
+        .collect();
+    assert_eq!(found.len(), n(t, "keys") as usize, "key rows of {t:?}");
+    found
 }
 
 fn n(row: &Row, column: &str) -> f64 {
     number(row, column).unwrap_or_else(|| panic!("{column} missing in {row:?}"))
 }
 
+/// The trials of `variant` and `strategy` that kept to their schedule (see `on_time`).
 fn of<'a>(rows: &'a [Row], variant: &str, strategy: &str) -> Vec<&'a Row> {
     let found: Vec<&Row> = (rows.iter())
         .filter(|r| r["variant"] == variant && r["strategy"] == strategy)
         .collect();
     assert!(!found.is_empty(), "no trials for {variant} {strategy}");
-    found
+    let kept: Vec<&Row> = found.iter().copied().filter(|r| on_time(r)).collect();
+    assert!(
+        !kept.is_empty(),
+        "every {variant} {strategy} trial ran late: {found:?}"
+    );
+    kept
 }
 
 /// One token (or one request of a window) in bursts, plus the steady state's own excess: how
@@ -47,9 +71,21 @@ fn slack(t: &Row) -> f64 {
     1.0 / n(t, "burst") + n(t, "baseline_bursts_mean").abs()
 }
 
+/// The load kept to its schedule within one token's refill: a key stalled longer can fill its
+/// bucket and waste refill at the cap, and a stall in the lag lets the old primary admit more
+/// than a burst the replica never got (the experiment runs such a case again, up to 3 times,
+/// and keeps the last late). The bounds below are judged on trials on time.
+fn on_time(t: &Row) -> bool {
+    let late = n(t, "send_lag_max_ms") > n(t, "window_ms") / n(t, "burst");
+    if late {
+        eprintln!("late trial, not judged: {t:?}");
+    }
+    !late
+}
+
 #[test]
 fn overshoot_is_what_the_replica_lost_bounded_by_a_burst_and_grows_with_traffic_when_wiped() {
-    let trials = run();
+    let (keys, trials) = run();
     for strategy in ["lua-bucket", "lua-window"] {
         // Caught up: only checks in flight at the switch can be lost.
         for t in of(&trials, "replicated", strategy) {
@@ -63,16 +99,29 @@ fn overshoot_is_what_the_replica_lost_bounded_by_a_burst_and_grows_with_traffic_
         }
     }
     // The bucket restored from before the cut refills what was admitted since: the overshoot
-    // is the admissions the replica never got, within a token, and under a burst.
-    for t in of(&trials, "lagging", "lua-bucket") {
-        let lost = n(t, "lost_admits") / (n(t, "keys") * n(t, "burst"));
+    // is the admissions the replica never got, within a token, and under a burst. Only a
+    // burst fits in the replica's copy: what the old primary would hold by then plus what the
+    // key lost, beyond a burst, is refill the cap wastes. The old primary holds under a token
+    // after a check, then gains one arrival's refill and what the load's lateness adds.
+    let lagging = of(&trials, "lagging", "lua-bucket");
+    for t in &lagging {
+        let burst = n(t, "burst");
+        let lost = n(t, "lost_admits") / (n(t, "keys") * burst);
         let over = n(t, "overshoot_bursts_mean");
+        let gain = 1.0 / n(t, "offered") + n(t, "send_lag_max_ms") * burst / n(t, "window_ms");
+        let held = (gain.max(1.0) + gain) / burst;
+        let per_key = keys_of(&keys, t);
+        let capped = (per_key.iter())
+            .map(|k| (held + n(k, "lost_admits") / burst - 1.0).max(0.0))
+            .sum::<f64>()
+            / per_key.len() as f64;
         assert!(lost > 0.0, "lagging lost nothing: {t:?}");
-        assert!(
-            (over - lost).abs() <= slack(t),
-            "lagging: {over} vs lost {lost}"
-        );
+        assert!(over <= lost + slack(t), "lagging: {over} > lost {lost}");
         assert!(over <= 1.0, "lagging: {over} bursts per key");
+        assert!(
+            over >= lost - capped - slack(t),
+            "lagging: {over} vs lost {lost} (capped {capped})"
+        );
     }
     // Wiped, the bucket is full again: its burst less the token it was refilling, at any rate.
     let replicated_max = (of(&trials, "replicated", "lua-bucket").iter())
@@ -119,6 +168,6 @@ fn overshoot_is_what_the_replica_lost_bounded_by_a_burst_and_grows_with_traffic_
     );
     assert!(
         could,
-        "the quick profile must offer rates far enough apart to show growth"
+        "the quick profile must offer rates far enough apart to show growth, on time: {wiped:?}"
     );
 }

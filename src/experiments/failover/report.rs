@@ -28,7 +28,9 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
     out.push_str(
         "\nOvershoot per key: admitted over whole windows from the switch's window minus what the \
          limit allows there, in bursts; baseline: the same before the switch. Clients moved by \
-         reconnecting at one instant (switch = client-reconnect in trials.csv).\n",
+         reconnecting at one instant (switch = client-reconnect in trials.csv). A case whose load ran \
+         later than one token's refill (window / burst) is run again, up to 3 attempts (attempts in \
+         trials.csv; the run's notes say how late).\n",
     );
     Ok(out)
 }

@@ -37,6 +37,9 @@ pub struct KeyRow {
     pub window_ms: u64,
     /// Requests the key sent (and was answered) in the windows after the promotion.
     pub sent_post: u64,
+    /// Admitted by the old primary after the cut: what the promoted replica never got (all of
+    /// the key's admissions when wiped).
+    pub lost_admits: u64,
     /// Admitted in the `pre_windows` whole windows before the window of the switch.
     pub admitted_pre: u64,
     /// burst x pre_windows: what the limit allows there at its rate.
@@ -128,4 +131,7 @@ pub struct TrialRow {
     /// load generator that fell behind shows here.
     pub requests: u64,
     pub send_lag_max_ms: f64,
+    /// Runs of the case this trial took: earlier ones ran later than one token's refill
+    /// (window / burst) and were discarded (the run's notes give how late).
+    pub attempts: u32,
 }

@@ -46,7 +46,8 @@ pub struct Measured {
     pub switch_after_promote_ms: f64,
     pub lag_ms: f64,
     pub lost_repl_bytes: i64,
-    pub lost_admits: u64,
+    /// Per key: checks admitted by the old primary after the cut (what the replica never got).
+    pub lost_admits: Vec<u64>,
     pub replica_keys: u64,
     pub first_call: String,
     pub send_lag_max_ms: f64,
@@ -355,9 +356,14 @@ async fn timeline(
     let send_lag_max_ms = raw.iter().map(|c| c.1).fold(0.0, f64::max);
     let mut checks: Vec<Check> = raw.into_iter().map(|c| c.0).collect();
     checks.sort_by(|a, b| a.sent_unix_ms.total_cmp(&b.sent_unix_ms));
-    let lost_admits = (checks.iter())
-        .filter(|c| !c.after_switch && c.answer == Answer::Admitted && c.sent_unix_ms >= cut_unix)
-        .count() as u64;
+    let mut lost_admits = vec![0u64; case.keys as usize];
+    let lost = (checks.iter())
+        .filter(|c| !c.after_switch && c.answer == Answer::Admitted && c.sent_unix_ms >= cut_unix);
+    for c in lost {
+        if let Some(count) = lost_admits.get_mut(c.key as usize) {
+            *count += 1;
+        }
+    }
     let first_call = (checks.iter().find(|c| c.after_switch)).map_or("none", |c| match c {
         c if c.noscript => "noscript",
         c if c.answer == Answer::Error => "error",
