@@ -125,8 +125,23 @@ struct ClaimsFile {
 
 /// Every claim in the embedded claims file.
 pub fn all() -> Result<Vec<Claim>, AnalysisError> {
+    parse(CLAIMS)
+}
+
+/// Claims from a claims file's text, each checked for options that contradict each other.
+fn parse(text: &str) -> Result<Vec<Claim>, AnalysisError> {
     let file: ClaimsFile =
-        toml::from_str(CLAIMS).map_err(|e| AnalysisError::Claims(e.to_string()))?;
+        toml::from_str(text).map_err(|e| AnalysisError::Claims(e.to_string()))?;
+    for claim in &file.claim {
+        // The judge pairs by `pair_by` first: `per_row` beside it would be silently ignored.
+        if claim.per_row && !claim.pair_by.is_empty() {
+            return Err(AnalysisError::Claims(format!(
+                "claim {}: per_row compares each row with the other rows' one value, pair_by with \
+                 their own pair's; set one of them",
+                claim.id
+            )));
+        }
+    }
     Ok(file.claim)
 }
 
@@ -285,6 +300,20 @@ mod tests {
         let claims = all().unwrap();
         let ids: std::collections::BTreeSet<_> = claims.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids.len(), claims.len());
+    }
+
+    #[test]
+    fn per_row_beside_pair_by_is_refused() {
+        let one = |extra: &str| {
+            format!(
+                "[[claim]]\nid = \"x.y\"\nexperiment = \"race\"\nseed = \"001\"\n\
+                 text = \"t\"\nfile = \"race.csv\"\nstatistic = \"admitted\"\npublished = 1\n\
+                 judge = \"below\"\nother = {{ v = \"a\" }}\n{extra}"
+            )
+        };
+        assert!(parse(&one("per_row = true\n")).is_ok());
+        let err = parse(&one("per_row = true\npair_by = [\"run\"]\n")).unwrap_err();
+        assert!(err.to_string().contains("claim x.y"), "{err}");
     }
 
     #[test]

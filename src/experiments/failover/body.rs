@@ -78,18 +78,14 @@ fn run_on_time(
     };
     if !late.is_empty() {
         let kept = match m.send_lag_max_ms <= token_ms {
-            true => format!(
-                "discarded; the one kept ran {:.0} ms late",
-                m.send_lag_max_ms
-            ),
-            false => format!(
-                "discarded; the last, kept, ran {:.0} ms late too",
-                m.send_lag_max_ms
-            ),
+            true => "the one kept",
+            false => "the last, kept anyway,",
         };
         s.note(format!(
-            "{what}: attempts that ran {} ms late (one token is {token_ms} ms) were {kept}",
-            late.join(", ")
+            "{what}: attempts that ran {} ms late (one token is {token_ms} ms) were discarded; {kept} \
+             ran {:.0} ms late",
+            late.join(", "),
+            m.send_lag_max_ms
         ));
     }
     Ok((m, attempt))
