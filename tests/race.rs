@@ -135,7 +135,8 @@ fn fixed_windows_one_process_burst_of_500() {
 }
 
 /// atomic sizes its trials by their spread: Lua admits exactly its capacity in every trial, so
-/// each configuration stops after `min_trials` however many `trials` allow.
+/// each configuration stops after `min_trials` however many `trials` allow. Its GETs run in the
+/// first `round_trip_trials`, every one answered.
 #[test]
 fn atomic_stops_an_exact_configuration_after_its_minimum_trials() {
     let out = tempfile::tempdir().unwrap();
@@ -149,8 +150,16 @@ fn atomic_stops_an_exact_configuration_after_its_minimum_trials() {
             ("configs", r#"["1x1", "4x8"]"#),
             ("strategies", r#"["lua-bucket"]"#),
             ("capacities", "[100]"),
+            ("round_trip_trials", "1"),
         ],
     );
+    let gets: Vec<ratelab::experiments::atomic::RoundTripRow> =
+        ratelab::analysis::table::read_typed(&dir.join("round_trips.csv")).unwrap();
+    let shape: Vec<_> = (gets.iter())
+        .map(|r| (r.processes, r.in_flight, r.trial, r.checks, r.errors))
+        .collect();
+    assert_eq!(shape, [(1, 1, 0, 300, 0), (4, 8, 0, 300, 0)]);
+    assert!(gets.iter().all(|r| r.redis_cpu_us > 0.0), "{gets:?}");
     let rows: Vec<ratelab::experiments::atomic::AtomicRow> =
         ratelab::analysis::table::read_typed(&dir.join("atomic.csv")).unwrap();
     let shape: Vec<_> = rows

@@ -1,18 +1,19 @@
 //! atomic's measurement.
 
-use super::rows::AtomicRow;
+use super::rows::{AtomicRow, RoundTripRow};
 use super::Params;
 use crate::analysis::stats::Summary;
 use crate::experiments::measure::measure;
 use crate::experiments::{ExperimentError, Session};
-use crate::limiter::{unix_ms, LimitSpec};
+use crate::limiter::{unix_ms, LimitSpec, Strategy};
 use crate::load::WorkerSpec;
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut rows = s.csv::<AtomicRow>("atomic.csv")?;
+    let mut round_trips = s.csv::<RoundTripRow>("round_trips.csv")?;
     let strategies = s.with_limiters(&p.strategies);
     let total = p.trials as usize * p.configs.len() * strategies.len() * p.capacities.len();
-    let bar = s.progress(total as u64);
+    let bar = s.progress(total as u64 + (p.round_trip_trials as usize * p.configs.len()) as u64);
     // On a server others may use, their commands would land in the count: leave it empty.
     let own_server = s.target.is_managed();
     if !own_server {
@@ -21,6 +22,31 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     // Admitted counts so far per (capacity, config, strategy), in the loops' order.
     let mut admitted: Vec<Vec<f64>> = vec![Vec::new(); total / p.trials as usize];
     for trial in 0..p.trials {
+        // A GET per round trip at every configuration, in the same trials as the decisions.
+        for &config in p.configs.iter().filter(|_| trial < p.round_trip_trials) {
+            let what = || format!("trial {trial} of GET round trips at {config}");
+            let key = s.key(format!("get:{config}:{trial}"));
+            let spec = WorkerSpec::one_key(
+                Strategy::Get,
+                LimitSpec::default(),
+                &key,
+                p.checks,
+                config.in_flight,
+            );
+            let m = measure(&s.target, &s.closed_loop(config.processes, spec), &what)?;
+            let t = &m.tally;
+            round_trips.write(&RoundTripRow {
+                processes: config.processes,
+                in_flight: config.in_flight,
+                trial,
+                checks: t.admitted + t.denied,
+                errors: t.errors,
+                redis_cpu_us: m.server.main_thread_cpu_us,
+                cpu_us_per_round_trip: m.cpu_us_per_decision(),
+                elapsed_ms: t.elapsed_ns as f64 / 1e6,
+            })?;
+            bar.inc(1);
+        }
         let mut configuration = 0;
         for &capacity in &p.capacities {
             for &config in &p.configs {

@@ -12,14 +12,20 @@
 //! the commands it executed (INFO commandstats, around the same window) is written beside them:
 //! commands, not round trips (a MULTI/EXEC of four is one round trip; a script's calls count).
 //!
-//! Writes `atomic/atomic.csv` (one row per trial), `atomic/meta.json`.
+//! Beside them, in the first `round_trip_trials` trials, GETs of a missing key at every configuration:
+//! the Redis CPU of a round trip alone. On a VM a lone command can cost Redis several times what
+//! it costs with 16 in flight (each one wakes the server from its event loop), so at 1x1 a
+//! decision's CPU can be mostly the machine's; the GET rows say how much.
+//!
+//! Writes `atomic/atomic.csv` (one row per trial), `atomic/round_trips.csv` (one row per GET
+//! run), `atomic/meta.json`.
 
 mod body;
 mod charts;
 mod report;
 mod rows;
 
-pub use rows::AtomicRow;
+pub use rows::{AtomicRow, RoundTripRow};
 
 use super::limiters::Verdicts;
 use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
@@ -42,7 +48,10 @@ impl Definition for Atomic {
     const SUMMARY: Summarize = report::summary;
 
     fn tables() -> Vec<Table> {
-        vec![Table::of::<AtomicRow>("atomic.csv")]
+        vec![
+            Table::of::<AtomicRow>("atomic.csv"),
+            Table::of::<RoundTripRow>("round_trips.csv"),
+        ]
     }
 }
 
@@ -57,6 +66,8 @@ pub struct Params {
     pub min_trials: u32,
     /// Settled: the 95% confidence interval of its admitted count is within +- this many checks.
     pub settle_checks: f64,
+    /// Trials (the first ones) that also run GETs at every configuration (round_trips.csv).
+    pub round_trip_trials: u32,
     pub configs: Vec<Concurrency>,
     pub strategies: Vec<Strategy>,
     pub capacities: Vec<u64>,
@@ -76,6 +87,9 @@ impl Validate for Params {
         if self.min_trials < 2 {
             // One trial has no spread, so nothing could say it settled.
             return Err("min_trials must be >= 2 (at most `trials` of them run)".into());
+        }
+        if self.round_trip_trials == 0 || self.round_trip_trials > self.trials {
+            return Err("round_trip_trials must be within 1..=trials".into());
         }
         if self.settle_checks.is_nan() || self.settle_checks < 0.0 {
             return Err("settle_checks must be >= 0".into());

@@ -1,6 +1,6 @@
 //! atomic's summary for REPORT.md.
 
-use super::AtomicRow;
+use super::{AtomicRow, RoundTripRow};
 use crate::analysis::table::{read_typed, summarize, Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::experiments::limiters::{self, Verdict};
@@ -25,7 +25,21 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         }),
         ("Redis CPU µs/decision", |r| Some(r.cpu_us_per_decision)),
     ];
-    summarize(&dir.join("atomic.csv"), &keys, &stats)
+    let mut out = summarize(&dir.join("atomic.csv"), &keys, &stats)?;
+    let path = dir.join("round_trips.csv");
+    if path.exists() {
+        let keys: [Key<RoundTripRow>; 1] =
+            [("config", |r| format!("{}x{}", r.processes, r.in_flight))];
+        let stats: [Stat<RoundTripRow>; 1] =
+            [("Redis CPU µs/GET", |r| Some(r.cpu_us_per_round_trip))];
+        out.push_str(
+            "\nA round trip alone (round_trips.csv): Redis CPU per GET of a missing key at each \
+             configuration, in the same trials. Where it is most of a decision's CPU, the machine's \
+             cost of waking Redis per command, not the limiter, sets that column.\n\n",
+        );
+        out.push_str(&summarize(&path, &keys, &stats)?);
+    }
+    Ok(out)
 }
 
 /// Exactness under contention, and Redis CPU per decision against the reference strategy in the

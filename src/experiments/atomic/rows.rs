@@ -28,3 +28,20 @@ pub struct AtomicRow {
     pub cpu_us_per_decision: f64,
     pub elapsed_ms: f64,
 }
+
+/// One run of GETs at one configuration: what a round trip alone costs Redis there. At low
+/// concurrency each command wakes the server from its event loop, which this machine charges
+/// per round trip whatever the command does; a decision's CPU beside this row's shows what the
+/// limiter adds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RoundTripRow {
+    pub processes: usize,
+    pub in_flight: usize,
+    pub trial: u32,
+    /// GETs of one missing key answered, and those that got no reply.
+    pub checks: u64,
+    pub errors: u64,
+    pub redis_cpu_us: f64,
+    pub cpu_us_per_round_trip: f64,
+    pub elapsed_ms: f64,
+}
