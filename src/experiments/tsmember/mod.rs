@@ -59,7 +59,8 @@ impl Definition for Tsmember {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     pub trials: u32,
-    /// Trials of the members that are not the time (redis-micros, unique-id): at most `trials`;
+    /// Trials of the members that are not the time (redis-micros, unique-id): at most `trials`
+    /// (open loop), and at most `flat_out_trials` of them flat out;
     /// they measure whether a member is ever lost, which the time-as-member bug's spread does not
     /// set.
     pub unique_member_trials: u32,
