@@ -352,7 +352,13 @@ mod tests {
         assert_eq!(judge(bounded, dir.path()).holds, Some(true));
         let mut fixed = bounded.clone();
         fixed.select = [("strategy".to_string(), "incr-window".to_string())].into();
-        assert_eq!(judge(&fixed, dir.path()).holds, Some(false));
+        let over = judge(&fixed, dir.path());
+        assert_eq!(over.holds, Some(false));
+        assert!(
+            over.measured.ends_with("; 0 of 1 rows <= their smooth_bound"),
+            "{}",
+            over.measured
+        );
     }
 
     #[test]

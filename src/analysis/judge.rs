@@ -208,6 +208,9 @@ fn combined(
     Ok(values)
 }
 
+/// Whether one row meets what it should be.
+type RowTest = fn(&Value) -> bool;
+
 /// The verdict on judged values; `label` says what they are ("ratio ", "difference ", "").
 fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
     let gots: Vec<f64> = values.iter().map(|v| v.got).collect();
@@ -226,11 +229,30 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
         )
     };
     let count = |ok: &dyn Fn(&Value) -> bool| values.iter().filter(|v| ok(v)).count();
+    // Row by row against a column, the mean alone reads oddly ("300 (= checks)": mean 233.3 where
+    // the rows' checks differ): say how many rows met their own.
+    let per_row: Option<(&str, RowTest)> = match claim.judge {
+        Judge::AllEqual => Some(("=", |v| v.got == v.want)),
+        Judge::AllAtLeast => Some((">=", |v| v.got >= v.want)),
+        Judge::AllAbove => Some((">", |v| v.got > v.want)),
+        Judge::AllAtMost => Some(("<=", |v| v.got <= v.want)),
+        _ => None,
+    };
+    if let (Some(col), Some((rel, ok))) = (&claim.published_column, per_row) {
+        let of = match &claim.times_column {
+            Some(times) => format!("{col} x {times}"),
+            None => col.clone(),
+        };
+        measured.push_str(&format!(
+            "; {} of {} rows {rel} their {of}",
+            count(&ok),
+            s.n
+        ));
+    }
     let holds = match claim.judge {
-        Judge::AllEqual => count(&|v| v.got == v.want) == s.n,
-        Judge::AllAtLeast => count(&|v| v.got >= v.want) == s.n,
-        Judge::AllAbove => count(&|v| v.got > v.want) == s.n,
-        Judge::AllAtMost => count(&|v| v.got <= v.want) == s.n,
+        Judge::AllEqual | Judge::AllAtLeast | Judge::AllAbove | Judge::AllAtMost => {
+            per_row.is_some_and(|(_, ok)| count(&ok) == s.n)
+        }
         Judge::MeanWithin => {
             holding_region(claim, values).is_some_and(|(lo, hi)| lo <= s.mean && s.mean <= hi)
         }
