@@ -355,7 +355,8 @@ mod tests {
         let over = judge(&fixed, dir.path());
         assert_eq!(over.holds, Some(false));
         assert!(
-            over.measured.ends_with("; 0 of 1 rows <= their smooth_bound"),
+            over.measured
+                .ends_with("; 0 of 1 rows <= their smooth_bound"),
             "{}",
             over.measured
         );
