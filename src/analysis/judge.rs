@@ -238,20 +238,17 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
         Judge::AllAtMost => Some(("<=", |v| v.got <= v.want)),
         _ => None,
     };
-    if let (Some(col), Some((rel, ok))) = (&claim.published_column, per_row) {
+    let met = per_row.map(|(rel, ok)| (rel, count(&ok)));
+    if let (Some(col), Some((rel, met))) = (&claim.published_column, met) {
         let of = match &claim.times_column {
             Some(times) => format!("{col} x {times}"),
             None => col.clone(),
         };
-        measured.push_str(&format!(
-            "; {} of {} rows {rel} their {of}",
-            count(&ok),
-            s.n
-        ));
+        measured.push_str(&format!("; {met} of {} rows {rel} their {of}", s.n));
     }
     let holds = match claim.judge {
         Judge::AllEqual | Judge::AllAtLeast | Judge::AllAbove | Judge::AllAtMost => {
-            per_row.is_some_and(|(_, ok)| count(&ok) == s.n)
+            met.is_some_and(|(_, met)| met == s.n)
         }
         Judge::MeanWithin => {
             holding_region(claim, values).is_some_and(|(lo, hi)| lo <= s.mean && s.mean <= hi)
