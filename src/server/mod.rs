@@ -14,6 +14,7 @@ mod persistence;
 pub mod pin;
 mod replica;
 mod reshard;
+mod sched;
 mod slots;
 mod spawn;
 mod stats;
@@ -31,6 +32,7 @@ pub use managed::{RedisServer, ServerOptions};
 pub use persistence::Persistence;
 pub use replica::wait_caught_up;
 pub use reshard::SlotMove;
+pub use sched::{SchedCost, SchedSample};
 pub use slots::{key_slot, SlotMap, SlotRange, SLOTS};
 pub use stats::{command_stats, main_thread_cpu_us, ServerCost, ServerSample};
 

@@ -1,6 +1,7 @@
 //! Server-side cost: Redis main-thread CPU from `INFO cpu` and per-command time from
 //! `INFO commandstats`, sampled before and after a run and differenced.
 
+use super::sched::{SchedCost, SchedSample};
 use super::{Info, ServerError, Target};
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -14,6 +15,8 @@ pub struct ServerSample {
     pub commands: BTreeMap<String, (u64, u64)>,
     /// When the sample was taken (monotonic).
     pub at: Instant,
+    /// The kernel's view of a server the harness started (None for one the user named).
+    pub sched: Option<SchedSample>,
 }
 
 /// What a run cost the server, between two samples.
@@ -25,6 +28,8 @@ pub struct ServerCost {
     pub wall_us: f64,
     /// Per command: (calls, usec) spent in the command itself.
     pub commands: BTreeMap<String, (u64, u64)>,
+    /// Run-queue wait and steal of a server the harness started (None for one the user named).
+    pub sched: Option<SchedCost>,
 }
 
 impl ServerCost {
@@ -35,6 +40,20 @@ impl ServerCost {
         } else {
             0.0
         }
+    }
+
+    /// Share of wall time the main thread was runnable but off a CPU: on a run queue behind another
+    /// task, or stolen by the hypervisor (the kernel excludes steal from the thread's CPU time).
+    /// None for a server the user named.
+    pub fn waiting_for_cpu_pct(&self) -> Option<f64> {
+        let sched = self.sched?;
+        Some(sched.run_queue_pct + sched.steal_pct.unwrap_or(0.0))
+    }
+
+    /// Share of wall time the main thread was neither on a CPU nor waiting for one: idle in its
+    /// event loop, waiting for requests. None for a server the user named.
+    pub fn idle_pct(&self) -> Option<f64> {
+        Some((100.0 - self.busy_pct() - self.waiting_for_cpu_pct()?).max(0.0))
     }
 
     /// Commands Redis executed between the samples (`calls` in INFO commandstats), less the
@@ -92,10 +111,15 @@ impl ServerSample {
             ServerError::Unsupported("INFO cpu has no *_main_thread counters (Redis < 6.2?)".into())
         })?;
         let commands = command_stats(&target.info("commandstats")?);
+        let sched = match target {
+            Target::Managed(server) => SchedSample::read(server.pid(), &server.options().cpus),
+            Target::External { .. } => None,
+        };
         Ok(ServerSample {
             main_thread_cpu_us,
             commands,
             at: Instant::now(),
+            sched,
         })
     }
 
@@ -117,6 +141,9 @@ impl ServerSample {
             main_thread_cpu_us: later.main_thread_cpu_us - self.main_thread_cpu_us,
             wall_us: later.at.duration_since(self.at).as_secs_f64() * 1e6,
             commands,
+            sched: (self.sched.as_ref())
+                .zip(later.sched.as_ref())
+                .map(|(before, after)| before.cost_until(after)),
         }
     }
 }
@@ -150,6 +177,7 @@ mod tests {
             ]
             .into(),
             at: t0,
+            sched: None,
         };
         let after = ServerSample {
             main_thread_cpu_us: 600.0,
@@ -159,6 +187,7 @@ mod tests {
             ]
             .into(),
             at: t0 + std::time::Duration::from_millis(1),
+            sched: None,
         };
         let cost = before.cost_until(&after);
         assert_eq!(cost.main_thread_cpu_us, 500.0);

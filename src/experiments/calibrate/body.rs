@@ -65,6 +65,8 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                     keys: p.keys,
                     redis_cpu_us_per_op: m.cpu_us_per_decision(),
                     redis_busy_pct: m.server.busy_pct(),
+                    redis_waiting_for_cpu_pct: m.server.waiting_for_cpu_pct(),
+                    redis_idle_pct: m.server.idle_pct(),
                 })?;
                 bar.inc(1);
                 last_ops = ops;
@@ -215,6 +217,8 @@ impl Bench<'_> {
             keys: p.keys,
             redis_cpu_us_per_op: cost.main_thread_cpu_us / requests as f64,
             redis_busy_pct: cost.busy_pct(),
+            redis_waiting_for_cpu_pct: cost.waiting_for_cpu_pct(),
+            redis_idle_pct: cost.idle_pct(),
         })
     }
 }

@@ -18,12 +18,14 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("depth", |r| r.depth.to_string()),
         ("tool", |r| r.tool.clone()),
     ];
-    let stats: [Stat<CalibrateRow>; 5] = [
+    let stats: [Stat<CalibrateRow>; 7] = [
         ("ops/s", |r| Some(r.ops_per_s)),
         ("client CPU µs/op", |r| Some(r.client_cpu_us_per_op)),
         ("duration s", |r| Some(r.duration_s)),
         ("Redis CPU µs/op", |r| Some(r.redis_cpu_us_per_op)),
         ("Redis busy %", |r| Some(r.redis_busy_pct)),
+        ("Redis waiting for a CPU %", |r| r.redis_waiting_for_cpu_pct),
+        ("Redis idle %", |r| r.redis_idle_pct),
     ];
     Ok(format!(
         "{}\n{}",
@@ -104,6 +106,8 @@ mod tests {
             keys: 10,
             redis_cpu_us_per_op: 1.0,
             redis_busy_pct: 90.0,
+            redis_waiting_for_cpu_pct: Some(1.0),
+            redis_idle_pct: Some(9.0),
         }
     }
 

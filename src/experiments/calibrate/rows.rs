@@ -21,4 +21,12 @@ pub struct CalibrateRow {
     pub keys: u64,
     pub redis_cpu_us_per_op: f64,
     pub redis_busy_pct: f64,
+    /// Redis's main thread runnable but off its CPU (run queue and steal), percent of the wall
+    /// time; empty for a server the user named (its /proc is not ours to read).
+    #[serde(default)]
+    pub redis_waiting_for_cpu_pct: Option<f64>,
+    /// Redis's main thread neither on a CPU nor waiting for one: idle, waiting for requests
+    /// (100 - busy - waiting for a CPU); empty for a server the user named.
+    #[serde(default)]
+    pub redis_idle_pct: Option<f64>,
 }

@@ -1,0 +1,149 @@
+//! The kernel's view of a server the harness started: how long its main thread was runnable but
+//! waiting for a CPU, and how much of its pinned core the hypervisor took (steal).
+//!
+//! Why: Redis's own counters say how long its thread ran, not why it did not run the rest of the
+//! time. On a shared machine the difference between "Redis waited for the client" (idle in
+//! epoll) and "Redis wanted a CPU and did not get one" decides whether a busy figure under 100%
+//! describes the load generator or the machine.
+
+use std::time::Instant;
+
+/// One reading of `/proc/<pid>/task/<pid>/schedstat` and of `/proc/stat` for the server's CPUs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SchedSample {
+    /// Time the main thread spent runnable on a run queue, waiting for a CPU, ns.
+    pub run_delay_ns: u64,
+    /// Steal on the CPUs the server is pinned to, ns (None when it is not pinned).
+    pub steal_ns: Option<u64>,
+    pub at: Instant,
+}
+
+/// What the kernel saw between two samples, as shares of the wall time between them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SchedCost {
+    /// The main thread was runnable but another task held its CPU, percent.
+    pub run_queue_pct: f64,
+    /// The hypervisor ran something else on the server's CPU, percent (None when not pinned).
+    pub steal_pct: Option<f64>,
+}
+
+impl SchedSample {
+    /// Reads the main thread (`tid == pid`) of `pid` and the steal of `cpus`; None where the
+    /// kernel does not expose schedstat (or the process is gone).
+    pub fn read(pid: u32, cpus: &[usize]) -> Option<Self> {
+        let schedstat =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/schedstat")).ok()?;
+        let run_delay_ns = parse_run_delay(&schedstat)?;
+        let steal_ns = match cpus.is_empty() {
+            true => None,
+            false => std::fs::read_to_string("/proc/stat")
+                .ok()
+                .and_then(|stat| parse_steal_ticks(&stat, cpus))
+                .map(|ticks| ticks * 1_000_000_000 / clock_ticks_per_s()),
+        };
+        Some(SchedSample {
+            run_delay_ns,
+            steal_ns,
+            at: Instant::now(),
+        })
+    }
+
+    /// Shares of the wall time from this (earlier) sample to `later`.
+    pub fn cost_until(&self, later: &SchedSample) -> SchedCost {
+        let wall_ns = later.at.duration_since(self.at).as_nanos() as f64;
+        let pct = |ns: u64| match wall_ns > 0.0 {
+            true => 100.0 * ns as f64 / wall_ns,
+            false => 0.0,
+        };
+        SchedCost {
+            run_queue_pct: pct(later.run_delay_ns.saturating_sub(self.run_delay_ns)),
+            steal_pct: (self.steal_ns)
+                .zip(later.steal_ns)
+                .map(|(before, after)| pct(after.saturating_sub(before))),
+        }
+    }
+}
+
+/// The second field of a schedstat line: `<on-cpu ns> <run-queue wait ns> <timeslices>`.
+fn parse_run_delay(schedstat: &str) -> Option<u64> {
+    schedstat.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Steal ticks summed over `cpus` from `/proc/stat`'s `cpuN` lines (the eighth value).
+fn parse_steal_ticks(stat: &str, cpus: &[usize]) -> Option<u64> {
+    let mut total = 0;
+    for &cpu in cpus {
+        let name = format!("cpu{cpu}");
+        let line = stat
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
+        total += line.split_whitespace().nth(8)?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
+/// USER_HZ, the unit of /proc/stat.
+fn clock_ticks_per_s() -> u64 {
+    // SAFETY: sysconf reads a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        hz as u64
+    } else {
+        100
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn reads_run_delay_and_steal_of_the_pinned_cpus() {
+        assert_eq!(parse_run_delay("123 4567 89\n"), Some(4567));
+        assert_eq!(parse_run_delay("garbage"), None);
+        let stat = "cpu  1310 0 1515 258022 1975 0 16 92 0 0\n\
+                    cpu0 344 0 602 130343 142 0 3 49 0 0\n\
+                    cpu1 966 0 912 127679 1832 0 12 43 0 0\n";
+        assert_eq!(parse_steal_ticks(stat, &[0]), Some(49));
+        assert_eq!(parse_steal_ticks(stat, &[0, 1]), Some(92));
+        assert_eq!(
+            parse_steal_ticks(stat, &[5]),
+            None,
+            "a CPU /proc/stat does not list"
+        );
+    }
+
+    #[test]
+    fn cost_is_a_share_of_the_wall_time() {
+        let t0 = Instant::now();
+        let before = SchedSample {
+            run_delay_ns: 1_000,
+            steal_ns: Some(0),
+            at: t0,
+        };
+        let after = SchedSample {
+            run_delay_ns: 51_000_000 + 1_000,
+            steal_ns: Some(20_000_000),
+            at: t0 + Duration::from_secs(1),
+        };
+        let cost = before.cost_until(&after);
+        assert!((cost.run_queue_pct - 5.1).abs() < 1e-9);
+        assert_eq!(cost.steal_pct.map(|s| (s * 1e6).round() / 1e6), Some(2.0));
+        let unpinned = SchedSample {
+            steal_ns: None,
+            ..after
+        };
+        assert_eq!(before.cost_until(&unpinned).steal_pct, None);
+    }
+
+    #[test]
+    fn reads_this_process_main_thread() {
+        // The test process's own main thread: schedstat exists wherever the kernel keeps it.
+        let pid = std::process::id();
+        if std::path::Path::new(&format!("/proc/{pid}/task/{pid}/schedstat")).exists() {
+            let sample = SchedSample::read(pid, &[0]).expect("schedstat and /proc/stat readable");
+            assert!(sample.steal_ns.is_some());
+        }
+    }
+}
