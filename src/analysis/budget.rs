@@ -84,9 +84,16 @@ pub fn time_section(dir: &Path, ids: &[&str]) -> Result<String, AnalysisError> {
         let load = meta.resources.as_ref().map_or("-".to_string(), |r| {
             format!("{:.1}", r.load_average_start[0])
         });
+        let steal = (meta.resources.as_ref())
+            .and_then(|r| r.steal_pct_by_cpu.as_ref())
+            .map_or("-".to_string(), |cpus| {
+                let per_cpu: Vec<String> =
+                    cpus.iter().map(|c| format!("{:.1}", c.steal_pct)).collect();
+                per_cpu.join(" / ")
+            });
         let _ = writeln!(
             rows,
-            "| {id} | {} | {} | {} | {ratio} | {load} |",
+            "| {id} | {} | {} | {} | {ratio} | {load} | {steal} |",
             meta.profile,
             planned.map_or("-".to_string(), clock),
             clock(meta.wall_seconds),
@@ -97,14 +104,16 @@ pub fn time_section(dir: &Path, ids: &[&str]) -> Result<String, AnalysisError> {
     }
     let mut out = String::from(
         "\n## Time\n\nWall time per experiment (meta.json) beside its plan (analysis/budget.toml). \
-        The machine is shared: the load average at the start says how much else ran.\n\n\
-        | experiment | profile | planned | taken | taken / planned | load average at start |\n\
-        |---|---|---|---|---|---|\n",
+        The machine is shared: the load average at the start says how much else ran in it, and \
+        steal how much of each CPU (cpu0 / cpu1 / ...) the hypervisor gave to other machines.\n\n\
+        | experiment | profile | planned | taken | taken / planned | load average at start | \
+        steal % per CPU |\n\
+        |---|---|---|---|---|---|---|\n",
     );
     out.push_str(&rows);
     let _ = writeln!(
         out,
-        "| total | | {} | {} | | |",
+        "| total | | {} | {} | | | |",
         clock(planned_total),
         clock(taken_total)
     );

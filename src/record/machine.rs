@@ -3,8 +3,10 @@
 //! redis-server processes it started), so a noisy machine is visible in the data.
 
 use super::HostMeta;
+use crate::server::steal_ns_by_cpu;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::time::Instant;
 use sysinfo::{CpuRefreshKind, Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
 /// The machine's facts; what sysinfo cannot read is `unknown` or absent.
@@ -49,6 +51,18 @@ pub struct RunResources {
     /// CPU seconds of child processes that ended during the run (workers, replaced servers), from
     /// the kernel's account of reaped children: sysinfo cannot see a process that is gone.
     pub reaped_children_cpu_s: f64,
+    /// Per CPU, the share of the run's wall time the hypervisor gave to something else (steal in
+    /// /proc/stat): what a shared machine took that no process of the run could see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_pct_by_cpu: Option<Vec<CpuSteal>>,
+}
+
+/// One CPU's steal over a run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CpuSteal {
+    pub cpu: usize,
+    /// Percent of the wall time between the run's first and last sample.
+    pub steal_pct: f64,
 }
 
 /// One look at the machine and the run's processes.
@@ -58,6 +72,9 @@ pub struct Sample {
     /// The harness's children by pid: whether it is a worker (the harness's own binary), its CPU ms.
     children: HashMap<Pid, (bool, u64)>,
     reaped_children_s: f64,
+    /// Steal so far per CPU, ns.
+    steal_ns: Vec<(usize, u64)>,
+    at: Instant,
 }
 
 impl Sample {
@@ -89,6 +106,8 @@ impl Sample {
             own_ms,
             children,
             reaped_children_s: reaped_children_cpu_s(),
+            steal_ns: steal_ns_by_cpu(),
+            at: Instant::now(),
         }
     }
 
@@ -114,7 +133,26 @@ impl Sample {
             redis_server_cpu_s: redis_ms as f64 / 1e3,
             redis_server_processes: servers,
             reaped_children_cpu_s: (end.reaped_children_s - self.reaped_children_s).max(0.0),
+            steal_pct_by_cpu: self.steal_until(end),
         }
+    }
+}
+
+impl Sample {
+    /// Each CPU's steal between the samples as a share of the wall time; None without /proc/stat.
+    fn steal_until(&self, end: &Sample) -> Option<Vec<CpuSteal>> {
+        let wall_ns = end.at.duration_since(self.at).as_nanos() as f64;
+        let steal: Vec<CpuSteal> = (end.steal_ns.iter())
+            .filter_map(|&(cpu, after)| {
+                let before = self.steal_ns.iter().find(|(c, _)| *c == cpu)?.1;
+                let steal_pct = match wall_ns > 0.0 {
+                    true => 100.0 * after.saturating_sub(before) as f64 / wall_ns,
+                    false => 0.0,
+                };
+                Some(CpuSteal { cpu, steal_pct })
+            })
+            .collect();
+        (!steal.is_empty()).then_some(steal)
     }
 }
 
@@ -169,5 +207,11 @@ mod tests {
         assert!(r.harness_cpu_s > 0.0, "{r:?}");
         assert!(r.redis_server_processes >= 1, "{r:?}");
         assert!(r.load_average_end.iter().all(|l| *l >= 0.0));
+        let steal = r.steal_pct_by_cpu.expect("/proc/stat lists every CPU");
+        assert_eq!(steal.len(), host().cpus_online, "{steal:?}");
+        assert!(
+            steal.iter().all(|s| (0.0..=100.0).contains(&s.steal_pct)),
+            "{steal:?}"
+        );
     }
 }

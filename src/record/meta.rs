@@ -5,7 +5,7 @@ use crate::load::{ClientTimeouts, OpenLoopHealth};
 use crate::server::pin::PinPlan;
 use serde::{Deserialize, Serialize};
 
-pub use super::machine::RunResources;
+pub use super::machine::{CpuSteal, RunResources};
 pub use crate::server::RedisMeta;
 
 /// The setup of one experiment run.

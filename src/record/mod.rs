@@ -12,7 +12,8 @@ mod staging;
 
 pub use fields::{Field, Kind};
 pub use meta::{
-    git_commit, host_meta, suspend_offset_ns, HostMeta, Meta, RedisMeta, RunResources, SuspendCheck,
+    git_commit, host_meta, suspend_offset_ns, CpuSteal, HostMeta, Meta, RedisMeta, RunResources,
+    SuspendCheck,
 };
 pub use monitor::{parse_monitor_line, MonitorCapture, MonitorLine};
 pub use run::RunRecord;

@@ -32,7 +32,7 @@ pub use managed::{RedisServer, ServerOptions};
 pub use persistence::Persistence;
 pub use replica::wait_caught_up;
 pub use reshard::SlotMove;
-pub use sched::{SchedCost, SchedSample};
+pub use sched::{steal_ns_by_cpu, SchedCost, SchedSample};
 pub use slots::{key_slot, SlotMap, SlotRange, SLOTS};
 pub use stats::{command_stats, main_thread_cpu_us, ServerCost, ServerSample};
 

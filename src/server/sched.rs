@@ -71,15 +71,36 @@ fn parse_run_delay(schedstat: &str) -> Option<u64> {
 
 /// Steal ticks summed over `cpus` from `/proc/stat`'s `cpuN` lines (the eighth value).
 fn parse_steal_ticks(stat: &str, cpus: &[usize]) -> Option<u64> {
-    let mut total = 0;
-    for &cpu in cpus {
-        let name = format!("cpu{cpu}");
-        let line = stat
-            .lines()
-            .find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
-        total += line.split_whitespace().nth(8)?.parse::<u64>().ok()?;
-    }
-    Some(total)
+    let by_cpu = parse_steal_by_cpu(stat);
+    cpus.iter()
+        .map(|cpu| {
+            by_cpu
+                .iter()
+                .find(|(c, _)| c == cpu)
+                .map(|(_, ticks)| ticks)
+        })
+        .sum()
+}
+
+/// (CPU, steal ticks) for every `cpuN` line of `/proc/stat`, in its order.
+fn parse_steal_by_cpu(stat: &str) -> Vec<(usize, u64)> {
+    stat.lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let cpu = fields.next()?.strip_prefix("cpu")?.parse().ok()?;
+            Some((cpu, fields.nth(7)?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Steal per CPU so far, ns: the time the hypervisor ran something else on each of this machine's
+/// CPUs (empty where /proc/stat cannot be read).
+pub fn steal_ns_by_cpu() -> Vec<(usize, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let hz = clock_ticks_per_s();
+    (parse_steal_by_cpu(&stat).into_iter())
+        .map(|(cpu, ticks)| (cpu, ticks * 1_000_000_000 / hz))
+        .collect()
 }
 
 /// USER_HZ, the unit of /proc/stat.
