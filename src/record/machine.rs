@@ -1,6 +1,6 @@
 //! The machine, from sysinfo: what it is (CPU brand, cores, memory, OS, kernel) and how busy it
 //! was over a run (load average at the start and end, CPU time of the harness and of the
-//! redis-server processes it started), so a noisy machine is visible in the data.
+//! redis-server processes it started, each CPU's steal), so a noisy machine is visible in the data.
 
 use super::HostMeta;
 use crate::server::steal_ns_by_cpu;
@@ -72,7 +72,7 @@ pub struct Sample {
     /// The harness's children by pid: whether it is a worker (the harness's own binary), its CPU ms.
     children: HashMap<Pid, (bool, u64)>,
     reaped_children_s: f64,
-    /// Steal so far per CPU, ns.
+    /// Steal so far per CPU, ns, and when it was read (the wall time it is a share of).
     steal_ns: Vec<(usize, u64)>,
     at: Instant,
 }
@@ -136,9 +136,7 @@ impl Sample {
             steal_pct_by_cpu: self.steal_until(end),
         }
     }
-}
 
-impl Sample {
     /// Each CPU's steal between the samples as a share of the wall time; None without /proc/stat.
     fn steal_until(&self, end: &Sample) -> Option<Vec<CpuSteal>> {
         let wall_ns = end.at.duration_since(self.at).as_nanos() as f64;

@@ -37,7 +37,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
 /// Per command and depth: ratelab's ops/s and client CPU per op over redis-benchmark's, pair by
 /// pair (the two runs of a pair side by side, minutes from the next pair on a shared machine): the
 /// median of the pairs' ratios and their range, so one stalled pair shows as a range, not a mean.
-/// Redis busy % under each tool is the mean of its runs.
+/// Redis busy % and idle % (waiting for requests) under each tool are the means of its runs.
 fn ratios(rows: &[CalibrateRow]) -> String {
     let mut groups: Vec<(String, usize)> = Vec::new();
     for r in rows {
@@ -47,8 +47,9 @@ fn ratios(rows: &[CalibrateRow]) -> String {
     }
     let mut out = String::from(
         "| command | depth | ops/s ratelab / redis-benchmark | client CPU per op ratelab / \
-        redis-benchmark | Redis busy % (ratelab) | Redis busy % (redis-benchmark) |\n\
-        |---|---|---|---|---|---|\n",
+        redis-benchmark | Redis busy % (ratelab) | Redis busy % (redis-benchmark) | \
+        Redis idle % (ratelab) | Redis idle % (redis-benchmark) |\n\
+        |---|---|---|---|---|---|---|---|\n",
     );
     for (command, depth) in groups {
         let command = command.as_str();
@@ -71,17 +72,19 @@ fn ratios(rows: &[CalibrateRow]) -> String {
                 _ => "-".to_string(),
             }
         };
-        let busy = |tool| {
-            let v: Vec<f64> = runs(tool).map(|r| r.redis_busy_pct).collect();
+        let mean = |tool, f: fn(&CalibrateRow) -> Option<f64>| {
+            let v: Vec<f64> = runs(tool).filter_map(f).collect();
             Summary::of(&v).map_or("-".to_string(), |s| short(s.mean))
         };
         let _ = writeln!(
             out,
-            "| {command} | {depth} | {} | {} | {} | {} |",
+            "| {command} | {depth} | {} | {} | {} | {} | {} | {} |",
             ratio(|r| r.ops_per_s),
             ratio(|r| r.client_cpu_us_per_op),
-            busy(OURS),
-            busy(REFERENCE)
+            mean(OURS, |r| Some(r.redis_busy_pct)),
+            mean(REFERENCE, |r| Some(r.redis_busy_pct)),
+            mean(OURS, |r| r.redis_idle_pct),
+            mean(REFERENCE, |r| r.redis_idle_pct)
         );
     }
     out
@@ -120,10 +123,13 @@ mod tests {
         ];
         let table = ratios(&rows);
         assert!(
-            table.contains("| GET | 1 | 1.20 | 0.80 | 90 | 90 |"),
+            table.contains("| GET | 1 | 1.20 | 0.80 | 90 | 90 | 9 | 9 |"),
             "{table}"
         );
-        assert!(table.contains("| GET | 16 | - | - | 90 | - |"), "{table}");
+        assert!(
+            table.contains("| GET | 16 | - | - | 90 | - | 9 | - |"),
+            "{table}"
+        );
     }
 
     #[test]
@@ -142,7 +148,9 @@ mod tests {
             .collect();
         let table = ratios(&rows);
         assert!(
-            table.contains("| EVALSHA | 16 | 1.05 (0.40-1.10) | 1.00 (1.00-1.00) | 90 | 90 |"),
+            table.contains(
+                "| EVALSHA | 16 | 1.05 (0.40-1.10) | 1.00 (1.00-1.00) | 90 | 90 | 9 | 9 |"
+            ),
             "{table}"
         );
     }
