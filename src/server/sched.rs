@@ -6,25 +6,24 @@
 //! epoll) and "Redis wanted a CPU and did not get one" decides whether a busy figure under 100%
 //! describes the load generator or the machine.
 
-use std::time::Instant;
-
 /// One reading of `/proc/<pid>/task/<pid>/schedstat` and of `/proc/stat` for the server's CPUs.
+/// It carries no clock: the server sample it belongs to times it (`ServerSample::at`), so busy,
+/// waiting and idle are shares of one wall time.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SchedSample {
     /// Time the main thread spent runnable on a run queue, waiting for a CPU, ns.
     pub run_delay_ns: u64,
     /// Steal on the CPUs the server is pinned to, ns (None when it is not pinned).
     pub steal_ns: Option<u64>,
-    pub at: Instant,
 }
 
-/// What the kernel saw between two samples, as shares of the wall time between them.
+/// What the kernel saw between two samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SchedCost {
-    /// The main thread was runnable but another task held its CPU, percent.
-    pub run_queue_pct: f64,
-    /// The hypervisor ran something else on the server's CPU, percent (None when not pinned).
-    pub steal_pct: Option<f64>,
+    /// The main thread was runnable but another task held its CPU, ns.
+    pub run_queue_ns: u64,
+    /// The hypervisor ran something else on the server's CPU, ns (None when not pinned).
+    pub steal_ns: Option<u64>,
 }
 
 impl SchedSample {
@@ -33,33 +32,22 @@ impl SchedSample {
     pub fn read(pid: u32, cpus: &[usize]) -> Option<Self> {
         let schedstat =
             std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/schedstat")).ok()?;
-        let run_delay_ns = parse_run_delay(&schedstat)?;
-        let steal_ns = match cpus.is_empty() {
-            true => None,
-            false => std::fs::read_to_string("/proc/stat")
-                .ok()
-                .and_then(|stat| parse_steal_ticks(&stat, cpus))
-                .map(|ticks| ticks * 1_000_000_000 / clock_ticks_per_s()),
-        };
         Some(SchedSample {
-            run_delay_ns,
-            steal_ns,
-            at: Instant::now(),
+            run_delay_ns: parse_run_delay(&schedstat)?,
+            steal_ns: match cpus.is_empty() {
+                true => None,
+                false => steal_of(&steal_ns_by_cpu(), cpus),
+            },
         })
     }
 
-    /// Shares of the wall time from this (earlier) sample to `later`.
+    /// What happened from this (earlier) sample to `later`.
     pub fn cost_until(&self, later: &SchedSample) -> SchedCost {
-        let wall_ns = later.at.duration_since(self.at).as_nanos() as f64;
-        let pct = |ns: u64| match wall_ns > 0.0 {
-            true => 100.0 * ns as f64 / wall_ns,
-            false => 0.0,
-        };
         SchedCost {
-            run_queue_pct: pct(later.run_delay_ns.saturating_sub(self.run_delay_ns)),
-            steal_pct: (self.steal_ns)
+            run_queue_ns: later.run_delay_ns.saturating_sub(self.run_delay_ns),
+            steal_ns: (self.steal_ns)
                 .zip(later.steal_ns)
-                .map(|(before, after)| pct(after.saturating_sub(before))),
+                .map(|(before, after)| after.saturating_sub(before)),
         }
     }
 }
@@ -69,16 +57,10 @@ fn parse_run_delay(schedstat: &str) -> Option<u64> {
     schedstat.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Steal ticks summed over `cpus` from `/proc/stat`'s `cpuN` lines (the eighth value).
-fn parse_steal_ticks(stat: &str, cpus: &[usize]) -> Option<u64> {
-    let by_cpu = parse_steal_by_cpu(stat);
-    cpus.iter()
-        .map(|cpu| {
-            by_cpu
-                .iter()
-                .find(|(c, _)| c == cpu)
-                .map(|(_, ticks)| ticks)
-        })
+/// A per-CPU figure summed over `cpus`; None if one of them is not listed.
+fn steal_of(by_cpu: &[(usize, u64)], cpus: &[usize]) -> Option<u64> {
+    (cpus.iter())
+        .map(|cpu| by_cpu.iter().find(|(c, _)| c == cpu).map(|(_, v)| v))
         .sum()
 }
 
@@ -117,7 +99,6 @@ fn clock_ticks_per_s() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn reads_run_delay_and_steal_of_the_pinned_cpus() {
@@ -126,36 +107,39 @@ mod tests {
         let stat = "cpu  1310 0 1515 258022 1975 0 16 92 0 0\n\
                     cpu0 344 0 602 130343 142 0 3 49 0 0\n\
                     cpu1 966 0 912 127679 1832 0 12 43 0 0\n";
-        assert_eq!(parse_steal_ticks(stat, &[0]), Some(49));
-        assert_eq!(parse_steal_ticks(stat, &[0, 1]), Some(92));
+        let by_cpu = parse_steal_by_cpu(stat);
         assert_eq!(
-            parse_steal_ticks(stat, &[5]),
+            by_cpu,
+            vec![(0, 49), (1, 43)],
+            "the all-CPU line is not one"
+        );
+        assert_eq!(steal_of(&by_cpu, &[0]), Some(49));
+        assert_eq!(steal_of(&by_cpu, &[0, 1]), Some(92));
+        assert_eq!(
+            steal_of(&by_cpu, &[5]),
             None,
             "a CPU /proc/stat does not list"
         );
     }
 
     #[test]
-    fn cost_is_a_share_of_the_wall_time() {
-        let t0 = Instant::now();
+    fn cost_is_the_difference_and_unpinned_has_no_steal() {
         let before = SchedSample {
             run_delay_ns: 1_000,
             steal_ns: Some(0),
-            at: t0,
         };
         let after = SchedSample {
             run_delay_ns: 51_000_000 + 1_000,
             steal_ns: Some(20_000_000),
-            at: t0 + Duration::from_secs(1),
         };
         let cost = before.cost_until(&after);
-        assert!((cost.run_queue_pct - 5.1).abs() < 1e-9);
-        assert_eq!(cost.steal_pct.map(|s| (s * 1e6).round() / 1e6), Some(2.0));
+        assert_eq!(cost.run_queue_ns, 51_000_000);
+        assert_eq!(cost.steal_ns, Some(20_000_000));
         let unpinned = SchedSample {
             steal_ns: None,
             ..after
         };
-        assert_eq!(before.cost_until(&unpinned).steal_pct, None);
+        assert_eq!(before.cost_until(&unpinned).steal_ns, None);
     }
 
     #[test]

@@ -35,8 +35,13 @@ pub struct ServerCost {
 impl ServerCost {
     /// Share of wall time the main thread was on a CPU, in percent.
     pub fn busy_pct(&self) -> f64 {
+        self.share_pct(self.main_thread_cpu_us)
+    }
+
+    /// `us` as a percentage of the wall time between the samples.
+    fn share_pct(&self, us: f64) -> f64 {
         if self.wall_us > 0.0 {
-            100.0 * self.main_thread_cpu_us / self.wall_us
+            100.0 * us / self.wall_us
         } else {
             0.0
         }
@@ -47,7 +52,8 @@ impl ServerCost {
     /// None for a server the user named.
     pub fn waiting_for_cpu_pct(&self) -> Option<f64> {
         let sched = self.sched?;
-        Some(sched.run_queue_pct + sched.steal_pct.unwrap_or(0.0))
+        let off_cpu_ns = sched.run_queue_ns + sched.steal_ns.unwrap_or(0);
+        Some(self.share_pct(off_cpu_ns as f64 / 1e3))
     }
 
     /// Share of wall time the main thread was neither on a CPU nor waiting for one: idle in its
@@ -198,5 +204,27 @@ mod tests {
             50,
             "the sampling's INFO calls are not counted"
         );
+        assert_eq!((cost.waiting_for_cpu_pct(), cost.idle_pct()), (None, None));
+        // With the kernel's view: 1 ms of wall, 0.5 ms busy, 51 µs queued and 20 µs stolen.
+        let sched = |run_delay_ns, steal_ns| {
+            Some(SchedSample {
+                run_delay_ns,
+                steal_ns,
+            })
+        };
+        let before = ServerSample {
+            sched: sched(1_000, Some(0)),
+            ..before
+        };
+        let after = ServerSample {
+            sched: sched(52_000, Some(20_000)),
+            ..after
+        };
+        let cost = before.cost_until(&after);
+        assert!(
+            (cost.waiting_for_cpu_pct().unwrap() - 7.1).abs() < 1e-6,
+            "{cost:?}"
+        );
+        assert!((cost.idle_pct().unwrap() - 42.9).abs() < 1e-6, "{cost:?}");
     }
 }
