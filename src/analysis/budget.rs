@@ -3,7 +3,7 @@
 //! table in REPORT.md that sets what each experiment took (meta.json) beside its plan.
 
 use super::AnalysisError;
-use crate::record::Meta;
+use crate::record::{Meta, STALL};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -91,9 +91,13 @@ pub fn time_section(dir: &Path, ids: &[&str]) -> Result<String, AnalysisError> {
                     cpus.iter().map(|c| format!("{:.1}", c.steal_pct)).collect();
                 per_cpu.join(" / ")
             });
+        // The harness's stalls over the threshold, and the longest: absent in older runs.
+        let stalls = meta.harness_stalls.as_ref().map_or("-".to_string(), |s| {
+            format!("{} ({:.0} ms)", s.stalls, s.max_late_ms)
+        });
         let _ = writeln!(
             rows,
-            "| {id} | {} | {} | {} | {ratio} | {load} | {steal} |",
+            "| {id} | {} | {} | {} | {ratio} | {load} | {steal} | {stalls} |",
             meta.profile,
             planned.map_or("-".to_string(), clock),
             clock(meta.wall_seconds),
@@ -102,18 +106,21 @@ pub fn time_section(dir: &Path, ids: &[&str]) -> Result<String, AnalysisError> {
     if rows.is_empty() {
         return Ok(String::new());
     }
-    let mut out = String::from(
+    let mut out = format!(
         "\n## Time\n\nWall time per experiment (meta.json) beside its plan (analysis/budget.toml). \
-        The machine is shared: the load average at the start says how much else ran in it, and \
-        steal how much of each CPU (cpu0 / cpu1 / ...) the hypervisor gave to other machines.\n\n\
+        The machine is shared: the load average at the start says how much else ran in it, \
+        steal how much of each CPU (cpu0 / cpu1 / ...) the hypervisor gave to other machines, and \
+        harness stalls how many times the harness was held off its CPU for more than {} ms \
+        (the longest in brackets).\n\n\
         | experiment | profile | planned | taken | taken / planned | load average at start | \
-        steal % per CPU |\n\
-        |---|---|---|---|---|---|---|\n",
+        steal % per CPU | harness stalls |\n\
+        |---|---|---|---|---|---|---|---|\n",
+        STALL.as_millis()
     );
     out.push_str(&rows);
     let _ = writeln!(
         out,
-        "| total | | {} | {} | | | |",
+        "| total | | {} | {} | | | | |",
         clock(planned_total),
         clock(taken_total)
     );

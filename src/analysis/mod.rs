@@ -381,6 +381,9 @@ fn setup_line(exp_dir: &Path) -> String {
     if meta.suspend.suspended {
         line.push_str("**WARNING: the machine was suspended during this run; its timings are not valid.**\n\n");
     }
+    if let Some(stalls) = meta.harness_stalls.as_ref().filter(|s| s.stalled()) {
+        let _ = write!(line, "**WARNING: {}.**\n\n", stalls.warning());
+    }
     if let Some(ol) = meta.open_loop.as_ref().filter(|ol| !ol.kept_up) {
         // Late starts arrive bunched, which changes what timing-sensitive limiters admit.
         let _ = write!(

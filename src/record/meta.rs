@@ -6,6 +6,7 @@ use crate::server::pin::PinPlan;
 use serde::{Deserialize, Serialize};
 
 pub use super::machine::{CpuSteal, RunResources};
+pub use super::stalls::HarnessStalls;
 pub use crate::server::RedisMeta;
 
 /// The setup of one experiment run.
@@ -33,6 +34,9 @@ pub struct Meta {
     /// How busy the machine was and what the run's processes used (absent in older runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<RunResources>,
+    /// How often and how long the harness itself was held off its CPU (absent in older runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness_stalls: Option<HarnessStalls>,
 }
 
 /// The machine the run happened on (from sysinfo; the optional fields are absent in older runs).

@@ -9,16 +9,18 @@ mod monitor;
 mod run;
 pub mod schema;
 mod staging;
+mod stalls;
 
 pub use fields::{Field, Kind};
 pub use meta::{
-    git_commit, host_meta, suspend_offset_ns, CpuSteal, HostMeta, Meta, RedisMeta, RunResources,
-    SuspendCheck,
+    git_commit, host_meta, suspend_offset_ns, CpuSteal, HarnessStalls, HostMeta, Meta, RedisMeta,
+    RunResources, SuspendCheck,
 };
 pub use monitor::{parse_monitor_line, MonitorCapture, MonitorLine};
 pub use run::RunRecord;
 pub use schema::{columns, csv_text, Table};
 pub use staging::{set_aside_unfinished, CsvSink, Staging};
+pub use stalls::{StallWatch, STALL, TICK};
 
 /// What can go wrong writing results.
 #[derive(Debug, thiserror::Error)]

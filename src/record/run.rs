@@ -2,8 +2,8 @@
 //! so the frame only says when a run begins and ends.
 
 use super::machine::Sample;
-use super::SuspendCheck;
 use super::{git_commit, host_meta, suspend_offset_ns, Meta, RecordError, RedisMeta, Staging};
+use super::{StallWatch, SuspendCheck};
 use crate::context::Ctx;
 use crate::load::{OpenLoopHealth, OpenTally};
 use std::path::PathBuf;
@@ -21,6 +21,7 @@ pub struct RunRecord {
     notes: Vec<String>,
     open_loop: Option<OpenLoopHealth>,
     resources_start: Sample,
+    stalls: Option<StallWatch>,
 }
 
 impl RunRecord {
@@ -43,6 +44,7 @@ impl RunRecord {
             notes: Vec::new(),
             open_loop: None,
             resources_start: Sample::take(),
+            stalls: StallWatch::start(),
         })
     }
 
@@ -62,11 +64,15 @@ impl RunRecord {
     pub fn finish(self, ctx: &Ctx) -> Result<PathBuf, RecordError> {
         let suspend = SuspendCheck::between(self.suspend_start, suspend_offset_ns());
         let resources = self.resources_start.until(&Sample::take());
+        let harness_stalls = self.stalls.and_then(StallWatch::finish);
         let mut notes = self.notes;
         if suspend.suspended {
             notes.push(
                 "WARNING: the machine was suspended during this run; timings are not valid".into(),
             );
+        }
+        if let Some(stalls) = harness_stalls.as_ref().filter(|s| s.stalled()) {
+            notes.push(format!("WARNING: {}", stalls.warning()));
         }
         if let Some(health) = &self.open_loop {
             notes.push(health.note());
@@ -89,6 +95,7 @@ impl RunRecord {
             notes,
             open_loop: self.open_loop,
             resources: Some(resources),
+            harness_stalls,
         };
         self.staging.write_json("meta.json", &meta)?;
         self.staging.commit()
