@@ -420,6 +420,46 @@ fn a_wrong_measurement_fails_its_claim() {
     }
 }
 
+/// A column only a server ratelab started can fill (Redis idle: its run-queue wait is read from
+/// /proc) is empty in every row against a server the user named: there the claim cannot be
+/// judged; on a server ratelab started the same empty column still fails the claim.
+#[test]
+fn an_empty_column_is_no_data_only_on_a_server_the_user_named() {
+    let claim = claims::all().unwrap();
+    let claim = (claim.iter())
+        .find(|c| c.id == "calibrate.get-pipelined-client-keeps-up")
+        .unwrap();
+    let copy = copy_reference();
+    let dir = copy.path().join("calibrate");
+    mutate(&dir, "calibrate.csv", |_| {
+        Some(vec![
+            ("redis_idle_pct", String::new()),
+            ("redis_waiting_for_cpu_pct", String::new()),
+        ])
+    });
+    let managed = claims::judge(claim, &dir);
+    assert_eq!(managed.holds, Some(false), "{}", managed.measured);
+    let meta_path = dir.join("meta.json");
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta["redis"]["managed"] = serde_json::Value::Bool(false);
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    let external = claims::judge(claim, &dir);
+    assert_eq!(external.holds, None, "{}", external.measured);
+    assert!(
+        external.measured.contains("--redis-url") && external.measured.contains("redis_idle_pct"),
+        "{}",
+        external.measured
+    );
+    // A column the user's server does fill still judges there as anywhere.
+    mutate(&dir, "calibrate.csv", |g| {
+        (g("tool") == "ratelab" && g("depth") == "16" && g("command") == "GET")
+            .then(|| vec![("redis_idle_pct", "20".into())])
+    });
+    let filled = claims::judge(claim, &dir);
+    assert_eq!(filled.holds, Some(false), "{}", filled.measured);
+}
+
 /// REPORT.html is one self-contained page: it parses, holds every chart of the run inline (no
 /// external image, script or stylesheet), and has a row for every claim with what this run
 /// measured for it.

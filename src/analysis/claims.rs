@@ -215,10 +215,34 @@ pub fn judge(claim: &Claim, experiment_dir: &Path) -> Verdict {
         Err(e) => return Verdict::no_data(format!("no data ({e})")),
     };
     let selected: Vec<&Row> = rows.iter().filter(|r| matches(r, &claim.select)).collect();
+    if let Some(why) = not_measurable_on_users_server(claim, &selected, experiment_dir) {
+        return Verdict::no_data(why);
+    }
     match claim.judge {
         Judge::TraceOrder => trace_order(&selected),
         _ => judge::numbers(claim, &selected, &rows),
     }
+}
+
+/// Some columns come from the server's own process (its run-queue wait, for one), which a server
+/// the user named does not give ratelab: there every row leaves them empty, and the claim cannot
+/// be judged rather than differs. On a server ratelab started, an empty column still fails.
+fn not_measurable_on_users_server(
+    claim: &Claim,
+    selected: &[&Row],
+    experiment_dir: &Path,
+) -> Option<String> {
+    let external = matches!(super::read_meta(experiment_dir), Ok(Some(m)) if !m.redis.managed);
+    let all_empty = !selected.is_empty()
+        && selected
+            .iter()
+            .all(|r| r.get(&claim.statistic).is_some_and(|v| v.trim().is_empty()));
+    (external && all_empty).then(|| {
+        format!(
+            "not measurable on a server you named (--redis-url): every row leaves {} empty",
+            claim.statistic
+        )
+    })
 }
 
 /// The claim's reason for a difference, with each `{column}` replaced by this run's mean of that
