@@ -62,6 +62,8 @@ echo "run_all: $(redis-server --version)" >&2
 
 if [ "$mode" = test ]; then
     ensure_validators
+    # The tests start their own servers; a user's server named in the environment is not theirs.
+    unset RATELAB_REDIS_URL
     cargo test --all-targets "$@"
     exit 0
 fi

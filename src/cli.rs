@@ -89,8 +89,9 @@ pub struct RunArgs {
     #[arg(long, default_value = "redis-server")]
     pub redis_server: PathBuf,
     /// Use a server you run instead (redis://user:password@host:port/db, or rediss:// for TLS);
-    /// experiments that must break or reconfigure it refuse.
-    #[arg(long)]
+    /// experiments that must break or reconfigure it refuse. From the environment, the password
+    /// stays out of the process list.
+    #[arg(long, env = "RATELAB_REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
     /// With a rediss:// URL: the CA (PEM) that signed your server's certificate.
     #[arg(long, value_name = "FILE")]

@@ -150,6 +150,69 @@ fn a_requirepass_server_on_another_database_gives_the_managed_result() {
     assert!(keyspace.contains("cmdstat_select:calls="), "{keyspace}");
 }
 
+/// The URL from RATELAB_REDIS_URL keeps the password off every command line but redis-benchmark's,
+/// which takes it no other way: calibrate says so in its notes.
+#[test]
+fn the_url_from_the_environment_targets_the_users_server_and_calibrate_names_its_exposure() {
+    let password = "from-env-Kp47w";
+    let server = RedisServer::start(&ServerOptions {
+        password: Some(password.into()),
+        ..ServerOptions::default()
+    })
+    .unwrap();
+    let url = format!("redis://:{password}@127.0.0.1:{}/3", server.port());
+    let out = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(common::ratelab_exe())
+        .args(RACE)
+        .arg("--out")
+        .arg(out.path())
+        .env("RATELAB_REDIS_URL", &url)
+        .output()
+        .unwrap();
+    succeeded(&output);
+    assert_eq!(&outcome(out.path()), managed());
+    let shown = format!("redis://:***@127.0.0.1:{}/3", server.port());
+    assert_eq!(meta(out.path())["redis"]["url"], shown.as_str());
+    assert_nowhere(password, out.path(), &output);
+
+    let output = std::process::Command::new(common::ratelab_exe())
+        .args(["run", "calibrate", "--profile", "quick", "--quiet", "--out"])
+        .arg(out.path())
+        .args([
+            "--set",
+            "pairs=1",
+            "--set",
+            "seconds=0.2",
+            "--set",
+            "warmup_seconds=0",
+        ])
+        .args([
+            "--set",
+            "keys=100",
+            "--set",
+            r#"commands=["GET"]"#,
+            "--set",
+            "depths=[1]",
+        ])
+        .env("RATELAB_REDIS_URL", &url)
+        .output()
+        .unwrap();
+    succeeded(&output);
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("calibrate/meta.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["redis"]["managed"], false);
+    assert!(
+        meta["notes"]
+            .to_string()
+            .contains("could read it in the process list"),
+        "{}",
+        meta["notes"]
+    );
+    assert_nowhere(password, out.path(), &output);
+}
+
 #[test]
 fn the_documented_acl_user_runs_race_and_may_not_flush_reconfigure_or_list_keys() {
     let admin_password = "admin-Vb20q";

@@ -12,6 +12,15 @@ use std::time::Instant;
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let benchmark = redis_benchmark().phase(|| "finding redis-benchmark".into())?;
+    let server = crate::server::endpoint::tool_args(&s.target.url())
+        .map_err(|e| PhaseError::Invalid(format!("the server's address: {e}")))
+        .phase(|| "reading the server's address for redis-benchmark".into())?;
+    if server.iter().any(|a| a == "-a") {
+        s.note(
+            "redis-benchmark takes the server's password only on its command line (-a): while it ran, \
+            other users of this machine could read it in the process list.",
+        );
+    }
     let mut rows = s.csv::<CalibrateRow>("calibrate.csv")?;
     let runs = p.commands.len() * p.depths.len() * p.pairs as usize * 2;
     let bar = s.progress(runs as u64);
@@ -32,6 +41,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                 let benchmark_run = |requests: u64| {
                     let bench = Bench {
                         binary: &benchmark,
+                        server: &server,
                         command,
                         key_prefix: &key_prefix,
                         requests: requests.max(1),
@@ -130,6 +140,8 @@ fn prepare(target: &Target, p: &Params, prefix: &str) -> Result<(), crate::serve
 /// One redis-benchmark run: as many requests of `command` as ratelab's run of the pair made.
 struct Bench<'a> {
     binary: &'a Path,
+    /// How redis-benchmark reaches the server (`-h -p`, credentials, TLS files).
+    server: &'a [String],
     command: BenchCommand,
     key_prefix: &'a str,
     requests: u64,
@@ -141,6 +153,7 @@ impl Bench<'_> {
     fn run(&self, s: &Session, p: &Params) -> Result<CalibrateRow, PhaseError> {
         let Bench {
             binary: benchmark,
+            server,
             command,
             key_prefix,
             requests,
@@ -148,8 +161,6 @@ impl Bench<'_> {
             depth,
         } = *self;
         let (ctx, target) = (s.ctx, &s.target);
-        let server = crate::server::endpoint::tool_args(&target.url())
-            .map_err(|e| PhaseError::Invalid(format!("the server's address: {e}")))?;
         let key = format!("{key_prefix}__rand_int__");
         let mut cmd = Command::new(benchmark);
         cmd.args(server)
