@@ -26,6 +26,8 @@ fn a_run_stopped_mid_measurement_records_the_stall_and_the_report_flags_it() {
         common::wait_for(Duration::from_secs(60), || staging.exists()),
         "the run never started recording"
     );
+    // The watcher started before the staging directory; this lets its thread take its first tick.
+    std::thread::sleep(Duration::from_millis(100));
     // SAFETY: signals to the child this test started.
     unsafe { libc::kill(pid, libc::SIGSTOP) };
     // Timed inside the stop: from after SIGSTOP was sent to before SIGCONT is.

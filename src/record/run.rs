@@ -32,6 +32,8 @@ impl RunRecord {
         params: &toml::Table,
         redis: RedisMeta,
     ) -> Result<Self, RecordError> {
+        // The watcher first: a stall while the staging directory is being made counts too.
+        let stalls = StallWatch::start();
         let staging = Staging::new(&ctx.out_dir, experiment)?;
         Ok(RunRecord {
             staging,
@@ -44,7 +46,7 @@ impl RunRecord {
             notes: Vec::new(),
             open_loop: None,
             resources_start: Sample::take(),
-            stalls: StallWatch::start(),
+            stalls,
         })
     }
 
