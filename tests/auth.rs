@@ -5,7 +5,7 @@
 
 mod common;
 
-use ratelab::server::acl::acl_setuser;
+use ratelab::server::acl::{acl_setuser, KEY_PATTERN};
 use ratelab::server::{RedisServer, ServerOptions};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -211,6 +211,26 @@ fn the_url_from_the_environment_targets_the_users_server_and_calibrate_names_its
         meta["notes"]
     );
     assert_nowhere(password, out.path(), &output);
+}
+
+/// Every key a run touches, the permission check's probes included, lies under the run's own
+/// prefix `ratelab:<experiment>:...`: a user whose keys are only `ratelab:race:*` runs race.
+#[test]
+fn a_user_limited_to_the_experiments_own_keys_runs_it() {
+    let admin_password = "admin-Hq55t";
+    let password = "race-only-Zm19c";
+    let server = RedisServer::start(&ServerOptions {
+        password: Some(admin_password.into()),
+        ..ServerOptions::default()
+    })
+    .unwrap();
+    let line = acl_setuser("racer", password).replace(KEY_PATTERN, "~ratelab:race:*");
+    query(&server, &line.split(' ').collect::<Vec<_>>());
+    let out = tempfile::tempdir().unwrap();
+    let url = format!("redis://racer:{password}@127.0.0.1:{}/", server.port());
+    let output = race(out.path(), &["--redis-url", &url]);
+    succeeded(&output);
+    assert_eq!(&outcome(out.path()), managed());
 }
 
 #[test]

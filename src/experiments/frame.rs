@@ -188,10 +188,16 @@ pub fn run<D: Definition>(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
     let (params, table) = prepare::<D>(ctx)?;
     let info = params::info(D::TOML)?;
     let target = ctx.target().phase(|| "starting redis-server".into())?;
+    let prefix = format!(
+        "ratelab:{}:{:x}:{}:",
+        D::ID,
+        crate::limiter::unix_ms(),
+        std::process::id()
+    );
     // A user's server: every permission the run needs, checked before anything is measured.
     let checked_by = match &target {
         Target::External { url } => Some(
-            crate::server::acl::preflight(url, D::ID, D::ON_CLUSTER_NODE)
+            crate::server::acl::preflight(url, D::ID, &prefix, D::ON_CLUSTER_NODE)
                 .phase(|| "checking the --redis-url server and its user's permissions".into())?,
         ),
         Target::Managed(_) => None,
@@ -199,12 +205,6 @@ pub fn run<D: Definition>(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
     let redis = target
         .describe()
         .phase(|| "reading the server's INFO and CONFIG".into())?;
-    let prefix = format!(
-        "ratelab:{}:{:x}:{}:",
-        D::ID,
-        crate::limiter::unix_ms(),
-        std::process::id()
-    );
     // Before anything is recorded: a manifest that cannot work leaves no partial results.
     let probes = probe_limiters(ctx, &target, &prefix);
     let cleaned = target.delete_keys_with_prefix(&prefix);

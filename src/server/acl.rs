@@ -36,8 +36,22 @@ struct Need {
     only: &'static [&'static str],
 }
 
-/// A key inside the pattern, never written (probes read it, or write it with a 1 s expiry).
-const PROBE_KEY: &str = "ratelab:preflight:probe";
+/// Stands in [`NEEDS`] for the run's own probe key (`<prefix>preflight`): inside the run's prefix,
+/// so the check writes nothing outside it (probes read it, or write it with a 1 s expiry).
+const PROBE_KEY: &str = "<probe key>";
+/// Stands for a SCAN pattern matching only the run's own keys.
+const PROBE_MATCH: &str = "<probe match>";
+
+/// `command` with the stand-ins replaced by the run's own key and pattern.
+fn concrete(command: &[&str], prefix: &str) -> Vec<String> {
+    (command.iter())
+        .map(|arg| match *arg {
+            PROBE_KEY => format!("{prefix}preflight"),
+            PROBE_MATCH => format!("{prefix}*"),
+            arg => arg.to_string(),
+        })
+        .collect()
+}
 
 const NEEDS: &[Need] = &[
     Need {
@@ -61,7 +75,7 @@ const NEEDS: &[Need] = &[
         only: &[],
     },
     Need {
-        command: &["SCAN", "0", "MATCH", "ratelab:preflight:*", "COUNT", "1"],
+        command: &["SCAN", "0", "MATCH", PROBE_MATCH, "COUNT", "1"],
         rule: "+@read",
         only: &[],
     },
@@ -141,11 +155,13 @@ pub enum CheckedBy {
 }
 
 /// Checks that the server `url` names can take `experiment`'s writes (a primary; a cluster node
-/// only for an experiment that runs on one) and that its user may run what `experiment` needs;
-/// the first missing permission is an error naming the command and the rule to add.
+/// only for an experiment that runs on one) and that its user may run what `experiment` needs,
+/// touching no key outside the run's `prefix`; the first missing permission is an error naming
+/// the command and the rule to add.
 pub fn preflight(
     url: &str,
     experiment: &str,
+    prefix: &str,
     on_cluster_node: bool,
 ) -> Result<CheckedBy, ServerError> {
     let shown = super::endpoint::masked(url);
@@ -173,13 +189,14 @@ pub fn preflight(
             experiment: experiment.to_string(),
         });
     }
-    permissions(url, &mut con, experiment)
+    permissions(url, &mut con, experiment, prefix)
 }
 
 fn permissions(
     url: &str,
     con: &mut redis::Connection,
     experiment: &str,
+    prefix: &str,
 ) -> Result<CheckedBy, ServerError> {
     let user = url::Url::parse(url)
         .ok()
@@ -191,16 +208,18 @@ fn permissions(
         .filter(|n| n.only.is_empty() || n.only.contains(&experiment));
     let mut by = CheckedBy::DryRun;
     for need in needs {
+        let command = concrete(need.command, prefix);
+        let denied = |denied: &str| missing(&user, experiment, &command, need.rule, denied);
         if by == CheckedBy::DryRun {
-            match dry_run(con, &user, need.command) {
+            match dry_run(con, &user, &command) {
                 Ok(None) => continue,
-                Ok(Some(denied)) => return Err(missing(&user, experiment, need, &denied)),
+                Ok(Some(reason)) => return Err(denied(&reason)),
                 // No ACL DRYRUN (Redis < 7), or this user may not run ACL: probe instead.
                 Err(_) => by = CheckedBy::Probe,
             }
         }
-        if let Some(denied) = probe(url, con, need.command)? {
-            return Err(missing(&user, experiment, need, &denied));
+        if let Some(reason) = probe(url, con, &command)? {
+            return Err(denied(&reason));
         }
     }
     Ok(by)
@@ -210,7 +229,7 @@ fn permissions(
 fn dry_run(
     con: &mut redis::Connection,
     user: &str,
-    command: &[&str],
+    command: &[String],
 ) -> Result<Option<String>, redis::RedisError> {
     let reply: String = redis::cmd("ACL")
         .arg("DRYRUN")
@@ -225,14 +244,14 @@ fn dry_run(
 fn probe(
     url: &str,
     con: &mut redis::Connection,
-    command: &[&str],
+    command: &[String],
 ) -> Result<Option<String>, ServerError> {
     let outcome = if command == ["MONITOR"] {
         // On a connection of its own, closed at once: a monitoring connection takes no commands.
         let mut own = super::admin_connection(url)?;
         redis::cmd("MONITOR").query::<()>(&mut own)
     } else {
-        let mut cmd = redis::cmd(command[0]);
+        let mut cmd = redis::cmd(&command[0]);
         cmd.arg(&command[1..]);
         cmd.query::<redis::Value>(con).map(|_| ())
     };
@@ -283,16 +302,22 @@ fn unreachable(shown: &str, url: &str, e: ServerError) -> ServerError {
     }))
 }
 
-fn missing(user: &str, experiment: &str, need: &Need, denied: &str) -> ServerError {
+fn missing(
+    user: &str,
+    experiment: &str,
+    command: &[String],
+    rule: &str,
+    denied: &str,
+) -> ServerError {
     // A refused key, not a refused command: the key pattern is what is missing.
     let rule = match denied.contains(" key") {
         true => KEY_PATTERN,
-        false => need.rule,
+        false => rule,
     };
     ServerError::Permission(Box::new(Denied {
         user: user.to_string(),
         experiment: experiment.to_string(),
-        command: need.command[..need.command.len().min(2)].join(" "),
+        command: command[..command.len().min(2)].join(" "),
         rule: rule.to_string(),
         denied: denied.to_string(),
     }))
