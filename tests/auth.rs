@@ -28,14 +28,15 @@ const RACE: &[&str] = &[
     r#"strategies=["naive-bucket","lua-bucket"]"#,
 ];
 
+/// The small race into `out`, to which a test adds its server.
+fn race_command(out: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(common::ratelab_exe());
+    command.args(RACE).arg("--out").arg(out);
+    command
+}
+
 fn race(out: &Path, args: &[&str]) -> Output {
-    std::process::Command::new(common::ratelab_exe())
-        .args(RACE)
-        .args(args)
-        .arg("--out")
-        .arg(out)
-        .output()
-        .unwrap()
+    race_command(out).args(args).output().unwrap()
 }
 
 fn succeeded(output: &Output) {
@@ -118,6 +119,15 @@ fn meta(out: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("race/meta.json")).unwrap()).unwrap()
 }
 
+/// A managed server that asks for `password` (requirepass).
+fn with_password(password: &str) -> RedisServer {
+    RedisServer::start(&ServerOptions {
+        password: Some(password.into()),
+        ..ServerOptions::default()
+    })
+    .unwrap()
+}
+
 fn query(server: &RedisServer, args: &[&str]) -> redis::Value {
     let mut con = server.connection().unwrap();
     redis::cmd(args[0]).arg(&args[1..]).query(&mut con).unwrap()
@@ -126,11 +136,7 @@ fn query(server: &RedisServer, args: &[&str]) -> redis::Value {
 #[test]
 fn a_requirepass_server_on_another_database_gives_the_managed_result() {
     let password = "requirepass-Zq81x";
-    let server = RedisServer::start(&ServerOptions {
-        password: Some(password.into()),
-        ..ServerOptions::default()
-    })
-    .unwrap();
+    let server = with_password(password);
     let out = tempfile::tempdir().unwrap();
     let url = format!("redis://:{password}@127.0.0.1:{}/5", server.port());
     let output = race(out.path(), &["--redis-url", &url]);
@@ -155,18 +161,10 @@ fn a_requirepass_server_on_another_database_gives_the_managed_result() {
 #[test]
 fn the_url_from_the_environment_targets_the_users_server_and_calibrate_names_its_exposure() {
     let password = "from-env-Kp47w";
-    let server = RedisServer::start(&ServerOptions {
-        password: Some(password.into()),
-        ..ServerOptions::default()
-    })
-    .unwrap();
+    let server = with_password(password);
     let url = format!("redis://:{password}@127.0.0.1:{}/3", server.port());
     let out = tempfile::tempdir().unwrap();
-    let output = std::process::Command::new(common::ratelab_exe())
-        .args(RACE)
-        .arg("--out")
-        .arg(out.path())
-        .env("RATELAB_REDIS_URL", &url)
+    let output = (race_command(out.path()).env("RATELAB_REDIS_URL", &url))
         .output()
         .unwrap();
     succeeded(&output);
@@ -219,11 +217,7 @@ fn the_url_from_the_environment_targets_the_users_server_and_calibrate_names_its
 fn a_user_limited_to_the_experiments_own_keys_runs_it() {
     let admin_password = "admin-Hq55t";
     let password = "race-only-Zm19c";
-    let server = RedisServer::start(&ServerOptions {
-        password: Some(admin_password.into()),
-        ..ServerOptions::default()
-    })
-    .unwrap();
+    let server = with_password(admin_password);
     let line = acl_setuser("racer", password).replace(KEY_PATTERN, "~ratelab:race:*");
     query(&server, &line.split(' ').collect::<Vec<_>>());
     let out = tempfile::tempdir().unwrap();
@@ -237,11 +231,7 @@ fn a_user_limited_to_the_experiments_own_keys_runs_it() {
 fn the_documented_acl_user_runs_race_and_may_not_flush_reconfigure_or_list_keys() {
     let admin_password = "admin-Vb20q";
     let password = "least-privilege-Kp73w";
-    let server = RedisServer::start(&ServerOptions {
-        password: Some(admin_password.into()),
-        ..ServerOptions::default()
-    })
-    .unwrap();
+    let server = with_password(admin_password);
     let line = acl_setuser("ratelab", password);
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
