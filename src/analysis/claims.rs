@@ -232,12 +232,13 @@ fn not_measurable_on_users_server(
     selected: &[&Row],
     experiment_dir: &Path,
 ) -> Option<String> {
-    let external = matches!(super::read_meta(experiment_dir), Ok(Some(m)) if !m.redis.managed);
     let all_empty = !selected.is_empty()
         && selected
             .iter()
             .all(|r| r.get(&claim.statistic).is_some_and(|v| v.trim().is_empty()));
-    (external && all_empty).then(|| {
+    // meta.json only when it matters: most claims have their column.
+    let external = || matches!(super::read_meta(experiment_dir), Ok(Some(m)) if !m.redis.managed);
+    (all_empty && external()).then(|| {
         format!(
             "not measurable on a server you named (--redis-url): every row leaves {} empty",
             claim.statistic
