@@ -84,17 +84,7 @@ pub fn time_section(dir: &Path, ids: &[&str]) -> Result<String, AnalysisError> {
         let load = meta.resources.as_ref().map_or("-".to_string(), |r| {
             format!("{:.1}", r.load_average_start[0])
         });
-        let steal = (meta.resources.as_ref())
-            .and_then(|r| r.steal_pct_by_cpu.as_ref())
-            .map_or("-".to_string(), |cpus| {
-                let per_cpu: Vec<String> =
-                    cpus.iter().map(|c| format!("{:.1}", c.steal_pct)).collect();
-                per_cpu.join(" / ")
-            });
-        // The harness's stalls over the threshold, and the longest: absent in older runs.
-        let stalls = meta.harness_stalls.as_ref().map_or("-".to_string(), |s| {
-            format!("{} ({:.0} ms)", s.stalls, s.max_late_ms)
-        });
+        let (steal, stalls) = (steal_cell(&meta), stalls_cell(&meta));
         let _ = writeln!(
             rows,
             "| {id} | {} | {} | {} | {ratio} | {load} | {steal} | {stalls} |",
@@ -134,6 +124,23 @@ pub fn time_section(dir: &Path, ids: &[&str]) -> Result<String, AnalysisError> {
         );
     }
     Ok(out)
+}
+
+/// Each CPU's steal over the run, `cpu0 / cpu1 / ...` in percent; `-` in older runs.
+pub(super) fn steal_cell(meta: &Meta) -> String {
+    (meta.resources.as_ref())
+        .and_then(|r| r.steal_pct_by_cpu.as_ref())
+        .map_or("-".to_string(), |cpus| {
+            let per_cpu: Vec<String> = cpus.iter().map(|c| format!("{:.1}", c.steal_pct)).collect();
+            per_cpu.join(" / ")
+        })
+}
+
+/// The harness's stalls over the threshold, and the longest lateness; `-` in older runs.
+pub(super) fn stalls_cell(meta: &Meta) -> String {
+    meta.harness_stalls.as_ref().map_or("-".to_string(), |s| {
+        format!("{} ({:.0} ms)", s.stalls, s.max_late_ms)
+    })
 }
 
 fn read_meta(exp_dir: &Path) -> Option<Meta> {

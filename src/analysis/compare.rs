@@ -1,9 +1,10 @@
 //! Runs side by side: what differs in their setups, then every claim's verdict in each run and
 //! where the verdict changes, so a reviewer sees which claims move with the machine or build.
 
+use super::budget::{stalls_cell, steal_cell};
 use super::claims::{self, Call};
 use super::{read_meta, AnalysisError};
-use crate::record::Meta;
+use crate::record::{Meta, STALL};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -62,6 +63,7 @@ pub fn side_by_side(dirs: &[PathBuf], ids: &[&str]) -> Result<String, AnalysisEr
     }
     out.push_str("\n## What differs in the setups\n\n");
     out.push_str(&setup_differences(dirs, ids));
+    out.push_str(&disturbance(dirs, ids));
     let claims = claims::all()?;
     let header: Vec<String> = (0..dirs.len()).map(|i| letter(i).to_string()).collect();
     let _ = write!(
@@ -102,6 +104,47 @@ pub fn side_by_side(dirs: &[PathBuf], ids: &[&str]) -> Result<String, AnalysisEr
         "\n{changed} claims change their verdict between these runs."
     );
     Ok(out)
+}
+
+/// How much the machine disturbed each run, per experiment: each CPU's steal and the harness's
+/// stalls. Not setup facts (they always differ a little), but a verdict that moves between a
+/// quiet run and a disturbed one may be the machine's doing.
+fn disturbance(dirs: &[PathBuf], ids: &[&str]) -> String {
+    let mut rows = String::new();
+    for id in ids {
+        let cells: Vec<String> = (dirs.iter())
+            .map(|d| match read_meta(&d.join(id)) {
+                Ok(Some(meta)) => {
+                    let (steal, stalls) = (steal_cell(&meta), stalls_cell(&meta));
+                    let parts: Vec<String> = [("steal", steal, " %"), ("stalls", stalls, "")]
+                        .into_iter()
+                        .filter(|(_, cell, _)| cell != "-")
+                        .map(|(what, cell, unit)| format!("{what} {cell}{unit}"))
+                        .collect();
+                    parts.join("; ")
+                }
+                _ => String::new(),
+            })
+            .collect();
+        if cells.iter().any(|c| !c.is_empty()) {
+            let cells: Vec<&str> = (cells.iter())
+                .map(|c| if c.is_empty() { "-" } else { c.as_str() })
+                .collect();
+            let _ = writeln!(rows, "| {id} | {} |", cells.join(" | "));
+        }
+    }
+    if rows.is_empty() {
+        return rows;
+    }
+    let header: Vec<String> = (0..dirs.len()).map(|i| letter(i).to_string()).collect();
+    format!(
+        "\n## How much the machine disturbed each run\n\nSteal: the share of each CPU (cpu0 / cpu1 / ...) the \
+        hypervisor gave to other machines; stalls: times the harness was held off its CPU for more than {} ms \
+        (the longest lateness in brackets).\n\n| experiment | {} |\n|---|{}\n{rows}",
+        STALL.as_millis(),
+        header.join(" | "),
+        "---|".repeat(dirs.len())
+    )
 }
 
 /// The setup facts that are not the same in every run that has them: each fact once, with the
@@ -203,6 +246,12 @@ mod tests {
         );
         assert!(
             text.contains("- redis version: 7.0.15 / 8.2.1 (every experiment)"),
+            "{text}"
+        );
+        // The reference's race ran with 5.6% / 4.5% steal and predates the stall watcher.
+        assert!(
+            text.contains("## How much the machine disturbed each run")
+                && text.contains("| race | steal 5.6 / 4.5 % | steal 5.6 / 4.5 % |"),
             "{text}"
         );
         let missing = side_by_side(&[a.path().join("nowhere")], &["race"]);
