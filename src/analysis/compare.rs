@@ -110,26 +110,24 @@ pub fn side_by_side(dirs: &[PathBuf], ids: &[&str]) -> Result<String, AnalysisEr
 /// stalls. Not setup facts (they always differ a little), but a verdict that moves between a
 /// quiet run and a disturbed one may be the machine's doing.
 fn disturbance(dirs: &[PathBuf], ids: &[&str]) -> String {
+    // One run's cell: what its meta.json knows of steal and stalls; None when nothing.
+    let cell = |dir: &PathBuf, id: &str| -> Option<String> {
+        let meta = read_meta(&dir.join(id)).ok().flatten()?;
+        let parts: Vec<String> = [
+            ("steal", steal_cell(&meta), " %"),
+            ("stalls", stalls_cell(&meta), ""),
+        ]
+        .into_iter()
+        .filter(|(_, value, _)| value != "-")
+        .map(|(what, value, unit)| format!("{what} {value}{unit}"))
+        .collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
+    };
     let mut rows = String::new();
     for id in ids {
-        let cells: Vec<String> = (dirs.iter())
-            .map(|d| match read_meta(&d.join(id)) {
-                Ok(Some(meta)) => {
-                    let (steal, stalls) = (steal_cell(&meta), stalls_cell(&meta));
-                    let parts: Vec<String> = [("steal", steal, " %"), ("stalls", stalls, "")]
-                        .into_iter()
-                        .filter(|(_, cell, _)| cell != "-")
-                        .map(|(what, cell, unit)| format!("{what} {cell}{unit}"))
-                        .collect();
-                    parts.join("; ")
-                }
-                _ => String::new(),
-            })
-            .collect();
-        if cells.iter().any(|c| !c.is_empty()) {
-            let cells: Vec<&str> = (cells.iter())
-                .map(|c| if c.is_empty() { "-" } else { c.as_str() })
-                .collect();
+        let cells: Vec<Option<String>> = dirs.iter().map(|d| cell(d, id)).collect();
+        if cells.iter().any(Option::is_some) {
+            let cells: Vec<&str> = cells.iter().map(|c| c.as_deref().unwrap_or("-")).collect();
             let _ = writeln!(rows, "| {id} | {} |", cells.join(" | "));
         }
     }
