@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How often the watcher asks to wake.
-pub const TICK: Duration = Duration::from_millis(10);
+const TICK: Duration = Duration::from_millis(10);
 /// A wake-up later than this is a stall: well above a busy CPU's scheduling delay (a few ms),
 /// and a share of a token's refill in the experiments that time their checks (failover: 50 ms).
 pub const STALL: Duration = Duration::from_millis(50);
@@ -82,6 +82,20 @@ impl Lateness {
             h.saturating_record(late_us.max(1));
         }
     }
+
+    fn summary(&self) -> Option<HarnessStalls> {
+        let h = self.histogram.as_ref()?;
+        let ms = |us: u64| us as f64 / 1000.0;
+        Some(HarnessStalls {
+            tick_ms: TICK.as_secs_f64() * 1000.0,
+            ticks: h.len(),
+            p99_late_ms: ms(h.value_at_quantile(0.99)),
+            max_late_ms: ms(h.max()),
+            stall_threshold_ms: STALL.as_secs_f64() * 1000.0,
+            stalls: self.stalls,
+            stalled_ms: ms(self.stalled_us),
+        })
+    }
 }
 
 impl StallWatch {
@@ -91,7 +105,7 @@ impl StallWatch {
         let (stop, stopped) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("stall-watch".into())
-            .spawn(move || watch(&stopped, TICK))
+            .spawn(move || watch(&stopped))
             .ok()?;
         Some(StallWatch { stop, thread })
     }
@@ -100,36 +114,20 @@ impl StallWatch {
     pub fn finish(self) -> Option<HarnessStalls> {
         drop(self.stop);
         let lateness = self.thread.join().ok()?;
-        lateness.summary(TICK)
+        lateness.summary()
     }
 }
 
-/// Wakes every `tick` until `stopped` says stop (or its sender is gone), recording lateness.
-fn watch(stopped: &mpsc::Receiver<()>, tick: Duration) -> Lateness {
+/// Wakes every [`TICK`] until `stopped` says stop (or its sender is gone), recording lateness.
+fn watch(stopped: &mpsc::Receiver<()>) -> Lateness {
     let mut lateness = Lateness::new();
     loop {
         let asked = Instant::now();
-        match stopped.recv_timeout(tick) {
+        match stopped.recv_timeout(TICK) {
             Err(RecvTimeoutError::Timeout) => {}
             Ok(()) | Err(RecvTimeoutError::Disconnected) => return lateness,
         }
-        lateness.record(asked.elapsed().saturating_sub(tick).as_micros() as u64);
-    }
-}
-
-impl Lateness {
-    fn summary(&self, tick: Duration) -> Option<HarnessStalls> {
-        let h = self.histogram.as_ref()?;
-        let ms = |us: u64| us as f64 / 1000.0;
-        Some(HarnessStalls {
-            tick_ms: tick.as_secs_f64() * 1000.0,
-            ticks: h.len(),
-            p99_late_ms: ms(h.value_at_quantile(0.99)),
-            max_late_ms: ms(h.max()),
-            stall_threshold_ms: STALL.as_secs_f64() * 1000.0,
-            stalls: self.stalls,
-            stalled_ms: ms(self.stalled_us),
-        })
+        lateness.record(asked.elapsed().saturating_sub(TICK).as_micros() as u64);
     }
 }
 
@@ -148,7 +146,7 @@ mod tests {
     #[test]
     fn only_wake_ups_later_than_the_threshold_are_stalls() {
         let seen = lateness(&[100, 2_000, 49_000, 50_000, 51_000, 300_000])
-            .summary(TICK)
+            .summary()
             .unwrap();
         assert_eq!(seen.ticks, 6);
         assert_eq!(seen.stalls, 2, "{seen:?}");
@@ -162,7 +160,7 @@ mod tests {
 
     #[test]
     fn a_quiet_run_has_no_stall() {
-        let seen = lateness(&[50, 80, 1_200]).summary(TICK).unwrap();
+        let seen = lateness(&[50, 80, 1_200]).summary().unwrap();
         assert_eq!((seen.stalls, seen.stalled()), (0, false));
     }
 
