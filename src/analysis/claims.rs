@@ -67,10 +67,33 @@ pub struct Claim {
     /// beside this machine's facts instead of judged.
     #[serde(default)]
     pub machine_dependent: bool,
+    /// For a machine-dependent figure: the claims that judge what it says that does not depend on
+    /// the machine (the figure itself is only shown beside this machine's facts).
+    #[serde(default)]
+    pub judged_by: Vec<String>,
     /// Why this run differs from the seed, when it does; `{column}` is the selected rows' mean of
     /// that column, so the reason quotes this run's own measurement.
     #[serde(default)]
     pub why: Option<String>,
+    /// How the reason knows what it says; required beside `why`.
+    #[serde(default)]
+    pub basis: Option<Basis>,
+    /// For a `tested` reason: the claims that judge the variation testing it.
+    #[serde(default)]
+    pub tested_by: Vec<String>,
+}
+
+/// How a reason knows what it says.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// A variation this run measured tests it: the claims in `tested_by` judge that variation,
+    /// and the reason stands only while they hold.
+    Tested,
+    /// It quotes this run's own columns, without a variation that would test the cause.
+    Observed,
+    /// Nothing in the run tests it yet.
+    Hypothesis,
 }
 
 /// How a claim is judged.
@@ -132,7 +155,9 @@ pub fn all() -> Result<Vec<Claim>, AnalysisError> {
 fn parse(text: &str) -> Result<Vec<Claim>, AnalysisError> {
     let file: ClaimsFile =
         toml::from_str(text).map_err(|e| AnalysisError::Claims(e.to_string()))?;
+    let ids: std::collections::BTreeSet<&str> = file.claim.iter().map(|c| c.id.as_str()).collect();
     for claim in &file.claim {
+        check_reason(claim, &ids)?;
         // The judge pairs by `pair_by` first: `per_row` beside it would be silently ignored.
         if claim.per_row && !claim.pair_by.is_empty() {
             return Err(AnalysisError::Claims(format!(
@@ -143,6 +168,32 @@ fn parse(text: &str) -> Result<Vec<Claim>, AnalysisError> {
         }
     }
     Ok(file.claim)
+}
+
+/// A reason says how it knows (`basis`), and a tested one names claims that exist.
+fn check_reason(
+    claim: &Claim,
+    ids: &std::collections::BTreeSet<&str>,
+) -> Result<(), AnalysisError> {
+    let problem = match (&claim.why, claim.basis, claim.tested_by.is_empty()) {
+        (Some(_), None, _) => {
+            Some("a why needs a basis (tested, observed or hypothesis)".to_string())
+        }
+        (None, Some(_), _) => Some("a basis without a why".into()),
+        (_, Some(Basis::Tested), true) => {
+            Some("a tested reason names its claims in tested_by".into())
+        }
+        (_, Some(Basis::Observed | Basis::Hypothesis) | None, false) => {
+            Some("tested_by belongs to a tested reason".into())
+        }
+        _ => (claim.tested_by.iter())
+            .find(|id| !ids.contains(id.as_str()))
+            .map(|id| format!("tested_by names no claim {id}")),
+    };
+    match problem {
+        Some(why) => Err(AnalysisError::Claims(format!("claim {}: {why}", claim.id))),
+        None => Ok(()),
+    }
 }
 
 /// The verdict on one claim.

@@ -213,6 +213,25 @@ type RowTest = fn(&Value) -> bool;
 
 /// The verdict on judged values; `label` says what they are ("ratio ", "difference ", "").
 fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
+    // A mean of rows that each have their own figure (a `published_column`) is a mean of unlike
+    // things, and its spread would be theirs: judge each row's share of its own figure instead.
+    let shares: Vec<Value>;
+    let (values, label) = match (&claim.published_column, claim.judge) {
+        (Some(col), Judge::MeanWithin) => {
+            if values.iter().any(|v| v.want == 0.0) {
+                return Verdict::fails(format!("a row's {col} is 0: no share of it to judge"));
+            }
+            shares = values
+                .iter()
+                .map(|v| Value {
+                    got: v.got / v.want,
+                    want: 1.0,
+                })
+                .collect();
+            (&shares[..], format!("{label}share of its {col}: "))
+        }
+        _ => (values, label.to_string()),
+    };
     let gots: Vec<f64> = values.iter().map(|v| v.got).collect();
     let Some(s) = Summary::of(&gots) else {
         return Verdict::no_data("no matching rows");
@@ -239,6 +258,7 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
         _ => None,
     };
     let met = per_row.map(|(rel, ok)| (rel, count(&ok)));
+    let ci = confidence_interval(&s);
     if let (Some(col), Some((rel, met))) = (&claim.published_column, met) {
         let of = match &claim.times_column {
             Some(times) => format!("{col} x {times}"),
@@ -250,9 +270,11 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
         Judge::AllEqual | Judge::AllAtLeast | Judge::AllAbove | Judge::AllAtMost => {
             met.is_some_and(|(_, met)| met == s.n)
         }
-        Judge::MeanWithin => {
-            holding_region(claim, values).is_some_and(|(lo, hi)| lo <= s.mean && s.mean <= hi)
-        }
+        // The evidence must lie inside: the mean's whole 95% interval, not only the mean.
+        Judge::MeanWithin => holding_region(claim, values).is_some_and(|(lo, hi)| match ci {
+            Some((ci_lo, ci_hi)) => lo <= ci_lo && ci_hi <= hi,
+            None => lo <= s.mean && s.mean <= hi,
+        }),
         Judge::Range => {
             let Some([lo, hi]) = claim.range else {
                 return Verdict::no_data("the claim has no range");
@@ -297,7 +319,6 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
     // the seed's figure allows is noise this run cannot rule out, not a difference.
     // An interval wholly inside the region means single runs missed (a difference for a claim
     // about every run); a claim judged run by run with no run in the region differs outright.
-    let ci = confidence_interval(&s);
     let straddles = |(lo, hi): (f64, f64)| {
         ci.is_some_and(|(ci_lo, ci_hi)| {
             let inside = |x: f64| x.is_finite() && ci_lo <= x && x <= ci_hi;
@@ -313,8 +334,15 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
     let inconclusive = !holds
         && holding_region(claim, values)
             .is_some_and(|region| straddles(region) && some_run_in(region));
-    if let Some((lo, hi)) = ci.filter(|_| inconclusive) {
+    // Beside a mean the interval always shows, so a reader sees how close a call was.
+    let mean_judged = claim.judge == Judge::MeanWithin;
+    if let Some((lo, hi)) = ci.filter(|_| inconclusive || mean_judged) {
         measured.push_str(&format!("; 95% CI {} to {}", short(lo), short(hi)));
+        if let Some((a, b)) =
+            holding_region(claim, values).filter(|(a, b)| a.is_finite() && b.is_finite())
+        {
+            measured.push_str(&format!(", accepted {} to {}", short(a), short(b)));
+        }
     }
     Verdict {
         measured,
@@ -385,7 +413,7 @@ mod tests {
     fn a_run_without_its_reference_fails() {
         let c = claim(
             "statistic = \"p50\"\nselect = { strategy = \"lua\" }\nother = { strategy = \"get\" }\n\
-             pair_by = [\"run\"]\npublished = 2\ntolerance = 1\njudge = \"mean_within\"\n",
+             pair_by = [\"run\"]\npublished = 2\ntolerance = 3\njudge = \"mean_within\"\n",
         );
         assert_eq!(verdict(&c, LATENCY).0, Some(true));
         let (holds, measured) = verdict(&c, &LATENCY.replace("get,1,150", "get,2,150"));
@@ -482,6 +510,16 @@ mod tests {
         // Mean 8.8, outside 9-11, but the trials scatter across the boundary.
         assert_eq!(call("x\n7\n10.6\n8.8\n"), Call::Inconclusive);
         assert_eq!(call("x\n7\n7.1\n6.9\n"), Call::Differs);
+        // Mean 10.1, inside 9-11, but the trials scatter so widely that the interval leaves it:
+        // noise both ways, not a hold.
+        let (call_wide, measured) = {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join("t.csv"), "x\n7.5\n12.8\n10\n").unwrap();
+            let v = judge(&c, dir.path());
+            (Call::of(&c, &v), v.measured)
+        };
+        assert_eq!(call_wide, Call::Inconclusive, "{measured}");
+        assert!(measured.contains("accepted 9 to 11"), "{measured}");
         // One trial cannot be inconclusive: it has no spread.
         assert_eq!(call("x\n8.8\n"), Call::Differs);
         let range =

@@ -6,6 +6,7 @@ pub mod claims;
 pub mod compare;
 mod html;
 mod judge;
+mod reasons;
 pub mod stats;
 pub mod table;
 
@@ -49,6 +50,12 @@ struct Judged<'a> {
     claim: &'a claims::Claim,
     call: Option<claims::Call>,
     measured: String,
+    /// Whether the claim's statistic lies outside what it accepts (a machine-dependent figure's
+    /// call does not say so): such a claim owes a reason.
+    outside: bool,
+    /// How its reason knows, when it owes one.
+    kind: Option<reasons::Kind>,
+    /// The reason with how it knows, once every claim is judged (see [`reasons`]).
     why: String,
 }
 
@@ -71,81 +78,14 @@ pub fn write_report_with(
     }
     let claims = claims::all()?;
     let machine = machine_facts(dir);
+    // Every claim first: a reason tested by another claim reads that claim's verdict.
+    let mut judged: Vec<Judged> = (sections.iter())
+        .flat_map(|section| judge_section(&claims, section, dir, &machine))
+        .collect();
+    reasons::attach(&mut judged, dir);
     let mut body = String::new();
-    let mut judged: Vec<Judged> = Vec::new();
     for section in sections {
-        let id = section.id;
-        let exp_dir = dir.join(id);
-        let ours = claims.iter().filter(|c| c.experiment == id);
-        let _ = write!(body, "\n## {id}\n\n");
-        match (&section.not_run, exp_dir.is_dir()) {
-            (None, false) => {
-                body.push_str("Not run.\n");
-                judged.extend(ours.map(|claim| not_run(claim, "not run")));
-                continue;
-            }
-            (None, true) => {}
-            (Some(why), earlier) => {
-                let _ = writeln!(body, "**This run did not produce results: {why}.**");
-                if !earlier {
-                    judged.extend(ours.map(|claim| not_run(claim, why)));
-                    continue;
-                }
-                body.push_str(
-                    "The results below are from an earlier run (see its setup line).\n\n",
-                );
-            }
-        }
-        if !section.question.is_empty() {
-            let _ = write!(body, "_{}_\n\n", section.question);
-        }
-        body.push_str(&setup_line(&exp_dir));
-        for chart in charts_in(&exp_dir) {
-            let _ = writeln!(body, "![{chart}]({id}/{chart})");
-        }
-        let tables = (section.summary)(&exp_dir)?;
-        let _ = write!(
-            body,
-            "\n| claim | seed | published | measured here | verdict |\n|---|---|---|---|---|\n"
-        );
-        for claim in ours {
-            let v = claims::judge(claim, &exp_dir);
-            let call = claims::Call::of(claim, &v);
-            let mut measured = v.measured;
-            if call == claims::Call::MachineDependent {
-                let _ = write!(measured, "; this machine: {machine}");
-            }
-            let why = match call {
-                claims::Call::Differs | claims::Call::Inconclusive => claims::why(claim, &exp_dir),
-                _ => String::new(),
-            };
-            let verdict = if why.is_empty() {
-                call.label().to_string()
-            } else {
-                format!("{}: {why}", call.label())
-            };
-            let _ = writeln!(
-                body,
-                "| {} | {} | {} | {} | {} |",
-                claim.text,
-                claim.seed,
-                published(claim),
-                measured,
-                verdict
-            );
-            judged.push(Judged {
-                claim,
-                call: Some(call),
-                measured,
-                why,
-            });
-        }
-        // The long per-configuration tables come last, folded: the answer, then the picture.
-        let _ = write!(
-            body,
-            "\n<details><summary>{id}: the tables behind the charts</summary>\n\n{}\n</details>\n",
-            tables.trim()
-        );
+        body.push_str(&section_text(section, dir, &judged)?);
     }
     let mut out = String::from(
         "# ratelab report\n\nEvery figure below was measured in this run; published \
@@ -174,6 +114,96 @@ pub fn write_report_with(
     let path = dir.join("REPORT.md");
     write_atomically(&path, &out)?;
     Ok(path)
+}
+
+/// Why a section has no fresh results, if it has none: (what to say, whether older ones remain).
+fn missing_results(section: &Section, exp_dir: &Path) -> Option<(String, bool)> {
+    match (&section.not_run, exp_dir.is_dir()) {
+        (None, false) => Some(("not run".into(), false)),
+        (None, true) => None,
+        (Some(why), earlier) => Some((why.clone(), earlier)),
+    }
+}
+
+/// The verdicts on one section's claims (reasons are attached once every section is judged).
+fn judge_section<'a>(
+    claims: &'a [claims::Claim],
+    section: &Section,
+    dir: &Path,
+    machine: &str,
+) -> Vec<Judged<'a>> {
+    let exp_dir = dir.join(section.id);
+    let ours = claims.iter().filter(|c| c.experiment == section.id);
+    if let Some((why, false)) = missing_results(section, &exp_dir) {
+        return ours.map(|claim| not_run(claim, &why)).collect();
+    }
+    ours.map(|claim| {
+        let v = claims::judge(claim, &exp_dir);
+        let call = claims::Call::of(claim, &v);
+        let mut measured = v.measured;
+        if call == claims::Call::MachineDependent {
+            let _ = write!(measured, "; this machine: {machine}");
+        }
+        Judged {
+            claim,
+            call: Some(call),
+            measured,
+            outside: v.holds == Some(false),
+            kind: None,
+            why: String::new(),
+        }
+    })
+    .collect()
+}
+
+/// One experiment's part of REPORT.md: setup, charts, its claims' table, the folded tables.
+fn section_text(section: &Section, dir: &Path, judged: &[Judged]) -> Result<String, AnalysisError> {
+    let id = section.id;
+    let exp_dir = dir.join(id);
+    let mut text = format!("\n## {id}\n\n");
+    match missing_results(section, &exp_dir) {
+        Some((_, false)) if section.not_run.is_none() => return Ok(text + "Not run.\n"),
+        Some((why, earlier)) => {
+            let _ = writeln!(text, "**This run did not produce results: {why}.**");
+            if !earlier {
+                return Ok(text);
+            }
+            text.push_str("The results below are from an earlier run (see its setup line).\n\n");
+        }
+        None => {}
+    }
+    if !section.question.is_empty() {
+        let _ = write!(text, "_{}_\n\n", section.question);
+    }
+    text.push_str(&setup_line(&exp_dir));
+    for chart in charts_in(&exp_dir) {
+        let _ = writeln!(text, "![{chart}]({id}/{chart})");
+    }
+    let tables = (section.summary)(&exp_dir)?;
+    text.push_str(
+        "\n| claim | seed | published | measured here | verdict |\n|---|---|---|---|---|\n",
+    );
+    for j in judged.iter().filter(|j| j.claim.experiment == id) {
+        let label = j.call.map_or("not run", claims::Call::label);
+        let verdict = match j.why.is_empty() {
+            true => label.to_string(),
+            false => format!("{label}: {}", j.why),
+        };
+        let (claim, seed) = (&j.claim.text, &j.claim.seed);
+        let _ = writeln!(
+            text,
+            "| {claim} | {seed} | {} | {} | {verdict} |",
+            published(j.claim),
+            j.measured
+        );
+    }
+    // The long per-configuration tables come last, folded: the answer, then the picture.
+    let _ = write!(
+        text,
+        "\n<details><summary>{id}: the tables behind the charts</summary>\n\n{}\n</details>\n",
+        tables.trim()
+    );
+    Ok(text)
 }
 
 /// Writes `dir/.NAME.tmp`, then renames it over `dir/NAME`: a reader never sees half a report.
@@ -206,6 +236,8 @@ fn not_run<'a>(claim: &'a claims::Claim, why: &str) -> Judged<'a> {
         claim,
         call: None,
         measured: String::new(),
+        outside: false,
+        kind: None,
         why: why.to_string(),
     }
 }
@@ -226,12 +258,24 @@ fn verdict_summary(judged: &[Judged], machine: &str) -> String {
     );
     let differences: Vec<&Judged> = (judged.iter())
         .filter(|j| {
-            matches!(
-                j.call,
-                Some(claims::Call::Differs | claims::Call::Inconclusive)
-            )
+            j.call
+                .is_some_and(|call| reasons::owes_reason(call, j.outside))
         })
         .collect();
+    let kinds: Vec<String> = (reasons::Kind::ALL.iter())
+        .map(|k| (k, differences.iter().filter(|j| j.kind == Some(*k)).count()))
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| k.counted(n))
+        .collect();
+    if !differences.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{} outside what they accept (differ, inconclusive, or a machine-dependent figure off the \
+            seed's): {}.",
+            differences.len(),
+            kinds.join(", ")
+        );
+    }
     if !differences.is_empty() {
         out.push_str("\n| claim | verdict | measured here | why |\n|---|---|---|---|\n");
         for j in differences {
