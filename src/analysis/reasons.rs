@@ -113,8 +113,11 @@ fn named(ids: &[&String], calls: &Calls) -> String {
 
 /// "; judged on any machine by `x` holds": where the reader finds the verdict a figure cannot give.
 fn judged_part(claim: &Claim, calls: &Calls) -> String {
-    let ids: Vec<&String> = claim.judged_by.iter().collect();
-    format!("; judged on any machine by {}", named(&ids, calls))
+    // Plain ids: the measured cell is compared as text with the HTML page's.
+    let each: Vec<String> = (claim.judged_by.iter())
+        .map(|id| format!("{id} {}", label(calls, id)))
+        .collect();
+    format!("; judged on any machine by {}", each.join(", "))
 }
 
 /// The reason's kind and the words that lead it.
