@@ -372,7 +372,7 @@ fn a_wrong_measurement_fails_its_claim() {
         }),
         // all_equal by column: one breaker sweep row paid the budget for a probe (k + 1).
         (
-            "outage.probe-paid-by-no-user",
+            "outage.full-budget-only-k",
             "outage",
             "breaker_sweep.csv",
             |g| {

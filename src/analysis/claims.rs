@@ -378,6 +378,42 @@ mod tests {
         assert_eq!(ids.len(), claims.len());
     }
 
+    /// A reason's numbers come from this run (`{column}` placeholders); digits may only name
+    /// things: a claim id, a seed ("seed 002"), a percentile ("p99").
+    #[test]
+    fn no_reason_carries_a_typed_number() {
+        let claims = all().unwrap();
+        let mut ids: Vec<&str> = claims.iter().map(|c| c.id.as_str()).collect();
+        ids.sort_by_key(|id| std::cmp::Reverse(id.len()));
+        for claim in &claims {
+            let Some(why) = &claim.why else { continue };
+            let mut text = String::new();
+            let mut depth = 0;
+            for ch in why.chars() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    _ if depth == 0 => text.push(ch),
+                    _ => {}
+                }
+            }
+            for id in &ids {
+                text = text.replace(id, "");
+            }
+            let typed: Vec<&str> = (text.split_whitespace())
+                .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+                .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
+                .filter(|w| !(w.starts_with('p') && w[1..].chars().all(|c| c.is_ascii_digit())))
+                .filter(|w| !text.contains(&format!("seed {w}")))
+                .collect();
+            assert!(
+                typed.is_empty(),
+                "{}: typed numbers {typed:?} in its why",
+                claim.id
+            );
+        }
+    }
+
     #[test]
     fn per_row_beside_pair_by_is_refused() {
         let one = |extra: &str| {
