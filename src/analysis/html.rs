@@ -29,12 +29,34 @@ pub fn render(markdown: &str, dir: &Path) -> Result<String, AnalysisError> {
             other => events.push(other),
         }
     }
+    name_headings(&mut events);
     let mut body = String::new();
     pulldown_cmark::html::push_html(&mut body, events.into_iter());
     Ok(format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n\
          <title>ratelab report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}</body>\n</html>\n"
     ))
+}
+
+/// Gives each heading the id GitHub gives it (lower case, spaces as dashes), so the scoreboard's
+/// links to `#<experiment>` work in the page as they do on the markdown.
+fn name_headings(events: &mut [Event]) {
+    for i in 0..events.len().saturating_sub(1) {
+        let slug = match (&events[i], &events[i + 1]) {
+            (Event::Start(Tag::Heading { id: None, .. }), Event::Text(text)) => slug(text),
+            _ => continue,
+        };
+        if let Event::Start(Tag::Heading { id, .. }) = &mut events[i] {
+            *id = Some(CowStr::from(slug));
+        }
+    }
+}
+
+fn slug(text: &str) -> String {
+    (text.trim().to_lowercase().chars())
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
 }
 
 /// `<figure>` holding the SVG at `rel` (relative to `dir`) with its name as caption.
@@ -76,8 +98,12 @@ mod tests {
             "<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"><text>A</text></svg>",
         )
         .unwrap();
-        let md = "# t\n\n![a.svg](x/a.svg)\n\n| a | b |\n|---|---|\n| 1 < 2 | **x** |\n";
+        let md = "# t\n\n## window-edge\n\n![a.svg](x/a.svg)\n\n| a | b |\n|---|---|\n| 1 < 2 | **x** |\n";
         let page = render(md, dir.path()).unwrap();
+        assert!(
+            page.contains("<h2 id=\"window-edge\">window-edge</h2>"),
+            "{page}"
+        );
         assert!(page.contains("<figure id=\"x/a.svg\">\n<svg"), "{page}");
         assert!(!page.contains("<?xml"), "{page}");
         assert!(!page.contains("<img"), "{page}");

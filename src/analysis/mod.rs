@@ -4,6 +4,7 @@
 pub mod budget;
 pub mod claims;
 pub mod compare;
+mod front;
 mod html;
 mod judge;
 mod reasons;
@@ -103,7 +104,7 @@ pub fn write_report_with(
             );
         }
     }
-    out.push_str(&verdict_summary(&judged, &machine));
+    out.push_str(&front::first_screen(sections, &judged, &machine));
     out.push_str(after_verdicts);
     out.push_str(&body);
     let ids: Vec<&str> = sections.iter().map(|s| s.id).collect();
@@ -240,59 +241,6 @@ fn not_run<'a>(claim: &'a claims::Claim, why: &str) -> Judged<'a> {
         kind: None,
         why: why.to_string(),
     }
-}
-
-/// The answer first: how many claims hold, differ, ..., and every difference with its reason.
-fn verdict_summary(judged: &[Judged], machine: &str) -> String {
-    let count = |call: Option<claims::Call>| judged.iter().filter(|j| j.call == call).count();
-    let mut out = format!(
-        "\n## Verdicts\n\n{} claims: {} hold, {} differ, {} inconclusive (within this run's noise), \
-        {} machine-dependent (shown, not judged), {} without data, {} not run. This machine: {machine}.\n",
-        judged.len(),
-        count(Some(claims::Call::Holds)),
-        count(Some(claims::Call::Differs)),
-        count(Some(claims::Call::Inconclusive)),
-        count(Some(claims::Call::MachineDependent)),
-        count(Some(claims::Call::NoData)),
-        count(None),
-    );
-    let differences: Vec<&Judged> = (judged.iter())
-        .filter(|j| {
-            j.call
-                .is_some_and(|call| reasons::owes_reason(call, j.outside))
-        })
-        .collect();
-    let kinds: Vec<String> = (reasons::Kind::ALL.iter())
-        .map(|k| (k, differences.iter().filter(|j| j.kind == Some(*k)).count()))
-        .filter(|(_, n)| *n > 0)
-        .map(|(k, n)| k.counted(n))
-        .collect();
-    if !differences.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n{} outside what they accept (differ, inconclusive, or a machine-dependent figure off the \
-            seed's): {}.",
-            differences.len(),
-            kinds.join(", ")
-        );
-    }
-    if !differences.is_empty() {
-        out.push_str("\n| claim | verdict | measured here | why |\n|---|---|---|---|\n");
-        for j in differences {
-            let why = if j.why.is_empty() {
-                "not yet explained"
-            } else {
-                &j.why
-            };
-            let label = j.call.map_or("not run", claims::Call::label);
-            let _ = writeln!(
-                out,
-                "| `{}` | {label} | {} | {why} |",
-                j.claim.id, j.measured
-            );
-        }
-    }
-    out
 }
 
 /// One claim's row in claims.csv.
