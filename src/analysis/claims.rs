@@ -20,6 +20,10 @@ pub struct Claim {
     pub experiment: String,
     pub seed: String,
     pub text: String,
+    /// The seed sentence (or clause) this claim judges, verbatim from the seed's write-up; a
+    /// sentence judged by several claims is quoted by each. Only "ours" claims may lack one.
+    #[serde(default)]
+    pub quote: Option<String>,
     pub file: String,
     pub statistic: String,
     #[serde(default)]
@@ -141,9 +145,24 @@ pub enum OtherStat {
     Median,
 }
 
+/// A seed sentence stating a figure or an outcome that no claim judges, and why: with the
+/// claims' quotes, the whole write-up is accounted for.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unjudged {
+    pub seed: String,
+    /// Verbatim from the seed's write-up.
+    pub quote: String,
+    /// Why it is not judged: a production figure, the author's machine, or the measurement an
+    /// outcome would need.
+    pub why: String,
+}
+
 #[derive(Deserialize)]
 struct ClaimsFile {
     claim: Vec<Claim>,
+    #[serde(default)]
+    unjudged: Vec<Unjudged>,
 }
 
 /// Every claim in the embedded claims file.
@@ -151,10 +170,18 @@ pub fn all() -> Result<Vec<Claim>, AnalysisError> {
     parse(CLAIMS)
 }
 
+/// The seed sentences with a figure or an outcome that no claim judges, in the claims file's order.
+pub fn unjudged() -> Result<Vec<Unjudged>, AnalysisError> {
+    Ok(parse_file(CLAIMS)?.unjudged)
+}
+
+fn parse_file(text: &str) -> Result<ClaimsFile, AnalysisError> {
+    toml::from_str(text).map_err(|e| AnalysisError::Claims(e.to_string()))
+}
+
 /// Claims from a claims file's text, each checked for options that contradict each other.
 fn parse(text: &str) -> Result<Vec<Claim>, AnalysisError> {
-    let file: ClaimsFile =
-        toml::from_str(text).map_err(|e| AnalysisError::Claims(e.to_string()))?;
+    let file = parse_file(text)?;
     let ids: std::collections::BTreeSet<&str> = file.claim.iter().map(|c| c.id.as_str()).collect();
     for claim in &file.claim {
         check_reason(claim, &ids)?;
@@ -370,6 +397,128 @@ fn trace_order(rows: &[&Row]) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Text with every run of whitespace made one space: the seeds wrap their lines.
+    fn collapsed(text: &str) -> String {
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    /// The seeds' write-ups: `../shared/seeds` beside the repository, where every checkout of
+    /// this project sits (CI's clean clone too), or the directory RATELAB_SEEDS_DIR names.
+    fn seeds_dir() -> std::path::PathBuf {
+        match std::env::var_os("RATELAB_SEEDS_DIR") {
+            Some(dir) => dir.into(),
+            None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/seeds"),
+        }
+    }
+
+    /// Each seed's collapsed text by its three-digit prefix (`000_....txt` is seed "000").
+    fn seed_texts(dir: &Path) -> BTreeMap<String, String> {
+        let entries = std::fs::read_dir(dir).unwrap_or_else(|e| {
+            panic!(
+                "the seeds' write-ups are not at {} ({e}): the quotes in analysis/claims.toml \
+                 cannot be checked against them; set RATELAB_SEEDS_DIR to their directory",
+                dir.display()
+            )
+        });
+        let mut seeds = BTreeMap::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            let Some((prefix, _)) = name.split_once('_') else {
+                continue;
+            };
+            if prefix.len() == 3 && name.ends_with(".txt") {
+                let text = std::fs::read_to_string(entry.path()).unwrap();
+                assert!(
+                    seeds.insert(prefix.to_string(), collapsed(&text)).is_none(),
+                    "two seeds {prefix}"
+                );
+            }
+        }
+        seeds
+    }
+
+    /// Every quote of the claims file as (who quotes it, seed, quote).
+    fn quotes() -> Vec<(String, String, String)> {
+        let claims = all().unwrap().into_iter();
+        let claimed = claims.filter_map(|c| Some((c.id, c.seed, c.quote?)));
+        let listed = (unjudged().unwrap().into_iter().enumerate())
+            .map(|(i, u)| (format!("unjudged #{}", i + 1), u.seed, u.quote));
+        claimed.chain(listed).collect()
+    }
+
+    /// The quotes not found verbatim (whitespace collapsed) in their seed's text.
+    fn not_verbatim(
+        quotes: &[(String, String, String)],
+        seeds: &BTreeMap<String, String>,
+    ) -> Vec<String> {
+        (quotes.iter())
+            .filter(|(_, seed, quote)| {
+                let quote = collapsed(quote);
+                quote.is_empty() || !seeds.get(seed).is_some_and(|text| text.contains(&quote))
+            })
+            .map(|(who, seed, quote)| format!("{who} (seed {seed}): {quote:?}"))
+            .collect()
+    }
+
+    /// A quote is the seed's own words: missing seeds fail this test rather than skip it.
+    #[test]
+    fn every_quote_occurs_verbatim_in_its_seed() {
+        let seeds = seed_texts(&seeds_dir());
+        assert_eq!(seeds.len(), 4, "seeds found: {:?}", seeds.keys());
+        let quotes = quotes();
+        assert!(quotes.len() > 100, "{} quotes", quotes.len());
+        let wrong = not_verbatim(&quotes, &seeds);
+        assert!(
+            wrong.is_empty(),
+            "not verbatim in the seed:\n{}",
+            wrong.join("\n")
+        );
+    }
+
+    /// The check itself: one changed word, an unknown seed or an empty quote is caught.
+    #[test]
+    fn a_quote_not_in_its_seed_is_caught() {
+        let seeds = BTreeMap::from([(
+            "000".to_string(),
+            collapsed("Six requests got\n through on three tokens."),
+        )]);
+        let quote =
+            |seed: &str, text: &str| vec![("c".to_string(), seed.to_string(), text.to_string())];
+        assert!(not_verbatim(&quote("000", "got through on three tokens."), &seeds).is_empty());
+        assert_eq!(
+            not_verbatim(&quote("000", "got through on four tokens."), &seeds).len(),
+            1
+        );
+        assert_eq!(
+            not_verbatim(&quote("001", "got through on three tokens."), &seeds).len(),
+            1
+        );
+        assert_eq!(not_verbatim(&quote("000", " "), &seeds).len(), 1);
+    }
+
+    /// Every claim from a seed says which of its sentences it judges; a listed unjudged sentence
+    /// belongs to a seed and is quoted by no claim.
+    #[test]
+    fn every_seed_claim_has_a_quote_and_unjudged_ones_are_unquoted() {
+        let claims = all().unwrap();
+        let missing: Vec<&str> = (claims.iter())
+            .filter(|c| c.seed != "ours" && c.quote.as_deref().is_none_or(|q| q.trim().is_empty()))
+            .map(|c| c.id.as_str())
+            .collect();
+        assert!(missing.is_empty(), "claims without a quote: {missing:?}");
+        let quoted: std::collections::BTreeSet<&str> =
+            claims.iter().filter_map(|c| c.quote.as_deref()).collect();
+        for u in unjudged().unwrap() {
+            assert_ne!(u.seed, "ours", "{}", u.quote);
+            assert!(!u.why.trim().is_empty(), "{}", u.quote);
+            assert!(
+                !quoted.contains(u.quote.as_str()),
+                "listed unjudged but quoted by a claim: {}",
+                u.quote
+            );
+        }
+    }
 
     #[test]
     fn embedded_claims_parse_and_ids_are_unique() {

@@ -107,6 +107,7 @@ pub fn write_report_with(
     out.push_str(&front::first_screen(sections, &judged, &machine));
     out.push_str(after_verdicts);
     out.push_str(&body);
+    out.push_str(&unjudged_section()?);
     let ids: Vec<&str> = sections.iter().map(|s| s.id).collect();
     out.push_str(&budget::time_section(dir, &ids)?);
     let page = html::render(&out, dir)?;
@@ -190,7 +191,8 @@ fn section_text(section: &Section, dir: &Path, judged: &[Judged]) -> Result<Stri
             true => label.to_string(),
             false => format!("{label}: {}", j.why),
         };
-        let (claim, seed) = (&j.claim.text, &j.claim.seed);
+        let claim = claim_cell(j.claim);
+        let seed = &j.claim.seed;
         let _ = writeln!(
             text,
             "| {claim} | {seed} | {} | {} | {verdict} |",
@@ -205,6 +207,50 @@ fn section_text(section: &Section, dir: &Path, judged: &[Judged]) -> Result<Stri
         tables.trim()
     );
     Ok(text)
+}
+
+/// A claim's cell: its text, then the seed's own words it judges, in italics and quotation marks
+/// (one cell: `<br/>` keeps the table one row per claim, and REPORT.html well-formed).
+fn claim_cell(claim: &claims::Claim) -> String {
+    match &claim.quote {
+        Some(quote) => format!("{}<br/>_“{}”_", claim.text, markdown_inline(quote)),
+        None => claim.text.clone(),
+    }
+}
+
+/// Seed text made safe inside a table cell or a list item: a `|` would split the cell.
+fn markdown_inline(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace('|', "\\|")
+}
+
+/// The seeds' sentences with a figure or an outcome that no claim judges, per seed, with why:
+/// beside the claims' quotes, the whole of each write-up is accounted for.
+fn unjudged_section() -> Result<String, AnalysisError> {
+    let unjudged = claims::unjudged()?;
+    let mut out = String::from(
+        "\n## What the write-ups say that is not judged\n\nThe sentences of the seeds that state a \
+        figure or an outcome and that no claim above quotes (analysis/claims.toml, `[[unjudged]]`), \
+        each with why it is not judged.\n",
+    );
+    let mut seeds: Vec<&str> = unjudged.iter().map(|u| u.seed.as_str()).collect();
+    seeds.sort();
+    seeds.dedup();
+    for seed in seeds {
+        let of_seed: Vec<&claims::Unjudged> = unjudged.iter().filter(|u| u.seed == seed).collect();
+        let _ = writeln!(out, "\n### Seed {seed} ({} sentences)\n", of_seed.len());
+        for u in of_seed {
+            let _ = writeln!(
+                out,
+                "- _“{}”_: {}",
+                markdown_inline(&u.quote),
+                markdown_inline(&u.why)
+            );
+        }
+    }
+    Ok(out)
 }
 
 /// Writes `dir/.NAME.tmp`, then renames it over `dir/NAME`: a reader never sees half a report.
