@@ -94,8 +94,9 @@ fn all(ctx: &Ctx) -> anyhow::Result<()> {
             // A bad --set or a broken parameter file is the user's to fix before an hour's run.
             Err(e @ ExperimentError::Params(_)) => return Err(e.into()),
             Err(e) => {
-                eprintln!("ratelab: skipping {}: {e}", experiment.id());
-                not_run.push((experiment.id(), format!("skipped: {e}")));
+                let reason = crate::errors::one_line(&e);
+                eprintln!("ratelab: skipping {}: {reason}", experiment.id());
+                not_run.push((experiment.id(), format!("skipped: {reason}")));
             }
         }
     }
@@ -110,7 +111,7 @@ fn all(ctx: &Ctx) -> anyhow::Result<()> {
         match experiment.run(ctx) {
             Ok(dir) => finish_experiment(experiment, &dir),
             Err(e) => {
-                let reason = format!("{:#}", anyhow::Error::from(e));
+                let reason = crate::errors::one_line(&e);
                 eprintln!("ratelab: experiment `{}` failed: {reason}", experiment.id());
                 not_run.push((experiment.id(), format!("failed: {reason}")));
                 failures.push(experiment.id());
@@ -204,15 +205,17 @@ fn finish_experiment(experiment: &dyn Experiment, dir: &Path) {
             .iter()
             .for_each(|p| println!("  chart: {}", p.display())),
         Err(e) => eprintln!(
-            "ratelab: warning: chart for {} failed: {e}",
-            experiment.id()
+            "ratelab: warning: chart for {} failed: {}",
+            experiment.id(),
+            crate::errors::one_line(&e)
         ),
     }
     match experiment.summary(dir) {
         Ok(text) => print!("{text}"),
         Err(e) => eprintln!(
-            "ratelab: warning: summary for {} failed: {e}",
-            experiment.id()
+            "ratelab: warning: summary for {} failed: {}",
+            experiment.id(),
+            crate::errors::one_line(&e)
         ),
     }
 }
@@ -225,7 +228,10 @@ fn chart(dir: &Path) -> anyhow::Result<()> {
         println!("chart: {}", path.display());
     }
     for (id, err) in &problems {
-        eprintln!("ratelab: chart {id} failed: {err}");
+        eprintln!(
+            "ratelab: chart {id} failed: {}",
+            crate::errors::one_line(err)
+        );
     }
     anyhow::ensure!(
         problems.is_empty() || !written.is_empty(),

@@ -38,7 +38,7 @@ pub const TOML_ADDED: &str = "# Added by `ratelab publish` from the publishing b
 /// What can go wrong publishing or verifying.
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: PathBuf,
         source: std::io::Error,
@@ -49,14 +49,14 @@ pub enum PublishError {
     NoReport { dir: PathBuf, file: &'static str },
     #[error("{0}")]
     Drift(String),
-    #[error("{path} is truncated or not a .tar.gz archive: {source}")]
+    #[error("{path} is truncated or not a .tar.gz archive")]
     Archive {
         path: PathBuf,
         source: std::io::Error,
     },
     #[error("{0}: no datapackage.json in it: not a published ratelab dataset")]
     NotPublished(PathBuf),
-    #[error("{path}: {source}")]
+    #[error("{path} is not the JSON expected")]
     Json {
         path: PathBuf,
         source: serde_json::Error,
