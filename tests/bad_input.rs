@@ -296,6 +296,19 @@ fn urls_and_tls_flags_that_cannot_work_are_refused_before_anything_starts() {
             "/nonexistent/ca.crt",
         ),
         (&["--tls-ca", "/etc/hostname"], "give --redis-url rediss://"),
+        // Not a URL: shown as typed, so the user sees what is wrong; only a password is masked.
+        (
+            &["--redis-url", "notaurl"],
+            "--redis-url notaurl: not a URL",
+        ),
+        (
+            &["--redis-url", "u:pw-Ht1@127.0.0.1:6379"],
+            "--redis-url u:***@127.0.0.1:6379: scheme `u`",
+        ),
+        (
+            &["--redis-url", "redis://u:pw-Ht1@127.0.0.1:port/"],
+            "--redis-url redis://u:***@127.0.0.1:port/: not a URL",
+        ),
     ];
     for (args, want) in cases {
         let err = race_fails(out.path(), args);
