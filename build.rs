@@ -1,4 +1,4 @@
-//! Records the git commit the binary was built from, for meta.json, and collects the doc comments
+//! Records the git commit the binary was built from, for meta.json and `--version`, and collects the doc comments
 //! of every struct's fields in src/ so datapackage.json describes each CSV column in the words of
 //! its row type (`record::docs`), with nothing written twice.
 use std::path::{Path, PathBuf};
@@ -13,14 +13,35 @@ fn main() {
             .filter(|o| o.status.success())
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
-    if let Some(commit) = run(&["rev-parse", "HEAD"]) {
+    let commit = run(&["rev-parse", "HEAD"]).map(|commit| {
         let dirty =
             run(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
         let suffix = if dirty { "-dirty" } else { "" };
-        println!("cargo:rustc-env=RATELAB_GIT_COMMIT={commit}{suffix}");
+        format!("{commit}{suffix}")
+    });
+    if let Some(commit) = &commit {
+        println!("cargo:rustc-env=RATELAB_GIT_COMMIT={commit}");
     }
-    println!("cargo:rerun-if-changed=.git/HEAD");
-    println!("cargo:rerun-if-changed=.git/index");
+    let version = env!("CARGO_PKG_VERSION");
+    let shown = commit
+        .as_deref()
+        .unwrap_or("unknown (built outside a git checkout)");
+    println!("cargo:rustc-env=RATELAB_VERSION={version} (commit {shown})");
+    // Where git keeps them: in a worktree `.git` is a file and HEAD, the index and refs live
+    // elsewhere; a missing path would rerun this script on every build.
+    let mut watched = vec![
+        "HEAD".to_string(),
+        "index".to_string(),
+        "packed-refs".to_string(),
+    ];
+    watched.extend(run(&["symbolic-ref", "-q", "HEAD"]));
+    for name in watched {
+        if let Some(path) = run(&["rev-parse", "--git-path", &name]) {
+            if Path::new(&path).exists() {
+                println!("cargo:rerun-if-changed={path}");
+            }
+        }
+    }
     println!("cargo:rerun-if-changed=src");
     let mut rows = Vec::new();
     collect(Path::new("src"), &mut rows);

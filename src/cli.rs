@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 /// Reproduces published Redis rate-limiter measurements against a real redis-server.
 #[derive(Debug, Parser)]
-#[command(name = "ratelab", version, about)]
+#[command(name = "ratelab", version = env!("RATELAB_VERSION"), about)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
