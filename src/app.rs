@@ -51,7 +51,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
                 Ok(())
             }
         },
-        Command::Publish { dir, out } => publish(&dir, out.as_deref()),
+        Command::Publish { dir, out, title } => publish(&dir, out.as_deref(), title.as_deref()),
         Command::Verify { path } => verify(&path),
         Command::Estimate { profile } => estimate(profile),
         Command::Worker => Ok(crate::load::worker_main()?),
@@ -154,8 +154,8 @@ fn write_report(dir: &Path, not_run: &[(&str, String)]) -> anyhow::Result<PathBu
 
 /// Publishes `dir`, then verifies the archive it wrote: an archive that would not verify is
 /// reported as a failure, never handed out silently.
-fn publish(dir: &Path, out: Option<&Path>) -> anyhow::Result<()> {
-    let published = crate::publish::publish(dir, out)
+fn publish(dir: &Path, out: Option<&Path>, title: Option<&str>) -> anyhow::Result<()> {
+    let published = crate::publish::publish_titled(dir, out, title)
         .with_context(|| format!("publishing {}", dir.display()))?;
     for rel in &published.tomls_added {
         println!("{rel}: from the publishing build (the run predates recording it)");

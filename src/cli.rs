@@ -53,13 +53,18 @@ pub enum Command {
         out: Option<PathBuf>,
     },
     /// Publish a results directory as one verifiable dataset: datapackage.json, SHA256SUMS,
-    /// CITATION.cff and README.md beside the CSVs, and a .tar.gz of it all.
+    /// CITATION.cff, LICENSE and README.md beside the CSVs, and a .tar.gz of it all.
     Publish {
         /// A results directory with REPORT.md (e.g. results/reference).
         dir: PathBuf,
-        /// The archive to write (default: DIR.tar.gz beside DIR).
+        /// The archive to write (default: ratelab-<DIR's name>.tar.gz beside DIR, unpacking
+        /// into ratelab-<DIR's name>/).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// The package's title in datapackage.json, CITATION.cff and README.md (default: the
+        /// title DIR was published under before, else one made from DIR's name).
+        #[arg(long)]
+        title: Option<String>,
     },
     /// Verify a published dataset: checksums, schemas, and charts and report redrawn from the CSVs.
     Verify {
