@@ -2,7 +2,8 @@
 
 use crate::analysis;
 use crate::cli::{Cli, Command};
-use crate::context::Ctx;
+use crate::context::{Ctx, Profile};
+use crate::experiments::params::parse_set;
 use crate::experiments::{self, Experiment, ExperimentError};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -53,18 +54,72 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
         },
         Command::Publish { dir, out, title } => publish(&dir, out.as_deref(), title.as_deref()),
         Command::Verify { path } => verify(&path),
-        Command::Estimate { profile } => estimate(profile),
+        Command::Params { id, profile, sets } => params(&id, profile, &sets),
+        Command::Estimate { ids, profile, sets } => estimate(&ids, profile, &sets),
         Command::Worker => Ok(crate::load::worker_main()?),
     }
 }
 
-/// The planned time of every registered experiment in `profile`, and the total.
-fn estimate(profile: crate::context::Profile) -> anyhow::Result<()> {
+/// The planned time of `ids` (default: every registered experiment) in `profile`, and the total;
+/// `sets` are checked against the one experiment named and named as outside the plan.
+fn estimate(ids: &[String], profile: Profile, sets: &[String]) -> anyhow::Result<()> {
     let budget = crate::analysis::budget::Budget::load()?;
-    let ids: Vec<&str> = experiments::ALL.iter().map(|e| e.id()).collect();
+    let chosen: Vec<&str> = match ids {
+        [] => experiments::ALL.iter().map(|e| e.id()).collect(),
+        _ => (ids.iter())
+            .map(|id| experiments::find(id).map(|e| e.id()))
+            .collect::<Result<_, _>>()?,
+    };
+    if !sets.is_empty() {
+        let [id] = ids else {
+            anyhow::bail!("--set is for one experiment: name it (ratelab estimate <id> --set ...)");
+        };
+        experiments::find(id)?.parameters(profile, &parse_sets(sets)?)?;
+    }
     println!("planned wall time, profile {}:", profile.name());
-    print!("{}", budget.estimate(profile.name(), &ids));
+    print!("{}", budget.estimate(profile.name(), &chosen));
+    if !sets.is_empty() {
+        println!("{}", unplanned_sets(sets));
+    }
     Ok(())
+}
+
+/// Every parameter of experiment `id` and its planned time in `profile`.
+fn params(id: &str, profile: Profile, sets: &[String]) -> anyhow::Result<()> {
+    let experiment = experiments::find(id)?;
+    let parameters = experiment.parameters(profile, &parse_sets(sets)?)?;
+    print!("{}", parameters.render());
+    let budget = crate::analysis::budget::Budget::load()?;
+    let planned = budget
+        .planned(profile.name(), id)
+        .map_or("not planned".into(), |s| {
+            let s = s.round() as u64;
+            format!("{}:{:02}", s / 60, s % 60)
+        });
+    println!(
+        "\nplanned time of {id}, profile {}: {planned} (analysis/budget.toml)",
+        profile.name()
+    );
+    if !sets.is_empty() {
+        println!("{}", unplanned_sets(sets));
+    }
+    Ok(())
+}
+
+fn parse_sets(sets: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    Ok(sets
+        .iter()
+        .map(|s| parse_set(s))
+        .collect::<Result<_, _>>()?)
+}
+
+/// What a plan for the profile as written does not account for.
+fn unplanned_sets(sets: &[String]) -> String {
+    format!(
+        "the plan is for the profile as written: with --set {} the time changes by what that \
+         value changes, which the plan does not model",
+        sets.join(" --set ")
+    )
 }
 
 fn list() -> anyhow::Result<()> {

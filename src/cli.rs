@@ -71,10 +71,28 @@ pub enum Command {
         /// The .tar.gz archive or its unpacked directory.
         path: PathBuf,
     },
-    /// Print how long running every experiment is planned to take (analysis/budget.toml).
-    Estimate {
+    /// Every parameter of an experiment: its type, its value in each profile, its unit and what
+    /// it means, and the experiment's planned time.
+    Params {
+        /// Experiment id (see `ratelab list`).
+        id: String,
+        /// The profile a run would use (its planned time is shown).
         #[arg(long, value_enum, default_value = "full")]
         profile: Profile,
+        /// A value to try, checked as `run --set` checks it: --set name=value (repeatable).
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        sets: Vec<String>,
+    },
+    /// Print how long running experiments is planned to take (analysis/budget.toml).
+    Estimate {
+        /// The experiments to add up (default: every one, as `all` runs them).
+        ids: Vec<String>,
+        #[arg(long, value_enum, default_value = "full")]
+        profile: Profile,
+        /// With one experiment: a value to try, checked as `run --set` checks it (the plan is
+        /// for the profile as written; what a --set changes is named, not modelled).
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        sets: Vec<String>,
     },
     /// Internal: one load-generator process, driven over stdin/stdout by its parent.
     #[command(hide = true)]

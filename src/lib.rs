@@ -30,6 +30,7 @@
 //!   sysinfo, MONITOR.
 //! - [`experiments`]: one module per experiment, each a `Definition` (id, TOML, Params,
 //!   precondition, row types, body, charts, summary) listed once in `experiments::registry`;
+//!   `experiments::describe`: every parameter with its type, values, unit and meaning (`params`);
 //!   the frame every body runs in (`Session`); `experiments::limiters`: the custom limiters a
 //!   run recorded and the verdict table REPORT.md gives them.
 //! - [`charts`]: SVG and PNG charts drawn from the CSVs alone; knows chart kinds, not experiments.
