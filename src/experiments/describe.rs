@@ -86,9 +86,12 @@ pub fn parameters<D: Definition>(
     })
 }
 
-/// The comment lines right above each key of the profile tables (`[full]` first), one line.
+/// The comment lines right above each key of the profile tables (`[full]` first), one line; a
+/// key without one gets the first such comment that names it in backticks (a comment above a
+/// group of keys often describes the others too).
 fn toml_comments(text: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
+    let mut keys = Vec::new();
     let (mut in_profile, mut pending) = (false, Vec::new());
     for line in text.lines().map(str::trim) {
         if let Some(comment) = line.strip_prefix('#') {
@@ -97,6 +100,7 @@ fn toml_comments(text: &str) -> BTreeMap<String, String> {
             in_profile = line == "[full]" || line == "[quick]";
             pending.clear();
         } else if let (true, Some((key, _))) = (in_profile, line.split_once('=')) {
+            keys.push(key.trim().to_string());
             if !pending.is_empty() {
                 out.entry(key.trim().to_string())
                     .or_insert_with(|| pending.join(" "));
@@ -104,6 +108,13 @@ fn toml_comments(text: &str) -> BTreeMap<String, String> {
             pending.clear();
         } else {
             pending.clear();
+        }
+    }
+    let comments: Vec<String> = out.values().cloned().collect();
+    for key in keys {
+        let named = format!("`{key}`");
+        if let Some(comment) = comments.iter().find(|c| c.contains(&named)) {
+            out.entry(key).or_insert_with(|| comment.clone());
         }
     }
     out
@@ -189,5 +200,29 @@ impl Parameters {
             let _ = writeln!(out, "    {meaning}");
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_means_the_comment_above_it_or_one_naming_it() {
+        let text = "# header, not a parameter\nid = \"t\"\n[full]\n# Checks per trial.\nchecks = 5\n\
+                    # The trace: `trace_in_flight` in flight.\ntrace_capacity = 3\ntrace_in_flight = 2\n\
+                    trials = 4\n[quick]\n# Said only in quick.\ntrials = 1\n";
+        let comments = toml_comments(text);
+        assert_eq!(comments["checks"], "Checks per trial.");
+        assert_eq!(comments["trace_capacity"], comments["trace_in_flight"]);
+        assert_eq!(comments["trials"], "Said only in quick.");
+        assert!(!comments.contains_key("id"));
+    }
+
+    #[test]
+    fn types_read_as_a_parameter_file_would() {
+        assert_eq!(type_words("Vec<u64>"), "list of integer >= 0");
+        assert_eq!(type_words("Option<f64>"), "number (optional)");
+        assert_eq!(type_words("Vec<Strategy>"), "list of Strategy");
     }
 }
