@@ -132,6 +132,29 @@ fn every_experiment_describes_its_parameters_from_one_list() {
     }
 }
 
+/// The experiments whose every parameter says what it means (a doc comment on its Params field,
+/// or a comment in its TOML); the others' are listed as not described by `ratelab params`.
+#[test]
+fn these_experiments_describe_every_parameter() {
+    let described = [
+        "race",
+        "atomic",
+        "latency",
+        "window-edge",
+        "bigkey",
+        "replication",
+        "tsmember",
+    ];
+    for id in described {
+        let all = find(id).unwrap().parameters(Profile::Full, &[]).unwrap();
+        let missing: Vec<&str> = (all.parameters.iter())
+            .filter(|p| p.meaning.is_none())
+            .map(|p| p.name.as_str())
+            .collect();
+        assert!(missing.is_empty(), "{id}: no meaning for {missing:?}");
+    }
+}
+
 #[test]
 fn estimate_adds_up_the_experiments_named() {
     let text = stdout(&["estimate", "race", "cost", "--profile", "quick"]);
