@@ -144,6 +144,10 @@ fn these_experiments_describe_every_parameter() {
         "bigkey",
         "replication",
         "tsmember",
+        "calibrate",
+        "pods",
+        "cost",
+        "outage",
     ];
     for id in described {
         let all = find(id).unwrap().parameters(Profile::Full, &[]).unwrap();
