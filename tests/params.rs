@@ -148,6 +148,9 @@ fn these_experiments_describe_every_parameter() {
         "pods",
         "cost",
         "outage",
+        "memory",
+        "cluster",
+        "failover",
     ];
     for id in described {
         let all = find(id).unwrap().parameters(Profile::Full, &[]).unwrap();
