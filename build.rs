@@ -1,4 +1,4 @@
-//! Records the git commit the binary was built from, for meta.json, and collects the doc comments
+//! Records the git commit the binary was built from, for meta.json and `--version`, and collects the doc comments
 //! of every struct's fields in src/ so datapackage.json describes each CSV column in the words of
 //! its row type (`record::docs`), with nothing written twice.
 use std::path::{Path, PathBuf};
@@ -13,27 +13,60 @@ fn main() {
             .filter(|o| o.status.success())
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
-    if let Some(commit) = run(&["rev-parse", "HEAD"]) {
+    let commit = run(&["rev-parse", "HEAD"]).map(|commit| {
         let dirty =
             run(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
         let suffix = if dirty { "-dirty" } else { "" };
-        println!("cargo:rustc-env=RATELAB_GIT_COMMIT={commit}{suffix}");
+        format!("{commit}{suffix}")
+    });
+    if let Some(commit) = &commit {
+        println!("cargo:rustc-env=RATELAB_GIT_COMMIT={commit}");
     }
-    println!("cargo:rerun-if-changed=.git/HEAD");
-    println!("cargo:rerun-if-changed=.git/index");
+    let version = env!("CARGO_PKG_VERSION");
+    let shown = commit
+        .as_deref()
+        .unwrap_or("unknown (built outside a git checkout)");
+    println!("cargo:rustc-env=RATELAB_VERSION={version} (commit {shown})");
+    // Where git keeps them: in a worktree `.git` is a file and HEAD, the index and refs live
+    // elsewhere; a missing path would rerun this script on every build.
+    let mut watched = vec![
+        "HEAD".to_string(),
+        "index".to_string(),
+        "packed-refs".to_string(),
+    ];
+    watched.extend(run(&["symbolic-ref", "-q", "HEAD"]));
+    for name in watched {
+        if let Some(path) = run(&["rev-parse", "--git-path", &name]) {
+            if Path::new(&path).exists() {
+                println!("cargo:rerun-if-changed={path}");
+            }
+        }
+    }
     println!("cargo:rerun-if-changed=src");
-    let mut rows = Vec::new();
-    collect(Path::new("src"), &mut rows);
-    rows.sort();
+    let mut found = Found::default();
+    collect(Path::new("src"), &mut found);
+    found.rows.sort();
+    found.params.sort();
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    std::fs::write(out.join("row_docs.rs"), render(&rows)).expect("writing row_docs.rs");
+    std::fs::write(out.join("row_docs.rs"), render(&found.rows)).expect("writing row_docs.rs");
+    let types = render_param_types(&found.params);
+    std::fs::write(out.join("param_types.rs"), types).expect("writing param_types.rs");
+}
+
+/// What the walk over src/ collects.
+#[derive(Default)]
+struct Found {
+    rows: Vec<RowDoc>,
+    /// Every experiment's `Params` struct: its path and each field's name and Rust type, so
+    /// `ratelab params` shows the types the parameter file is read into.
+    params: Vec<(String, Vec<(String, String)>)>,
 }
 
 /// One struct: its full path (as `std::any::type_name` spells it), its doc, and its fields' docs
 /// by serialized name.
 type RowDoc = (String, String, Vec<(String, String)>);
 
-fn collect(dir: &Path, rows: &mut Vec<RowDoc>) {
+fn collect(dir: &Path, found: &mut Found) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -41,7 +74,7 @@ fn collect(dir: &Path, rows: &mut Vec<RowDoc>) {
         let path = entry.path();
         if path.is_dir() {
             if path.file_name().is_some_and(|n| n != "bin") {
-                collect(&path, rows);
+                collect(&path, found);
             }
         } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("src/main.rs") {
             let Ok(text) = std::fs::read_to_string(&path) else {
@@ -49,7 +82,7 @@ fn collect(dir: &Path, rows: &mut Vec<RowDoc>) {
             };
             // A file that does not parse is the compiler's to report, not ours.
             if let Ok(file) = syn::parse_file(&text) {
-                items(&module_path(&path), &file.items, rows);
+                items(&module_path(&path), &file.items, found);
             }
         }
     }
@@ -68,11 +101,21 @@ fn module_path(file: &Path) -> String {
     parts.join("::")
 }
 
-fn items(module: &str, list: &[syn::Item], rows: &mut Vec<RowDoc>) {
+fn items(module: &str, list: &[syn::Item], found: &mut Found) {
     for item in list {
         match item {
             syn::Item::Struct(s) => {
                 if let syn::Fields::Named(named) = &s.fields {
+                    if s.ident == "Params" {
+                        let types = (named.named.iter())
+                            .filter_map(|f| {
+                                let ident = f.ident.as_ref()?.to_string();
+                                let name = serde_rename(&f.attrs).unwrap_or(ident);
+                                Some((name, type_text(&f.ty)))
+                            })
+                            .collect();
+                        found.params.push((format!("{module}::{}", s.ident), types));
+                    }
                     let fields = (named.named.iter())
                         .filter_map(|f| {
                             let ident = f.ident.as_ref()?.to_string();
@@ -81,16 +124,49 @@ fn items(module: &str, list: &[syn::Item], rows: &mut Vec<RowDoc>) {
                         })
                         .filter(|(_, d)| !d.is_empty())
                         .collect();
-                    rows.push((format!("{module}::{}", s.ident), doc(&s.attrs), fields));
+                    found
+                        .rows
+                        .push((format!("{module}::{}", s.ident), doc(&s.attrs), fields));
                 }
             }
             syn::Item::Mod(m) => {
                 if let Some((_, inner)) = &m.content {
-                    items(&format!("{module}::{}", m.ident), inner, rows);
+                    items(&format!("{module}::{}", m.ident), inner, found);
                 }
             }
             _ => {}
         }
+    }
+}
+
+/// A field's type as written, without paths: `Vec<Strategy>`, `Option<u64>`, `(u64, u64)`.
+fn type_text(ty: &syn::Type) -> String {
+    match ty {
+        syn::Type::Path(p) => match p.path.segments.last() {
+            Some(last) => {
+                let args: Vec<String> = match &last.arguments {
+                    syn::PathArguments::AngleBracketed(a) => (a.args.iter())
+                        .filter_map(|arg| match arg {
+                            syn::GenericArgument::Type(t) => Some(type_text(t)),
+                            _ => None,
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                match args.is_empty() {
+                    true => last.ident.to_string(),
+                    false => format!("{}<{}>", last.ident, args.join(", ")),
+                }
+            }
+            None => "?".into(),
+        },
+        syn::Type::Tuple(t) => {
+            let parts: Vec<String> = t.elems.iter().map(type_text).collect();
+            format!("({})", parts.join(", "))
+        }
+        syn::Type::Array(a) => format!("[{}]", type_text(&a.elem)),
+        syn::Type::Reference(r) => type_text(&r.elem),
+        _ => "?".into(),
     }
 }
 
@@ -140,6 +216,20 @@ fn render(rows: &[RowDoc]) -> String {
             out.push_str(&format!("({name:?}, {doc:?}), "));
         }
         out.push_str("] },\n");
+    }
+    out.push_str("];\n");
+    out
+}
+
+fn render_param_types(params: &[(String, Vec<(String, String)>)]) -> String {
+    let mut out = String::from("// Generated by build.rs from the Params structs in src/.\n");
+    out.push_str("pub static PARAM_TYPES: &[(&str, &[(&str, &str)])] = &[\n");
+    for (path, fields) in params {
+        out.push_str(&format!("    ({path:?}, &["));
+        for (name, ty) in fields {
+            out.push_str(&format!("({name:?}, {ty:?}), "));
+        }
+        out.push_str("]),\n");
     }
     out.push_str("];\n");
     out

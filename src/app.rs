@@ -2,7 +2,8 @@
 
 use crate::analysis;
 use crate::cli::{Cli, Command};
-use crate::context::Ctx;
+use crate::context::{Ctx, Profile};
+use crate::experiments::params::parse_set;
 use crate::experiments::{self, Experiment, ExperimentError};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -51,20 +52,74 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
                 Ok(())
             }
         },
-        Command::Publish { dir, out } => publish(&dir, out.as_deref()),
+        Command::Publish { dir, out, title } => publish(&dir, out.as_deref(), title.as_deref()),
         Command::Verify { path } => verify(&path),
-        Command::Estimate { profile } => estimate(profile),
+        Command::Params { id, profile, sets } => params(&id, profile, &sets),
+        Command::Estimate { ids, profile, sets } => estimate(&ids, profile, &sets),
         Command::Worker => Ok(crate::load::worker_main()?),
     }
 }
 
-/// The planned time of every registered experiment in `profile`, and the total.
-fn estimate(profile: crate::context::Profile) -> anyhow::Result<()> {
+/// The planned time of `ids` (default: every registered experiment) in `profile`, and the total;
+/// `sets` are checked against the one experiment named and named as outside the plan.
+fn estimate(ids: &[String], profile: Profile, sets: &[String]) -> anyhow::Result<()> {
     let budget = crate::analysis::budget::Budget::load()?;
-    let ids: Vec<&str> = experiments::ALL.iter().map(|e| e.id()).collect();
+    let chosen: Vec<&str> = match ids {
+        [] => experiments::ALL.iter().map(|e| e.id()).collect(),
+        _ => (ids.iter())
+            .map(|id| experiments::find(id).map(|e| e.id()))
+            .collect::<Result<_, _>>()?,
+    };
+    if !sets.is_empty() {
+        let [id] = ids else {
+            anyhow::bail!("--set is for one experiment: name it (ratelab estimate <id> --set ...)");
+        };
+        experiments::find(id)?.parameters(profile, &parse_sets(sets)?)?;
+    }
     println!("planned wall time, profile {}:", profile.name());
-    print!("{}", budget.estimate(profile.name(), &ids));
+    print!("{}", budget.estimate(profile.name(), &chosen));
+    if !sets.is_empty() {
+        println!("{}", unplanned_sets(sets));
+    }
     Ok(())
+}
+
+/// Every parameter of experiment `id` and its planned time in `profile`.
+fn params(id: &str, profile: Profile, sets: &[String]) -> anyhow::Result<()> {
+    let experiment = experiments::find(id)?;
+    let parameters = experiment.parameters(profile, &parse_sets(sets)?)?;
+    print!("{}", parameters.render());
+    let budget = crate::analysis::budget::Budget::load()?;
+    let planned = budget
+        .planned(profile.name(), id)
+        .map_or("not planned".into(), |s| {
+            let s = s.round() as u64;
+            format!("{}:{:02}", s / 60, s % 60)
+        });
+    println!(
+        "\nplanned time of {id}, profile {}: {planned} (analysis/budget.toml)",
+        profile.name()
+    );
+    if !sets.is_empty() {
+        println!("{}", unplanned_sets(sets));
+    }
+    Ok(())
+}
+
+fn parse_sets(sets: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    Ok(sets
+        .iter()
+        .map(|s| parse_set(s))
+        .collect::<Result<_, _>>()?)
+}
+
+/// What a plan for the profile as written does not account for.
+fn unplanned_sets(sets: &[String]) -> String {
+    format!(
+        "the plan is for the profile as written: with --set {} the time changes by what that \
+         value changes, which the plan does not model",
+        sets.join(" --set ")
+    )
 }
 
 fn list() -> anyhow::Result<()> {
@@ -94,8 +149,9 @@ fn all(ctx: &Ctx) -> anyhow::Result<()> {
             // A bad --set or a broken parameter file is the user's to fix before an hour's run.
             Err(e @ ExperimentError::Params(_)) => return Err(e.into()),
             Err(e) => {
-                eprintln!("ratelab: skipping {}: {e}", experiment.id());
-                not_run.push((experiment.id(), format!("skipped: {e}")));
+                let reason = crate::errors::one_line(&e);
+                eprintln!("ratelab: skipping {}: {reason}", experiment.id());
+                not_run.push((experiment.id(), format!("skipped: {reason}")));
             }
         }
     }
@@ -110,7 +166,7 @@ fn all(ctx: &Ctx) -> anyhow::Result<()> {
         match experiment.run(ctx) {
             Ok(dir) => finish_experiment(experiment, &dir),
             Err(e) => {
-                let reason = format!("{:#}", anyhow::Error::from(e));
+                let reason = crate::errors::one_line(&e);
                 eprintln!("ratelab: experiment `{}` failed: {reason}", experiment.id());
                 not_run.push((experiment.id(), format!("failed: {reason}")));
                 failures.push(experiment.id());
@@ -153,8 +209,8 @@ fn write_report(dir: &Path, not_run: &[(&str, String)]) -> anyhow::Result<PathBu
 
 /// Publishes `dir`, then verifies the archive it wrote: an archive that would not verify is
 /// reported as a failure, never handed out silently.
-fn publish(dir: &Path, out: Option<&Path>) -> anyhow::Result<()> {
-    let published = crate::publish::publish(dir, out)
+fn publish(dir: &Path, out: Option<&Path>, title: Option<&str>) -> anyhow::Result<()> {
+    let published = crate::publish::publish_titled(dir, out, title)
         .with_context(|| format!("publishing {}", dir.display()))?;
     for rel in &published.tomls_added {
         println!("{rel}: from the publishing build (the run predates recording it)");
@@ -204,15 +260,17 @@ fn finish_experiment(experiment: &dyn Experiment, dir: &Path) {
             .iter()
             .for_each(|p| println!("  chart: {}", p.display())),
         Err(e) => eprintln!(
-            "ratelab: warning: chart for {} failed: {e}",
-            experiment.id()
+            "ratelab: warning: chart for {} failed: {}",
+            experiment.id(),
+            crate::errors::one_line(&e)
         ),
     }
     match experiment.summary(dir) {
         Ok(text) => print!("{text}"),
         Err(e) => eprintln!(
-            "ratelab: warning: summary for {} failed: {e}",
-            experiment.id()
+            "ratelab: warning: summary for {} failed: {}",
+            experiment.id(),
+            crate::errors::one_line(&e)
         ),
     }
 }
@@ -225,7 +283,10 @@ fn chart(dir: &Path) -> anyhow::Result<()> {
         println!("chart: {}", path.display());
     }
     for (id, err) in &problems {
-        eprintln!("ratelab: chart {id} failed: {err}");
+        eprintln!(
+            "ratelab: chart {id} failed: {}",
+            crate::errors::one_line(err)
+        );
     }
     anyhow::ensure!(
         problems.is_empty() || !written.is_empty(),

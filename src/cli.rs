@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 /// Reproduces published Redis rate-limiter measurements against a real redis-server.
 #[derive(Debug, Parser)]
-#[command(name = "ratelab", version, about)]
+#[command(name = "ratelab", version = env!("RATELAB_VERSION"), about)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -53,23 +53,46 @@ pub enum Command {
         out: Option<PathBuf>,
     },
     /// Publish a results directory as one verifiable dataset: datapackage.json, SHA256SUMS,
-    /// CITATION.cff and README.md beside the CSVs, and a .tar.gz of it all.
+    /// CITATION.cff, LICENSE and README.md beside the CSVs, and a .tar.gz of it all.
     Publish {
         /// A results directory with REPORT.md (e.g. results/reference).
         dir: PathBuf,
-        /// The archive to write (default: DIR.tar.gz beside DIR).
+        /// The archive to write (default: ratelab-<DIR's name>.tar.gz beside DIR, unpacking
+        /// into ratelab-<DIR's name>/).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// The package's title in datapackage.json, CITATION.cff and README.md (default: the
+        /// title DIR was published under before, else one made from DIR's name).
+        #[arg(long)]
+        title: Option<String>,
     },
     /// Verify a published dataset: checksums, schemas, and charts and report redrawn from the CSVs.
     Verify {
         /// The .tar.gz archive or its unpacked directory.
         path: PathBuf,
     },
-    /// Print how long running every experiment is planned to take (analysis/budget.toml).
-    Estimate {
+    /// Every parameter of an experiment: its type, its value in each profile, its unit and what
+    /// it means, and the experiment's planned time.
+    Params {
+        /// Experiment id (see `ratelab list`).
+        id: String,
+        /// The profile a run would use (its planned time is shown).
         #[arg(long, value_enum, default_value = "full")]
         profile: Profile,
+        /// A value to try, checked as `run --set` checks it: --set name=value (repeatable).
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        sets: Vec<String>,
+    },
+    /// Print how long running experiments is planned to take (analysis/budget.toml).
+    Estimate {
+        /// The experiments to add up (default: every one, as `all` runs them).
+        ids: Vec<String>,
+        #[arg(long, value_enum, default_value = "full")]
+        profile: Profile,
+        /// With one experiment: a value to try, checked as `run --set` checks it (the plan is
+        /// for the profile as written; what a --set changes is named, not modelled).
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        sets: Vec<String>,
     },
     /// Internal: one load-generator process, driven over stdin/stdout by its parent.
     #[command(hide = true)]

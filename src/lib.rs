@@ -5,6 +5,7 @@
 //! - [`cli`]: clap types, validated once into a [`context::Ctx`]; nothing else sees clap.
 //! - [`app`]: the command-line edge: runs commands, prints where results are.
 //! - [`context`]: the options every experiment runs with (profile, output, server, pinning, seed).
+//! - [`errors`]: an error and its causes as text, each cause once.
 //! - [`server`]: starts, pins, signals and always stops redis-server (standalone, replica, an
 //!   N-node Redis Cluster with its slot map and slot moves); INFO parsing; admin commands
 //!   (CONFIG, MEMORY USAGE, OBJECT ENCODING); `--redis-url`: one URL per server carrying
@@ -29,6 +30,7 @@
 //!   sysinfo, MONITOR.
 //! - [`experiments`]: one module per experiment, each a `Definition` (id, TOML, Params,
 //!   precondition, row types, body, charts, summary) listed once in `experiments::registry`;
+//!   `experiments::describe`: every parameter with its type, values, unit and meaning (`params`);
 //!   the frame every body runs in (`Session`); `experiments::limiters`: the custom limiters a
 //!   run recorded and the verdict table REPORT.md gives them.
 //! - [`charts`]: SVG and PNG charts drawn from the CSVs alone; knows chart kinds, not experiments.
@@ -43,6 +45,7 @@ pub mod app;
 pub mod charts;
 pub mod cli;
 pub mod context;
+pub mod errors;
 pub mod experiments;
 pub mod fault;
 pub mod limiter;

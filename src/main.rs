@@ -10,8 +10,10 @@ fn main() -> ExitCode {
         // The run failed because the interrupt handler was stopping its servers: exit as it does.
         Err(_) if ratelab::server::interrupted() => ExitCode::from(130),
         Err(err) => {
-            eprintln!("ratelab: error: {err}");
-            for cause in err.chain().skip(1) {
+            // Each cause once: see ratelab::errors.
+            let mut messages = ratelab::errors::messages(err.chain()).into_iter();
+            eprintln!("ratelab: error: {}", messages.next().unwrap_or_default());
+            for cause in messages {
                 eprintln!("  caused by: {cause}");
             }
             ExitCode::FAILURE

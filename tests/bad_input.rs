@@ -136,6 +136,38 @@ fn a_server_binary_that_is_not_redis_server_is_named() {
     );
 }
 
+/// Each cause of an error once: a message that displays its cause and also hands it on as the
+/// next cause printed it two or three times ("could not start `x`: Permission denied" above
+/// "Permission denied").
+#[test]
+fn every_cause_of_an_error_is_printed_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let not_gzip = tmp.path().join("results.tar.gz");
+    std::fs::write(&not_gzip, "plain text, not a gzip stream\n").unwrap();
+    let output = ratelab(&["verify", not_gzip.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        err.contains("is truncated or not a .tar.gz archive"),
+        "{err}"
+    );
+    assert_eq!(err.matches("invalid gzip header").count(), 1, "{err}");
+
+    // A redis-server that cannot be executed: the spawn's own error is the innermost cause.
+    let not_executable = tmp.path().join("redis-server");
+    std::fs::write(&not_executable, "#!/bin/sh\n").unwrap();
+    let out = tmp.path().join("out");
+    let err = race_fails(&out, &["--redis-server", not_executable.to_str().unwrap()]);
+    let spawn = format!("could not start `{}`", not_executable.display());
+    assert_eq!(err.matches(&spawn).count(), 1, "{err}");
+    assert_eq!(err.matches("Permission denied").count(), 1, "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    let mut distinct = lines.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), lines.len(), "a line printed twice: {err}");
+}
+
 #[test]
 fn a_port_held_by_something_that_is_not_redis_is_named_as_such() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -264,6 +296,19 @@ fn urls_and_tls_flags_that_cannot_work_are_refused_before_anything_starts() {
             "/nonexistent/ca.crt",
         ),
         (&["--tls-ca", "/etc/hostname"], "give --redis-url rediss://"),
+        // Not a URL: shown as typed, so the user sees what is wrong; only a password is masked.
+        (
+            &["--redis-url", "notaurl"],
+            "--redis-url notaurl: not a URL",
+        ),
+        (
+            &["--redis-url", "u:pw-Ht1@127.0.0.1:6379"],
+            "--redis-url u:***@127.0.0.1:6379: scheme `u`",
+        ),
+        (
+            &["--redis-url", "redis://u:pw-Ht1@127.0.0.1:port/"],
+            "--redis-url redis://u:***@127.0.0.1:port/: not a URL",
+        ),
     ];
     for (args, want) in cases {
         let err = race_fails(out.path(), args);

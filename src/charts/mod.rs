@@ -25,13 +25,13 @@ use serde::de::DeserializeOwned;
 #[derive(Debug, thiserror::Error)]
 pub enum ChartError {
     /// The CSV could not be read or a row did not match the expected columns.
-    #[error("csv: {0}")]
+    #[error(transparent)]
     Csv(#[from] csv::Error),
     /// The same, naming the file (the csv error names the line).
-    #[error("csv {}: {source}", path.display())]
+    #[error("csv {}", path.display())]
     CsvAt { path: PathBuf, source: csv::Error },
     /// Reading the CSV/SVG or writing a chart file failed.
-    #[error("io: {0}")]
+    #[error(transparent)]
     Io(#[from] io::Error),
     /// plotters failed while drawing the SVG.
     #[error("plot: {0}")]

@@ -18,9 +18,9 @@ pub enum ExperimentError {
     MustOwnServer { id: &'static str, why: &'static str },
     #[error("experiment `{id}` does not run with --tls: {why}")]
     NoManagedTls { id: &'static str, why: &'static str },
-    #[error("{phase}: {source}")]
+    #[error("{phase}")]
     Failed { phase: String, source: PhaseError },
-    #[error("recording results: {0}")]
+    #[error("recording results")]
     Record(#[from] RecordError),
     #[error("experiment `{id}` does not take --limiter; these do: {takers}")]
     NoCustomLimiters { id: &'static str, takers: String },
@@ -37,11 +37,11 @@ pub enum PhaseError {
     Load(#[from] LoadError),
     #[error(transparent)]
     Record(#[from] RecordError),
-    #[error("redis: {0}")]
+    #[error(transparent)]
     Redis(#[from] redis::RedisError),
     #[error("{0}")]
     Invalid(String),
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
 }
 

@@ -8,6 +8,7 @@ pub mod chaos;
 pub mod cluster;
 mod concurrency;
 pub mod cost;
+pub mod describe;
 mod error;
 pub mod eviction;
 pub mod failover;

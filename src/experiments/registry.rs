@@ -3,6 +3,7 @@
 //! claims in analysis/claims.toml, and one line in [`ALL`].
 
 use super::cluster;
+use super::describe;
 use super::error::ExperimentError;
 use super::eviction;
 use super::failover;
@@ -17,7 +18,7 @@ use super::{
 };
 use crate::analysis::{AnalysisError, Section};
 use crate::charts::ChartError;
-use crate::context::Ctx;
+use crate::context::{Ctx, Profile};
 use crate::record::Table;
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
@@ -86,6 +87,12 @@ pub trait Experiment: Sync {
     fn charts(&self, dir: &Path) -> Result<Vec<PathBuf>, ChartError>;
     /// Its summary for REPORT.md from the CSVs in `dir`.
     fn summary(&self, dir: &Path) -> Result<String, AnalysisError>;
+    /// Every parameter with its type, values, unit and meaning (`ratelab params`).
+    fn parameters(
+        &self,
+        profile: Profile,
+        sets: &[(String, String)],
+    ) -> Result<describe::Parameters, ExperimentError>;
 }
 
 impl<D: Definition> Experiment for D {
@@ -127,6 +134,13 @@ impl<D: Definition> Experiment for D {
     }
     fn summary(&self, dir: &Path) -> Result<String, AnalysisError> {
         (D::SUMMARY)(dir)
+    }
+    fn parameters(
+        &self,
+        profile: Profile,
+        sets: &[(String, String)],
+    ) -> Result<describe::Parameters, ExperimentError> {
+        describe::parameters::<D>(profile, sets)
     }
 }
 

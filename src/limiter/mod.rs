@@ -101,9 +101,10 @@ impl Attempt {
 /// What can go wrong during a check.
 #[derive(Debug, thiserror::Error)]
 pub enum LimiterError {
-    /// Redis refused a command or the connection failed: no decision was made.
+    /// Redis refused a command or the connection failed: no decision was made. The cause is
+    /// displayed, not exposed as `source()` (named once): runs record this text in their CSVs.
     #[error("redis: {0}")]
-    Redis(#[from] redis::RedisError),
+    Redis(redis::RedisError),
     /// A reply had the wrong shape: a bug in a script or in its caller, never silently allowed.
     #[error("unexpected reply from {strategy}: {detail}")]
     UnexpectedReply { strategy: Strategy, detail: String },
@@ -117,6 +118,12 @@ pub enum LimiterError {
         invocation: Invocation,
         why: &'static str,
     },
+}
+
+impl From<redis::RedisError> for LimiterError {
+    fn from(err: redis::RedisError) -> Self {
+        LimiterError::Redis(err)
+    }
 }
 
 /// A strategy bound to its limit, ready to check keys; shared by a worker's in-flight tasks.

@@ -251,21 +251,21 @@ impl CheckTally {
 /// What can go wrong driving load.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("could not start worker `{exe}`: {source}")]
+    #[error("could not start worker `{exe}`")]
     Spawn { exe: String, source: std::io::Error },
     #[error("worker {index} failed: {detail}")]
     Worker { index: usize, detail: String },
     #[error("worker protocol: {0}")]
     Protocol(String),
-    #[error("redis: {0}")]
+    #[error(transparent)]
     Redis(#[from] redis::RedisError),
-    #[error("limiter: {0}")]
+    #[error(transparent)]
     Limiter(#[from] LimiterError),
     #[error("histogram: {0}")]
     Histogram(String),
-    #[error("json: {0}")]
+    #[error(transparent)]
     Json(#[from] serde_json::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
 }
 

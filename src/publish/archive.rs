@@ -8,6 +8,9 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+/// The archive's permissions: readable by all, as any published file.
+pub const ARCHIVE_MODE: u32 = 0o644;
+
 /// Writes `files` (relative to `root`) under `top/` into the archive `out`, through a temporary
 /// file beside it so a failure never leaves half an archive. Returns the archive's size.
 pub fn write_archive(
@@ -45,6 +48,11 @@ pub fn write_archive(
         let gz = tar.into_inner().map_err(io)?;
         gz.finish().map_err(io)?.flush().map_err(io)?;
     }
+    // A temporary file is created 0600; a dataset is for others to read.
+    use std::os::unix::fs::PermissionsExt;
+    (tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(ARCHIVE_MODE)))
+    .map_err(io)?;
     tmp.as_file().sync_all().map_err(io)?;
     tmp.persist(out)
         .map_err(|e| PublishError::io(out, e.error))?;

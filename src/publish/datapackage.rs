@@ -6,8 +6,8 @@ use super::{checksums, Dataset, PublishError};
 use crate::record::{Field, Kind, Table};
 use serde_json::{json, Map, Value};
 
-/// The write-ups the experiments reproduce, by seed id.
-const SEEDS: &[(&str, &str)] = &[
+/// The write-ups the experiments reproduce, by seed id, with their titles as they open.
+pub const SEEDS: &[(&str, &str)] = &[
     ("000", "When Redis goes away"),
     (
         "001",
@@ -149,8 +149,7 @@ pub fn build(dataset: &Dataset, created: &str) -> Result<Value, PublishError> {
     Ok(json!({
         "profile": "tabular-data-package",
         "name": dataset.name(),
-        "title": format!("ratelab {}: Redis rate limiters measured against a real redis-server",
-            dataset.name().trim_start_matches("ratelab-")),
+        "title": dataset.title(),
         "description": format!(
             "Raw measurements (one CSV row per trial, request, second or sample), meta.json per \
              run, charts and the judged REPORT.md of the experiments {}. Charts, REPORT.md and \
@@ -158,8 +157,8 @@ pub fn build(dataset: &Dataset, created: &str) -> Result<Value, PublishError> {
             ids.join(", ")),
         "version": env!("CARGO_PKG_VERSION"),
         "created": created,
-        "licenses": [{ "name": env!("CARGO_PKG_LICENSE"), "title": format!("{} License",
-            env!("CARGO_PKG_LICENSE")) }],
+        "licenses": [{ "name": env!("CARGO_PKG_LICENSE"), "path": super::LICENSE,
+            "title": format!("{} License", env!("CARGO_PKG_LICENSE")) }],
         "sources": seeds.iter().map(|s| json!({ "title": seed_title(s) })).collect::<Vec<_>>(),
         "keywords": ["redis", "rate limiting", "lua", "benchmark", "reproduction"],
         "ratelab": {

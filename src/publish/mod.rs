@@ -1,7 +1,8 @@
 //! Publishing a results directory as one self-describing, verifiable dataset: `datapackage.json`
 //! (a Frictionless Data Package whose Table Schemas are read off the row types), `SHA256SUMS`,
-//! `CITATION.cff` and a `README.md` are written beside the CSVs, and the whole tree goes into one
-//! reproducible `.tar.gz`. [`verify`] checks a copy: checksums, every CSV against its schema, and
+//! `CITATION.cff`, `LICENSE` and a `README.md` are written beside the CSVs, and the whole tree goes
+//! into one reproducible `.tar.gz` named as the package (`ratelab-<directory>.tar.gz`, unpacking
+//! into `ratelab-<directory>/`). [`verify`] checks a copy: checksums, every CSV against its schema, and
 //! the charts, REPORT.md and claims.csv redrawn from the CSVs alone.
 //!
 //! Every experiment of the registry ([`crate::experiments::ALL`]) with results in the directory
@@ -17,6 +18,7 @@ mod verify;
 
 pub use archive::{extract, write_archive};
 pub use checksums::{sha256_hex, SHA256SUMS};
+pub use datapackage::SEEDS;
 pub use verify::{verify, Check, Verification};
 
 use crate::experiments::{frame::EXPERIMENT_TOML, Experiment, ALL};
@@ -27,6 +29,9 @@ use std::path::{Path, PathBuf};
 pub const DATAPACKAGE: &str = "datapackage.json";
 pub const CITATION: &str = "CITATION.cff";
 pub const README: &str = "README.md";
+pub const LICENSE: &str = "LICENSE";
+/// The licence of ratelab's code, and of every dataset it publishes (data, charts and text).
+pub const LICENSE_TEXT: &str = include_str!("../../LICENSE");
 /// The files `ratelab report` writes at the root, published with the rows.
 pub const REPORT_FILES: [&str; 3] = ["REPORT.md", "REPORT.html", "claims.csv"];
 
@@ -38,7 +43,7 @@ pub const TOML_ADDED: &str = "# Added by `ratelab publish` from the publishing b
 /// What can go wrong publishing or verifying.
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: PathBuf,
         source: std::io::Error,
@@ -49,14 +54,14 @@ pub enum PublishError {
     NoReport { dir: PathBuf, file: &'static str },
     #[error("{0}")]
     Drift(String),
-    #[error("{path} is truncated or not a .tar.gz archive: {source}")]
+    #[error("{path} is truncated or not a .tar.gz archive")]
     Archive {
         path: PathBuf,
         source: std::io::Error,
     },
     #[error("{0}: no datapackage.json in it: not a published ratelab dataset")]
     NotPublished(PathBuf),
-    #[error("{path}: {source}")]
+    #[error("{path} is not the JSON expected")]
     Json {
         path: PathBuf,
         source: serde_json::Error,
@@ -87,6 +92,8 @@ pub struct Dataset {
     pub present: Vec<Present>,
     /// Top-level entries that belong to no experiment of this build, left out of the dataset.
     pub left_out: Vec<String>,
+    /// The package's title, when one was given (`publish --title`, or an earlier publish's).
+    pub title: Option<String>,
 }
 
 impl Dataset {
@@ -119,7 +126,7 @@ impl Dataset {
         let ours = |name: &str| {
             present.iter().any(|p| p.experiment.id() == name)
                 || REPORT_FILES.contains(&name)
-                || [DATAPACKAGE, CITATION, README, SHA256SUMS].contains(&name)
+                || [DATAPACKAGE, CITATION, README, LICENSE, SHA256SUMS].contains(&name)
         };
         let mut left_out: Vec<String> = read_names(root)?
             .into_iter()
@@ -130,13 +137,15 @@ impl Dataset {
             root: root.to_path_buf(),
             present,
             left_out,
+            title: None,
         })
     }
 
     /// Every file of the dataset, relative to the root, `/`-separated, sorted: the report files,
     /// the publishing files that exist, and every non-hidden file under each experiment's directory.
     pub fn files(&self) -> Result<Vec<String>, PublishError> {
-        let mut files: Vec<String> = (REPORT_FILES.iter().chain(&[DATAPACKAGE, CITATION, README]))
+        let publishing = [DATAPACKAGE, CITATION, README, LICENSE];
+        let mut files: Vec<String> = (REPORT_FILES.iter().chain(&publishing))
             .filter(|f| self.root.join(f).is_file())
             .map(|f| f.to_string())
             .collect();
@@ -167,6 +176,21 @@ impl Dataset {
             })
             .collect();
         format!("ratelab-{slug}")
+    }
+
+    /// The package's title: the one given, else one made from the directory's name.
+    pub fn title(&self) -> String {
+        self.title.clone().unwrap_or_else(|| {
+            format!(
+                "ratelab {}: Redis rate limiters measured against a real redis-server",
+                self.name().trim_start_matches("ratelab-")
+            )
+        })
+    }
+
+    /// The archive's file name, the same everywhere it is named: `<package name>.tar.gz`.
+    pub fn archive_name(&self) -> String {
+        format!("{}.tar.gz", self.name())
     }
 }
 
@@ -226,10 +250,20 @@ pub struct Published {
     pub left_out: Vec<String>,
 }
 
-/// Publishes `dir`: checks every CSV against its row type, writes each missing
-/// `experiment.toml`, datapackage.json, CITATION.cff, README.md and SHA256SUMS into `dir`, then
-/// the archive (default: `<dir>.tar.gz` beside it).
+/// Publishes `dir` under the title of an earlier publish, or one made from its name.
 pub fn publish(dir: &Path, out: Option<&Path>) -> Result<Published, PublishError> {
+    publish_titled(dir, out, None)
+}
+
+/// Publishes `dir`: checks every CSV against its row type, writes each missing
+/// `experiment.toml`, datapackage.json, CITATION.cff, LICENSE, README.md and SHA256SUMS into
+/// `dir`, then the archive (default: `ratelab-<dir name>.tar.gz` beside `dir`). `title`, else the
+/// title `dir` was published under before, titles the package.
+pub fn publish_titled(
+    dir: &Path,
+    out: Option<&Path>,
+    title: Option<&str>,
+) -> Result<Published, PublishError> {
     let mut dataset = Dataset::scan(dir)?;
     for file in REPORT_FILES {
         if !dir.join(file).is_file() {
@@ -253,8 +287,10 @@ pub fn publish(dir: &Path, out: Option<&Path>) -> Result<Published, PublishError
             tomls_added.push(rel);
         }
     }
+    let title = (title.map(str::to_string)).or_else(|| earlier_title(dir));
     // Re-read: the tree now holds the parameter files.
     dataset = Dataset::scan(dir)?;
+    dataset.title = title;
     let created = dataset.created();
     let package = datapackage::build(&dataset, &created)?;
     write(
@@ -264,6 +300,7 @@ pub fn publish(dir: &Path, out: Option<&Path>) -> Result<Published, PublishError
     )?;
     write(dir, CITATION, &citation::render(&dataset, &created))?;
     write(dir, README, &readme::render(&dataset, &tomls_added)?)?;
+    write(dir, LICENSE, LICENSE_TEXT)?;
     let files = dataset.files()?;
     write(dir, SHA256SUMS, &checksums::render(dir, &files)?)?;
     let mut all = files.clone();
@@ -272,7 +309,7 @@ pub fn publish(dir: &Path, out: Option<&Path>) -> Result<Published, PublishError
     let name = dataset.name();
     let archive = match out {
         Some(path) => path.to_path_buf(),
-        None => default_archive(dir),
+        None => default_archive(dir, &dataset.archive_name()),
     };
     let mtime = chrono::DateTime::parse_from_rfc3339(&created)
         .map(|t| t.timestamp().max(0) as u64)
@@ -288,14 +325,17 @@ pub fn publish(dir: &Path, out: Option<&Path>) -> Result<Published, PublishError
     })
 }
 
-/// `results/reference` -> `results/reference.tar.gz`.
-fn default_archive(dir: &Path) -> PathBuf {
+/// `results/reference` -> `results/ratelab-reference.tar.gz`.
+fn default_archive(dir: &Path, archive_name: &str) -> PathBuf {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "results".into());
-    dir.with_file_name(format!("{name}.tar.gz"))
+    dir.with_file_name(archive_name)
+}
+
+/// The title in `dir`'s datapackage.json, when an earlier publish wrote one.
+fn earlier_title(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join(DATAPACKAGE)).ok()?;
+    let package: serde_json::Value = serde_json::from_str(&text).ok()?;
+    package["title"].as_str().map(str::to_string)
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> Result<(), PublishError> {

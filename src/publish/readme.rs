@@ -1,7 +1,7 @@
 //! The dataset's README.md: what each experiment asked, what each file holds, how to verify,
 //! redraw and re-judge it, and the machine and server build each run had.
 
-use super::{Dataset, PublishError, CITATION, DATAPACKAGE, SHA256SUMS};
+use super::{Dataset, PublishError, CITATION, DATAPACKAGE, LICENSE, SHA256SUMS};
 use crate::experiments::frame::EXPERIMENT_TOML;
 use crate::record::Meta;
 use std::fmt::Write;
@@ -10,15 +10,17 @@ use std::fmt::Write;
 pub fn render(dataset: &Dataset, tomls_added: &[String]) -> Result<String, PublishError> {
     let name = dataset.name();
     let mut out = String::new();
-    let _ = writeln!(out, "# {name}\n");
+    let _ = writeln!(out, "# {}\n", dataset.title());
     let _ = writeln!(
         out,
         "Measurements of Redis-backed rate limiters by ratelab {}, each against redis-server \
          processes the harness started on loopback. Every number in REPORT.md and every chart \
-         is drawn from the CSVs here alone.\n",
-        env!("CARGO_PKG_VERSION")
+         is drawn from the CSVs here alone.\n\n\
+         Package `{name}`, published as the archive `{}`, which unpacks into `{name}/`.\n",
+        env!("CARGO_PKG_VERSION"),
+        dataset.archive_name()
     );
-    out.push_str(&usage(&name));
+    out.push_str(&usage(&dataset.archive_name(), &name));
     out.push_str("\n## Machine and server build\n\n");
     out.push_str("| experiment | profile | server | CPU | cores (logical/physical) | memory | ");
     out.push_str("OS, kernel | run commit | started |\n");
@@ -89,7 +91,7 @@ pub fn render(dataset: &Dataset, tomls_added: &[String]) -> Result<String, Publi
     Ok(out)
 }
 
-fn usage(name: &str) -> String {
+fn usage(archive: &str, name: &str) -> String {
     format!(
         "## Files\n\n\
          - `REPORT.md`: each experiment's question, charts, claims judged against the seeds' \
@@ -97,10 +99,11 @@ fn usage(name: &str) -> String {
          offline; `claims.csv`: one row per claim with its verdict.\n\
          - `<experiment>/*.csv`: the raw rows, one file per row type; `{DATAPACKAGE}` describes \
          every column (type, unit, description, constraints) as a Frictionless Table Schema.\n\
-         - `{SHA256SUMS}`: the SHA-256 of every other file; `{CITATION}`: how to cite this.\n\n\
+         - `{SHA256SUMS}`: the SHA-256 of every other file; `{CITATION}`: how to cite this; \
+         `{LICENSE}`: the licence.\n\n\
          ## Verify a copy\n\n\
-         ```\nratelab verify {name}.tar.gz      # or the unpacked directory\n\
-         sha256sum -c {SHA256SUMS}            # checksums only, inside the directory\n```\n\n\
+         ```\nratelab verify {archive}    # or the unpacked directory, {name}/\n\
+         cd {name} && sha256sum -c {SHA256SUMS}    # checksums only\n```\n\n\
          `ratelab verify` checks every checksum, every CSV against its schema in \
          {DATAPACKAGE}, and redraws the charts, REPORT.md and claims.csv from the CSVs alone \
          into a temporary copy, naming whatever differs. It exits 0 only when all hold.\n\n\
@@ -109,7 +112,11 @@ fn usage(name: &str) -> String {
          ratelab report DIR    # REPORT.md and claims.csv from the CSVs and analysis/claims.toml\n```\n\n\
          ## Cite\n\n\
          {CITATION} holds the title, version, date and the commit of the ratelab that \
-         published this dataset.\n"
+         published this dataset, and the write-ups its experiments reproduce as references.\n\n\
+         ## Licence\n\n\
+         The data (CSVs, meta.json, parameter files), charts and text of this dataset are under \
+         the {licence} License, as ratelab's code is: see {LICENSE}.\n",
+        licence = env!("CARGO_PKG_LICENSE")
     )
 }
 
@@ -141,12 +148,34 @@ fn machine_cells(meta: Option<&Meta>) -> String {
         h.cpu_model,
         h.cpus_online,
         h.kernel,
-        m.git_commit.get(..12).unwrap_or(&m.git_commit),
+        short_commit(&m.git_commit),
         m.started_at.get(..19).unwrap_or(&m.started_at),
     )
+}
+
+/// The first 12 hex digits of a commit, keeping `-dirty`: a run from uncommitted code says so.
+fn short_commit(commit: &str) -> String {
+    let (hash, dirty) = match commit.strip_suffix("-dirty") {
+        Some(hash) => (hash, "-dirty"),
+        None => (commit, ""),
+    };
+    format!("{}{dirty}", hash.get(..12).unwrap_or(hash))
 }
 
 fn count_rows(path: &std::path::Path) -> Option<usize> {
     let mut reader = csv::Reader::from_path(path).ok()?;
     Some(reader.records().count())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_commit;
+
+    #[test]
+    fn a_short_commit_keeps_dirty() {
+        let sha = "19238d7c0ffee0123456789abcdef0123456789a";
+        assert_eq!(short_commit(sha), "19238d7c0ffe");
+        assert_eq!(short_commit(&format!("{sha}-dirty")), "19238d7c0ffe-dirty");
+        assert_eq!(short_commit("unknown"), "unknown");
+    }
 }

@@ -262,7 +262,7 @@ fn redraw(root: &Path, copy: &Path) -> Result<Check, PublishError> {
         Ok(d) => d,
         Err(e) => {
             c.summary = "nothing redrawn".into();
-            c.problems.push(e.to_string());
+            c.problems.push(crate::errors::one_line(&e));
             return Ok(c);
         }
     };
@@ -272,8 +272,10 @@ fn redraw(root: &Path, copy: &Path) -> Result<Check, PublishError> {
         let paths = match p.experiment.charts(&copy.join(id)) {
             Ok(paths) => paths,
             Err(e) => {
-                c.problems
-                    .push(format!("{id}: the charts do not draw from the CSVs: {e}"));
+                c.problems.push(format!(
+                    "{id}: the charts do not draw from the CSVs: {}",
+                    crate::errors::one_line(&e)
+                ));
                 continue;
             }
         };
@@ -350,7 +352,10 @@ fn text_difference(file: &str, theirs: &str, ours: &str) -> Option<String> {
 fn compare_report(root: &Path, copy: &Path) -> Result<(Vec<String>, usize), PublishError> {
     let mut problems = Vec::new();
     if let Err(e) = experiments::write_report(copy, &[]) {
-        problems.push(format!("REPORT.md does not redraw from the CSVs: {e}"));
+        problems.push(format!(
+            "REPORT.md does not redraw from the CSVs: {}",
+            crate::errors::one_line(&e)
+        ));
         return Ok((problems, 0));
     }
     let verdicts = |dir: &Path| -> BTreeMap<String, (String, String)> {

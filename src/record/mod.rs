@@ -25,17 +25,17 @@ pub use stalls::{StallWatch, STALL};
 /// What can go wrong writing results.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
-    #[error("csv {path}: {source}")]
+    #[error("csv {path}")]
     Csv {
         path: std::path::PathBuf,
         source: csv::Error,
     },
-    #[error("json: {0}")]
+    #[error(transparent)]
     Json(#[from] serde_json::Error),
     #[error("MONITOR: {0}")]
     Monitor(String),

@@ -242,20 +242,34 @@ fn percent_decode(text: &str) -> String {
 }
 
 /// The URL with its password replaced by [`MASK`]: what meta.json, logs and errors show.
-/// Something that does not parse is shown only up to its scheme.
+/// Something that is not a URL with a host is masked by its shape ([`masked_by_shape`]), the
+/// rest shown as typed so the user sees what is wrong with it.
 pub fn masked(url: &str) -> String {
     match url::Url::parse(url) {
-        Ok(mut parsed) => {
+        Ok(mut parsed) if parsed.has_host() => {
             if parsed.password().is_some() {
                 // Cannot fail: a URL with a password has a host.
                 let _ = parsed.set_password(Some(MASK));
             }
             parsed.into()
         }
-        Err(_) => match url.split_once("://") {
-            Some((scheme, _)) => format!("{scheme}://{MASK}"),
-            None => MASK.to_string(),
-        },
+        _ => masked_by_shape(url),
+    }
+}
+
+/// `user:password@` by its shape: whatever lies between the first `:` after the scheme and the
+/// last `@` is masked (over-masking an odd string is safe, showing a password is not).
+fn masked_by_shape(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (&url[..scheme.len() + 3], rest),
+        None => ("", url),
+    };
+    let Some(at) = rest.rfind('@') else {
+        return url.to_string();
+    };
+    match rest[..at].split_once(':') {
+        Some((user, _)) => format!("{scheme}{user}:{MASK}{}", &rest[at..]),
+        None => url.to_string(),
     }
 }
 
@@ -287,7 +301,14 @@ mod tests {
         assert_eq!(masked(url), "redis://ratelab:***@10.0.0.1:6380/2");
         assert_eq!(masked("redis://:pw@h:1/"), "redis://:***@h:1/");
         assert_eq!(masked("redis://127.0.0.1:6379/"), "redis://127.0.0.1:6379/");
-        assert_eq!(masked("redis//:pw@h"), "***");
+        assert_eq!(masked("redis//:pw@h"), "redis//:***@h");
+        // Not a URL: shown as typed, but for a password by its shape.
+        assert_eq!(masked("notaurl"), "notaurl");
+        assert_eq!(masked("redis://h:port/"), "redis://h:port/");
+        assert_eq!(masked("redis://u:pw@"), "redis://u:***@");
+        assert_eq!(masked("redis://:p@w@h:x/"), "redis://:***@h:x/");
+        // A scheme-less `user:pw@host:port` parses as a URL of scheme `user`, with no host.
+        assert_eq!(masked("u:pw@h:6379"), "u:***@h:6379");
     }
 
     #[test]

@@ -53,7 +53,7 @@ pub enum ServerError {
         binary.display()
     )]
     NotRedis { binary: PathBuf, said: String },
-    #[error("could not start `{binary}`: {source}")]
+    #[error("could not start `{binary}`")]
     Spawn {
         binary: PathBuf,
         source: std::io::Error,
@@ -93,9 +93,9 @@ pub enum ServerError {
     Tls(String),
     #[error("temporary directory: {0}")]
     TempDir(std::io::Error),
-    #[error("redis: {0}")]
+    #[error(transparent)]
     Redis(#[from] redis::RedisError),
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
     #[error(
         "this experiment must control the server ({0}); it refuses to run against --redis-url"

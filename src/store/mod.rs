@@ -165,7 +165,7 @@ pub struct Counters {
 /// A check that could not be answered at all: a bug, never hidden behind the policy.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("bad redis url: {0}")]
+    #[error("bad redis url")]
     Url(#[from] redis::RedisError),
     #[error(transparent)]
     Limiter(LimiterError),

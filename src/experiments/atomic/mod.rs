@@ -59,6 +59,7 @@ impl Definition for Atomic {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// Checks per trial, all on one fresh key.
     pub checks: u64,
     /// The most trials per configuration (strategy x processes x in-flight x capacity).
     pub trials: u32,
@@ -68,10 +69,17 @@ pub struct Params {
     pub settle_checks: f64,
     /// Trials (the first ones) that also run GETs at every configuration (round_trips.csv).
     pub round_trip_trials: u32,
+    /// `PxF`: P worker processes with F requests in flight each, all on one key.
     pub configs: Vec<Concurrency>,
+    /// The limiters compared (naive, WATCH, MULTI and Lua ones).
     pub strategies: Vec<Strategy>,
+    /// Limits: at or above `checks` every refusal is under-admission; below it every admission
+    /// beyond the limit is over-admission.
     pub capacities: Vec<u64>,
+    /// watch-bucket: times a request starts over after EXEC was aborted (a WATCHed key
+    /// changed) before it is refused.
     pub watch_retries: u32,
+    /// Fixed-window length; long enough that a trial is one window.
     pub window_ms: u64,
 }
 

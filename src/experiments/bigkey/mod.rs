@@ -58,8 +58,11 @@ impl Definition for Bigkey {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// Repetitions of every size x operation x lazyfree setting.
     pub repeats: u32,
     pub entries: Vec<u64>,
+    /// How the big log goes: `trim` (ZREMRANGEBYSCORE of every entry) or `expire` (PEXPIRE,
+    /// then Redis's active expiry).
     pub operations: Vec<Operation>,
     pub lazyfree: Vec<YesNo>,
     pub probe_period_us: u64,

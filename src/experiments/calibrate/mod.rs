@@ -73,15 +73,24 @@ impl Definition for Calibrate {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// Pairs of runs per command and depth, ratelab then redis-benchmark and the reverse in turn,
+    /// so a drift of the machine falls on both.
     pub pairs: u32,
+    /// Measured seconds per run.
     pub seconds: f64,
+    /// Unmeasured seconds before each run.
     pub warmup_seconds: f64,
+    /// Connections of each run, for ratelab as for redis-benchmark.
     pub clients: usize,
+    /// Keys the requests are spread over.
     pub keys: u64,
     /// Requests in flight per connection: ratelab pipelines this many, redis-benchmark `-P`.
     pub depths: Vec<usize>,
+    /// What both tools send: `GET`, and `EVALSHA` of lua-bucket.
     pub commands: Vec<BenchCommand>,
+    /// lua-bucket's capacity for EVALSHA, high enough that every call takes the admit path.
     pub capacity: u64,
+    /// lua-bucket's refill rate for EVALSHA, tokens per second.
     pub refill_per_sec: f64,
 }
 

@@ -150,8 +150,9 @@ impl Sequence<'_> {
                 flaw: *flaw,
                 reconnect: Default::default(),
             };
-            let store = Store::new(&url, p.limiter(), settings)
-                .map_err(|e| PhaseError::Invalid(format!("store: {e}")))?;
+            let store = Store::new(&url, p.limiter(), settings).map_err(|e| {
+                PhaseError::Invalid(format!("store: {}", crate::errors::one_line(&e)))
+            })?;
             warm_up(&store, &format!("{}warmup", self.prefix)).await?;
             stores.push((client_name(*flaw), Arc::new(store)));
         }

@@ -66,29 +66,53 @@ impl Definition for Chaos {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// The model service's workers.
     pub workers: usize,
+    /// Requests per second arriving at the service (open loop).
     pub rate_per_s: f64,
+    /// What a worker does after the limiter answers (a sleep: it occupies the worker).
     pub work_ms: u64,
+    /// Requests that may wait for a free worker; one more is dropped.
     pub queue_max: usize,
+    /// A request that waited this long for a worker is dropped.
     pub queue_wait_ms: u64,
+    /// Limiter keys the requests are spread over.
     pub keys: u64,
+    /// Each key's bucket capacity.
     pub capacity: u64,
+    /// Each key's refill rate, tokens per second.
     pub refill_per_sec: f64,
+    /// Store timeouts, one drill sequence each (the seed's 5 s and 30 ms).
     pub timeouts_ms: Vec<u64>,
+    /// Misconfigured clients run side by side in one more sequence: a timeout covering
+    /// connection set-up only, a fail-open path that records nothing, a client that never
+    /// reconnects.
     pub flaws: Vec<Flaw>,
+    /// The misconfigured clients' store timeout.
     pub flaw_timeout_ms: u64,
     /// The blackhole and the latency drill in the misconfigured clients' sequence (ratelab's
     /// own variation: the seed's minute is for the correct client's pool to turn over).
     pub flaw_drill_ms: u64,
+    /// The drill sequence's first window, before any fault.
     pub baseline_ms: u64,
+    /// How long the proxy drops traffic (the correct clients' sequence).
     pub blackhole_drill_ms: u64,
+    /// What the blackhole drops: `to-server` (commands), `to-client` (replies) or `both`.
     pub blackhole_direction: Direction,
+    /// The latency drill: delay added to every reply.
     pub injected_ms: u64,
+    /// The latency drill: random extra delay, up to this much.
     pub jitter_ms: u64,
+    /// How long latency is injected (the correct clients' sequence).
     pub latency_drill_ms: u64,
+    /// The windows after each drill: healed after the blackhole, after the latency, and
+    /// after every connection was reset once.
     pub settle_ms: u64,
+    /// The after-drill check: requests on one fresh key, one after another.
     pub after_requests: u64,
+    /// Width of the time bins of chaos.csv.
     pub bin_ms: u64,
+    /// The service's pool (busy workers, queue) is sampled this often.
     pub sample_ms: u64,
 }
 

@@ -73,16 +73,27 @@ impl Definition for Cluster {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     pub users: u64,
+    /// Primaries of the managed cluster, the slot space split evenly among them.
     pub nodes: usize,
+    /// How the fixed-window script names its counter key: undeclared (built inside the script,
+    /// with or without `#!lua` and `allow-cross-slot-keys`), declared in KEYS, or hash-tagged.
     pub variants: Vec<Variant>,
+    /// The fixed window's limit.
     pub limit: u64,
+    /// The fixed window's length.
     pub window_ms: u64,
     pub reshard_slots: u16,
+    /// The token bucket phase: users, one key each, through the cluster client.
     pub bucket_users: u64,
+    /// The token bucket phase: cluster clients sending at once.
     pub bucket_clients: usize,
+    /// The token bucket phase: each user's bucket capacity.
     pub bucket_capacity: u64,
+    /// The token bucket phase: requests per user.
     pub bucket_requests: u64,
+    /// Tries of `redis-cli --cluster create` before the run fails.
     pub create_attempts: u32,
+    /// How long the nodes may take to agree on the cluster before the run fails.
     pub ready_timeout_ms: u64,
 }
 

@@ -58,22 +58,36 @@ impl Definition for Cost {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// Runs of every strategy, interleaved.
     pub runs: u32,
+    /// Measured seconds per run, one request at a time per client (the seed's).
     pub run_seconds: f64,
+    /// Unmeasured seconds before each run: keys created, script cached.
     pub warmup_seconds: f64,
+    /// Connections of the run's worker.
     pub clients: usize,
+    /// Keys the checks are spread over, as normal traffic.
     pub keys: u64,
+    /// The limiters whose Redis CPU per decision is measured, beside `get`.
     pub strategies: Vec<Strategy>,
+    /// lua-log runs once per limit L, over `log_entries` / L keys filled to L entries.
     pub log_limits: Vec<u64>,
+    /// lua-log: entries over all its keys (L per key).
     pub log_entries: u64,
+    /// These run once more against one key (the abusive client), labelled hot-key.
     pub hot_key_strategies: Vec<Strategy>,
+    /// Limit of every strategy but lua-log, per `window_ms` (buckets refill it per second).
     pub capacity: u64,
+    /// Buckets' refill rate, tokens per second.
     pub refill_per_sec: f64,
+    /// Window length of the window strategies.
     pub window_ms: u64,
+    /// lua-log's window: its logs stay full, so most of its decisions are denials.
     pub log_window_ms: u64,
     /// Requests in flight per connection; beyond 1 (the seed's), `depth_strategies` run again
     /// at each on the lean pipelined client, labelled `depth=<d>`.
     pub depths: Vec<usize>,
+    /// The strategies run again at each depth beyond 1, on the lean pipelined client.
     pub depth_strategies: Vec<Strategy>,
     /// Seconds per run of those variants (ratelab's, not the seed's `run_seconds`).
     pub depth_run_seconds: f64,

@@ -145,7 +145,8 @@ fn store(p: &Params, url: &str) -> Result<Store, PhaseError> {
         flaw: None,
         reconnect: Default::default(),
     };
-    Store::new(url, limiter(p), settings).map_err(|e| PhaseError::Invalid(format!("store: {e}")))
+    Store::new(url, limiter(p), settings)
+        .map_err(|e| PhaseError::Invalid(format!("store: {}", crate::errors::one_line(&e))))
 }
 
 /// `checks` checks per user through a fresh store.

@@ -65,21 +65,39 @@ impl Definition for Eviction {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// Repetitions of every layout x policy.
     pub trials: u32,
+    /// Where the limiter's keys live beside the cache: `shared` (one database), `shared-db`
+    /// (database 1 of the same server), `dedicated` (a server of its own).
     pub layouts: Vec<Layout>,
+    /// maxmemory-policy of the servers, or `unlimited` (no maxmemory: the control).
     pub policies: Vec<EvictionPolicy>,
+    /// Token buckets emptied before the memory pressure.
     pub users: u64,
+    /// Users who arrive only under pressure: their first check creates a bucket.
     pub new_users: u64,
+    /// Each bucket's capacity: each user sends this many checks, all admitted, then as many again.
     pub capacity: u64,
+    /// Each bucket's refill rate, tokens per second (slow: an hour to refill).
     pub refill_per_sec: f64,
+    /// maxmemory is the cache server's used memory plus this.
     pub headroom_bytes: u64,
+    /// Cache data written, as a multiple of `headroom_bytes`.
     pub pressure: f64,
+    /// Size of each cache value.
     pub value_bytes: usize,
+    /// Share of the cache written with an expiry (`cache_ttl_s`); the rest has none.
     pub cache_ttl_fraction: f64,
+    /// The expiry of that share.
     pub cache_ttl_s: u64,
+    /// Pause after the buckets are emptied, so Redis's LRU clock (one tick a second) tells
+    /// limiter keys from cache keys.
     pub idle_ms: u64,
+    /// Checks in flight at once through the resilient store.
     pub in_flight: usize,
+    /// What the store answers when Redis refuses or fails: `fail-open` or `fail-closed`.
     pub store_policy: Policy,
+    /// The store's budget for one check.
     pub budget_ms: u64,
 }
 

@@ -64,20 +64,34 @@ impl Definition for Failover {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// Repetitions of every case.
     pub trials: u32,
+    /// What the promoted replica holds: `replicated` (caught up), `lagging` (its link cut
+    /// `lag_ms` before), `wiped` (FLUSHALL before clients move).
     pub variants: Vec<Variant>,
+    /// The limiters whose state is lost or kept across the switch.
     pub strategies: Vec<Strategy>,
+    /// How the script is called: EVALSHA falling back to EVAL, or FCALL (the library replicates).
     pub invocations: Vec<Invocation>,
+    /// Active keys, each offered `offered` times its limit's rate.
     pub keys: Vec<u64>,
     /// The key counts FCALL runs at (the other invocations run at every count of `keys`).
     pub fcall_keys: Vec<u64>,
+    /// Each key's offered rate as a multiple of its limit's rate (open loop, evenly spaced).
     pub offered: Vec<f64>,
+    /// Each key's limit: this many per `window_ms` (the bucket's capacity).
     pub burst: u64,
+    /// The limit's window.
     pub window_ms: u64,
+    /// Whole windows before the switch over which admissions are compared with the limit.
     pub pre_windows: u64,
+    /// Whole windows after the switch over which admissions are compared with the limit.
     pub post_windows: u64,
+    /// Where in a window the replica is promoted, as a fraction of it.
     pub switch_phase: f64,
+    /// `lagging`: how long before the switch the replication link is cut.
     pub lag_ms: u64,
+    /// Width of the time bins of bins.csv (admitted and allowed per bin, keys summed).
     pub bin_ms: u64,
 }
 

@@ -51,13 +51,18 @@ impl Definition for Latency {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// Runs of every strategy, one after the other.
     pub runs: u32,
     pub requests: u64,
     pub warmup: u64,
+    /// The limiters timed, beside `get` (one GET: a round trip alone).
     pub strategies: Vec<Strategy>,
     pub keys: u64,
+    /// Bucket capacity and window limit, high enough that every check is admitted.
     pub capacity: u64,
+    /// Bucket refill rate (tokens per second), as high as the capacity.
     pub refill_per_sec: f64,
+    /// Window length of the window and log strategies.
     pub window_ms: u64,
 }
 

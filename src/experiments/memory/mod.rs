@@ -59,24 +59,35 @@ impl Definition for Memory {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// Repetitions of every fill.
     pub repeats: u32,
     pub listpack_entries: Vec<ListpackSetting>,
+    /// The limiters whose memory per client is measured (the other strategies at the first
+    /// `listpack_entries` setting).
     pub strategies: Vec<Strategy>,
     pub log_limits: Vec<u64>,
     pub fine_below: u64,
+    /// Every limit up to this many above the listpack threshold is filled at each setting.
     pub fine_above: u64,
     pub shared_limits: Vec<u64>,
     pub other_limits: Vec<u64>,
     pub checks_budget: u64,
+    /// The checks budget of the fills around the threshold and of `shared_limits`.
     pub fine_checks_budget: u64,
+    /// Clients per fill (budget / limit) are at least this many.
     pub min_clients: u64,
+    /// Clients per fill (budget / limit) are at most this many.
     pub max_clients: u64,
     pub window_ms: u64,
     pub connections: usize,
+    /// The filling worker's requests in flight per connection (pipelined EVALSHA).
     pub in_flight: usize,
     pub member_lens: Vec<u32>,
+    /// The sliding log's limits at which members of each length in `member_lens` are tried.
     pub member_limits: Vec<u64>,
+    /// Client key lengths (bytes) the sliding-window counter is tried with, at `swc_key_limit`.
     pub swc_key_lens: Vec<u64>,
+    /// The sliding-window counter's limit for the key-length variation.
     pub swc_key_limit: u64,
 }
 

@@ -58,7 +58,7 @@ fn main_runs(
         let what = || format!("{label}");
         let key = format!("{prefix}{label}");
         let store = Store::new(&server.url(), p.limiter(), p.settings(label))
-            .map_err(|e| PhaseError::Invalid(format!("store: {e}")))
+            .map_err(|e| PhaseError::Invalid(format!("store: {}", crate::errors::one_line(&e))))
             .phase(what)?;
         let mut driver = phases::Driver {
             rt,

@@ -68,21 +68,37 @@ impl Definition for Outage {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// Sequential checks in each phase: healthy, dead, restarted, hung, resumed.
     pub checks_per_phase: u64,
+    /// Each check starts this long after the previous one started (right after it ended if it ran over).
     pub interval_ms: u64,
+    /// Unrecorded checks before the healthy phase: connection made, script loaded.
     pub warmup: u64,
+    /// The whole-call budget of one check, connection set-up included.
     pub budget_ms: u64,
+    /// What a check answers when Redis does not: `fail-open` admits, `fail-closed` refuses.
     pub policies: Vec<Policy>,
+    /// The breaker opens after this many failed checks in a row.
     pub breaker_failures: u32,
+    /// How long the open breaker answers without Redis before it probes again.
     pub breaker_cooldown_ms: u64,
+    /// The budget of the breaker's probe, shorter than `budget_ms`.
     pub probe_budget_ms: u64,
+    /// The limiter behind the store.
     pub strategy: Strategy,
+    /// Its capacity, high enough that every normal answer is "allowed".
     pub capacity: u64,
+    /// Its refill rate, tokens per second.
     pub refill_per_sec: f64,
+    /// The breaker sweep's values of `breaker_failures`.
     pub sweep_failures: Vec<u32>,
+    /// The breaker sweep's values of `breaker_cooldown_ms`.
     pub sweep_cooldowns_ms: Vec<u64>,
+    /// Trials per breaker setting of the sweep.
     pub sweep_trials: u32,
+    /// The sweep holds the server stopped (SIGSTOP) this long, plus a seeded jitter.
     pub sweep_hung_ms: u64,
+    /// Checks after the first normal answer once the server is continued.
     pub sweep_after_checks: u64,
     /// The policies run once more with the fail-fast store (breaker off); empty: none.
     pub fail_fast_policies: Vec<Policy>,

@@ -104,7 +104,7 @@ fn one(
         p.limiter(),
         p.settings(RunLabel::new(Policy::FailOpen, point)),
     )
-    .map_err(|e| PhaseError::Invalid(format!("store: {e}")))?;
+    .map_err(|e| PhaseError::Invalid(format!("store: {}", crate::errors::one_line(&e))))?;
     let key = format!("ratelab:outage:sweep:{:x}", unix_ms());
     let interval = Duration::from_millis(p.interval_ms);
     let mut row = SweepRow {

@@ -56,16 +56,27 @@ impl Definition for Pods {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// Repetitions of every configuration.
     pub trials: u32,
+    /// The tenant's limit, requests per second.
     pub limit: u64,
+    /// Seconds per run; the first `warmup_s` are not counted in the per-second statistics.
     pub duration_s: u32,
+    /// Seconds at the start of each run left out of the per-second statistics.
     pub warmup_s: u32,
+    /// The main grid's limiters, on Redis or in each pod's memory.
     pub strategies: Vec<PodStrategy>,
+    /// The main grid's numbers of pods sharing the tenant's limit.
     pub pods: Vec<u32>,
+    /// The main grid's offered rates, requests per second over all pods.
     pub offered_rps: Vec<f64>,
+    /// The round-trip sweep's limiters (through the fault proxy).
     pub rtt_strategies: Vec<PodStrategy>,
+    /// The round-trip sweep's numbers of pods.
     pub rtt_pods: Vec<u32>,
+    /// The round-trip sweep's offered rates, requests per second over all pods.
     pub rtt_offered_rps: Vec<f64>,
+    /// Round trip the fault proxy adds to every request to Redis.
     pub rtt_ms: Vec<f64>,
 }
 

@@ -52,17 +52,30 @@ impl Definition for Race {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// Bucket capacity (and window limit) of the matrix; the bucket never refills, so exactly
+    /// this many checks may ever pass.
     pub capacity: u64,
+    /// Checks per trial, shared by all processes of the configuration.
     pub checks: u64,
+    /// Repetitions of the matrix (and of seed 001's burst), interleaved across configurations.
     pub trials: u32,
+    /// The matrix's configurations, `PxF`: P worker processes with F requests in flight each.
     pub configs: Vec<Concurrency>,
+    /// The limiters in the matrix (naive read-then-write ones and atomic ones).
     pub strategies: Vec<Strategy>,
+    /// Fixed-window length; a window starts at each trial's start, so one trial is one window.
     pub window_ms: u64,
+    /// Seed 001's burst: concurrent hits from one process on one window.
     pub seed001_hits: u64,
+    /// Seed 001's burst: the window's limit.
     pub seed001_limit: u64,
+    /// Seed 001's burst: the window limiters it runs.
     pub seed001_strategies: Vec<Strategy>,
+    /// The MONITOR trace of naive-bucket: its bucket's capacity.
     pub trace_capacity: u64,
+    /// The MONITOR trace: requests in flight from its one process.
     pub trace_in_flight: usize,
+    /// The MONITOR trace: checks made.
     pub trace_checks: u64,
 }
 

@@ -58,9 +58,12 @@ impl Definition for Replication {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     pub calls: u64,
+    /// Token buckets the calls are spread over.
     pub buckets: u64,
     pub capacity: u64,
+    /// Each bucket's refill rate, tokens per second.
     pub refill_per_sec: f64,
+    /// `PxF`: P worker processes with F calls in flight each.
     pub load: Concurrency,
     pub catch_up_timeout_ms: u64,
 }

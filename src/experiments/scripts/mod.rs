@@ -77,22 +77,41 @@ impl Definition for Scripts {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// cost: the ways the token bucket is invoked (EVAL, EVALSHA with or without a fallback, FCALL).
     pub modes: Vec<Invocation>,
+    /// cost: runs per mode, interleaved.
     pub runs: u32,
+    /// cost: measured seconds per run, flat out.
     pub run_seconds: f64,
+    /// cost: unmeasured seconds before each run.
     pub warmup_seconds: f64,
+    /// cost: connections of the run's worker process.
     pub clients: usize,
+    /// Buckets the checks are spread over (cost and flush).
     pub keys: u64,
+    /// Each bucket's capacity.
     pub capacity: u64,
+    /// Each bucket's refill rate, tokens per second.
     pub refill_per_sec: f64,
+    /// flush: the ways tried (fcall-load: FCALL falling back to FUNCTION LOAD).
     pub flush_modes: Vec<Invocation>,
+    /// flush: runs per mode.
     pub flush_runs: u32,
+    /// flush: clients in the harness's one event loop.
     pub flush_clients: usize,
+    /// flush: checks run this long before SCRIPT FLUSH (FUNCTION FLUSH for FCALL).
     pub flush_before_ms: u64,
+    /// flush: and this long after it.
     pub flush_after_ms: u64,
+    /// flush: modes without a fallback get the script or library loaded again this long after
+    /// the flush, as an operator would.
     pub reload_after_ms: u64,
+    /// flush: width of the time bins of flush.csv around the flush.
     pub bin_ms: u64,
+    /// survival: the ways tried after each event.
     pub survival_modes: Vec<Invocation>,
+    /// survival: what happens between the first call and the next (a restart with each
+    /// persistence, a replica, its promotion, SCRIPT FLUSH, FUNCTION FLUSH).
     pub events: Vec<Event>,
 }
 

@@ -77,6 +77,7 @@ pub struct Params {
     pub members: Vec<LogMember>,
     pub clocks: Vec<LogClock>,
     pub connections: usize,
+    /// Open-loop worker processes (one keeps 10,000 requests per second).
     pub processes: usize,
     pub flat_out_trials: u32,
     pub flat_out_limit: u64,

@@ -57,13 +57,16 @@ impl Definition for WindowEdge {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// Repetitions of the two bursts around a window edge, per strategy.
     pub trials: u32,
     pub limit: u64,
     /// The fixed window, and the sliding span admissions are counted over (the seed's 1 s).
     pub window_ms: u64,
     pub edge_ms: u64,
+    /// The limiters whose admissions around the edge are counted.
     pub strategies: Vec<Strategy>,
     pub connections: usize,
+    /// The least time from the start signal to the first request (the open loop's set-up).
     pub lead_ms: u64,
 }
 
