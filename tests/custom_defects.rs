@@ -55,3 +55,36 @@ fn a_two_window_script_counts_its_own_window_once() {
         assert_eq!((r.admitted, r.errors), (r.limit, 0), "{r:?}");
     }
 }
+
+#[test]
+fn a_bucket_that_divides_by_its_refill_is_probed_with_a_real_refill_and_told_when_it_gets_zero() {
+    let tmp = tempfile::tempdir().unwrap();
+    let limiter = load("divide-by-refill.toml");
+    // latency refills its buckets: the probe and the run both hand the script a real rate.
+    let dir = run(
+        "latency",
+        tmp.path(),
+        vec![limiter],
+        &[
+            ("runs", "1"),
+            ("requests", "50"),
+            ("warmup", "5"),
+            ("strategies", r#"["lua-bucket"]"#),
+        ],
+    );
+    let meta = std::fs::read_to_string(dir.join("meta.json")).unwrap();
+    assert!(
+        meta.contains("custom limiter divide-by-refill") && meta.contains("admitted 5 of 6"),
+        "{meta}"
+    );
+    // race means a bucket that never refills: the script cannot run it, and the error says why.
+    let mut ctx = common::ctx(&tmp.path().join("race-out"));
+    ctx.limiters = vec![limiter];
+    ctx.sets = common::sets(&[("configs", r#"["1x1"]"#), ("trials", "1")]);
+    let err = format!("{:#}", find("race").unwrap().run(&ctx).unwrap_err());
+    assert!(
+        err.contains("not an integer or out of range")
+            && err.contains("ratelab passed {rate_per_s} = 0"),
+        "{err}"
+    );
+}

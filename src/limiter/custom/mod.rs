@@ -272,6 +272,25 @@ impl Loaded {
             rate_per_s: self.def.algorithm.rate_per_s(spec),
         }
     }
+
+    /// A script error, saying when ratelab passed a zero refill: an experiment that means a bucket
+    /// that never refills hands `{rate_per_s}` = 0, which a script that divides by it cannot take.
+    fn explain(&self, error: redis::RedisError, fill: &Fill) -> LimiterError {
+        let passes_rate =
+            (self.def.args.iter().chain(&self.def.keys)).any(|t| t.uses(Placeholder::RatePerS));
+        let script_error =
+            error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError);
+        if !(passes_rate && fill.rate_per_s == 0.0 && script_error) {
+            return LimiterError::Redis(error);
+        }
+        LimiterError::CustomArgument {
+            strategy: Strategy::Custom(intern(&self.def.name)),
+            error,
+            why: "ratelab passed {rate_per_s} = 0 (a zero refill: this experiment measures a bucket that never \
+                  refills), which the script cannot take (does it divide by its refill rate?)"
+                .into(),
+        }
+    }
 }
 
 fn random() -> u64 {
@@ -334,20 +353,21 @@ pub(super) async fn check(
         call = call.arg(t.render(&fill));
     }
     let (reply, round_trips, noscript) = call.reply(con).await;
-    let outcome = reply.map_err(LimiterError::from).and_then(|reply| {
-        let (allowed, remaining, retry_ms) =
-            loaded
-                .def
-                .decide(&reply, spec)
-                .map_err(|detail| LimiterError::UnexpectedReply {
-                    strategy: Strategy::Custom(intern(&loaded.def.name)),
-                    detail,
+    let outcome = reply
+        .map_err(|e| loaded.explain(e, &fill))
+        .and_then(|reply| {
+            let (allowed, remaining, retry_ms) =
+                loaded.def.decide(&reply, spec).map_err(|detail| {
+                    LimiterError::UnexpectedReply {
+                        strategy: Strategy::Custom(intern(&loaded.def.name)),
+                        detail,
+                    }
                 })?;
-        Ok(Decision {
-            noscript,
-            ..Decision::settled(allowed, remaining, retry_ms, round_trips)
-        })
-    });
+            Ok(Decision {
+                noscript,
+                ..Decision::settled(allowed, remaining, retry_ms, round_trips)
+            })
+        });
     Attempt {
         outcome,
         round_trips,
@@ -364,8 +384,11 @@ pub struct Probe {
     pub limit: u64,
 }
 
-/// The limit a probe uses: small, no refill, a window far longer than the probe.
+/// The limit a probe uses: small, a window far longer than the probe.
 pub const PROBE_LIMIT: u64 = 5;
+
+/// The probe's window: its refill (the limit per window) cannot add a token during the probe.
+const PROBE_WINDOW_MS: u64 = 600_000;
 
 /// Calls the limiter on a fresh key before anything is measured: a script error, a reply that
 /// `allowed` cannot read, or a first call refused on a fresh key (an inverted `allowed`) is an
@@ -387,10 +410,11 @@ pub async fn probe(
         line: None,
         message: "not loaded".into(),
     })?;
+    // A real refill, as slow as the window: a bucket that divides by its rate can run.
     let spec = LimitSpec {
         capacity: PROBE_LIMIT,
-        refill_per_sec: 0.0,
-        window_ms: 600_000,
+        refill_per_sec: PROBE_LIMIT as f64 * 1000.0 / PROBE_WINDOW_MS as f64,
+        window_ms: PROBE_WINDOW_MS,
         window_origin_ms: super::unix_ms(),
         ..LimitSpec::default()
     };
