@@ -88,3 +88,70 @@ fn a_bucket_that_divides_by_its_refill_is_probed_with_a_real_refill_and_told_whe
         "{err}"
     );
 }
+
+#[test]
+fn a_library_key_layout_is_written_under_the_run_prefix_and_a_stray_key_is_refused() {
+    let server = common::start_server();
+    let limiter = load("outside-prefix.toml");
+    let spec = ratelab::limiter::LimitSpec {
+        capacity: 3,
+        window_ms: 600_000,
+        ..Default::default()
+    };
+    let checker = ratelab::limiter::Limiter::new(limiter, spec);
+    let prefix = "ratelab:race:abc:42:";
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let admitted = runtime.block_on(async {
+        let client = redis::Client::open(server.url()).unwrap();
+        let mut con = client.get_multiplexed_async_connection().await.unwrap();
+        let probe = custom::probe(&mut con, limiter, &format!("{prefix}probe"))
+            .await
+            .expect("the probe passes");
+        assert_eq!(probe.admitted, probe.limit);
+        let mut admitted = 0;
+        for _ in 0..5 {
+            let d = checker
+                .check(&mut con, &format!("{prefix}user:1"))
+                .await
+                .unwrap();
+            admitted += u64::from(d.allowed);
+        }
+        admitted
+    });
+    assert_eq!(admitted, 3);
+    let mut con = server.connection().unwrap();
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut con).unwrap();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "ratelab:race:abc:42:global:requests",
+            "ratelab:race:abc:42:rate:ratelab:race:abc:42:probe",
+            "ratelab:race:abc:42:rate:ratelab:race:abc:42:user:1",
+        ],
+        "every key under the run's prefix, the empty one never written"
+    );
+
+    // A literal key nobody declared is refused, naming the way to declare it.
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("outside-prefix.toml")).unwrap();
+    std::fs::copy(
+        fixture("outside_prefix.lua"),
+        tmp.path().join("outside_prefix.lua"),
+    )
+    .unwrap();
+    let path = tmp.path().join("m.toml");
+    std::fs::write(
+        &path,
+        text.replace("shared_keys = [\"global:requests\", \"\"]\n", ""),
+    )
+    .unwrap();
+    let err = custom::load(&path).unwrap_err().to_string();
+    assert!(
+        err.contains("m.toml line 7") && err.contains("shared_keys = [\"global:requests\"]"),
+        "{err}"
+    );
+}

@@ -279,7 +279,7 @@ fn probe_limiters(
             Ok::<_, redis::RedisError>(crate::limiter::custom::probe(&mut con, limiter, &key).await)
         });
         let probe = probe.phase(|| format!("connecting to probe custom limiter {limiter}"))??;
-        let note = format!(
+        let mut note = format!(
             "custom limiter {limiter} ({}, {}, reference {}): probed before the run, it admitted {} of {} \
              calls made one at a time on a fresh key with {{limit}} = {}",
             d.manifest,
@@ -289,6 +289,9 @@ fn probe_limiters(
             probe.calls,
             probe.limit
         );
+        for key in &d.key_notes {
+            note.push_str(&format!("; {key}"));
+        }
         let row = LimiterRow {
             strategy: limiter,
             algorithm: d.algorithm,

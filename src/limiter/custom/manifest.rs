@@ -8,7 +8,8 @@
 //! script = "my_limiter.lua"         # beside the manifest; with mode = "fcall", the library file
 //! mode = "evalsha"                  # evalsha (EVAL on NOSCRIPT) | fcall (FUNCTION LOAD when missing)
 //! function = "my_limiter"           # mode = "fcall" only
-//! keys = ["{key}"]                  # KEYS templates
+//! keys = ["{key}"]                  # KEYS templates, under the run's prefix (see `under_prefix`)
+//! shared_keys = []                  # keys in `keys` that are not the client's ("", "global")
 //! args = ["{limit}", "{window_ms}", "{now_ms}", "{request_id}"]
 //! allowed = "element 0 == 1"        # or "reply >= 0", "element 0 <= {limit}", "nil", "reply == OK"
 //! remaining = "element 1"           # optional
@@ -16,7 +17,7 @@
 //! ```
 
 use super::reply::{Pick, Rule};
-use super::template::{Placeholder, Template};
+use super::template::{Piece, Placeholder, Template};
 use super::{Algorithm, CustomLimiter, ManifestError, Mode};
 use serde::Deserialize;
 use std::path::Path;
@@ -35,6 +36,8 @@ struct File {
     #[serde(default)]
     function: Option<Spanned<String>>,
     keys: Spanned<Vec<Spanned<String>>>,
+    #[serde(default)]
+    shared_keys: Vec<Spanned<String>>,
     #[serde(default)]
     args: Vec<Spanned<String>>,
     allowed: Spanned<String>,
@@ -118,20 +121,31 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
             "at least one key: the limiter's state lives somewhere".into(),
         ));
     }
-    let mut keys = Vec::new();
-    for (i, k) in file.keys.get_ref().iter().enumerate() {
-        let t = template(k, format!("keys[{i}]"))?;
-        // Everything a run writes stays under its prefix, so it is deleted and never collides.
-        if !t.uses(Placeholder::Key) && !t.uses(Placeholder::Prefix) {
+    let shared: Vec<&str> = file
+        .shared_keys
+        .iter()
+        .map(|k| k.get_ref().as_str())
+        .collect();
+    for k in &file.shared_keys {
+        if !file
+            .keys
+            .get_ref()
+            .iter()
+            .any(|t| t.get_ref() == k.get_ref())
+        {
             return Err(at(
                 k.span(),
-                format!(
-                    "keys[{i}] = {:?} must contain {{key}} or {{prefix}}",
-                    k.get_ref()
-                ),
+                format!("shared_keys: {:?} is not one of `keys`", k.get_ref()),
             ));
         }
+    }
+    let mut keys = Vec::new();
+    let mut key_notes = Vec::new();
+    for (i, k) in file.keys.get_ref().iter().enumerate() {
+        let t = template(k, format!("keys[{i}]"))?;
+        let (t, note) = under_prefix(t, i, k.get_ref(), &shared).map_err(|m| at(k.span(), m))?;
         keys.push(t);
+        key_notes.extend(note);
     }
     let args = (file.args.iter().enumerate())
         .map(|(i, a)| template(a, format!("args[{i}]")))
@@ -153,6 +167,7 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
         mode,
         function,
         keys,
+        key_notes,
         args,
         allowed_text: file.allowed.get_ref().clone(),
         allowed_line: line_of(text, file.allowed.span().start),
@@ -160,6 +175,59 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
         remaining: pick(&file.remaining, "remaining")?,
         retry_after_ms: pick(&file.retry_after_ms, "retry_after_ms")?,
     })
+}
+
+/// Keeps everything a run writes under its prefix (`ratelab:<id>:<start>:<pid>:`), so it is
+/// deleted afterwards and stays inside a `--redis-url` user's `~ratelab:*`: a key template that
+/// starts with `{key}` or `{prefix}` is used as written; one that names the client's key
+/// elsewhere (`rate:{key}`, `{{key}}:tokens`) is written after `{prefix}`, and the note says so.
+/// A key that is not the client's (a global key, a literal name, the empty string a library
+/// passes for a disabled feature) must be declared in `shared_keys`: the empty string is sent as
+/// it is, any other is written after `{prefix}` too.
+fn under_prefix(
+    t: Template,
+    i: usize,
+    text: &str,
+    shared: &[&str],
+) -> Result<(Template, Option<String>), String> {
+    let starts_inside = matches!(
+        t.pieces.first(),
+        Some(Piece::Value(Placeholder::Key | Placeholder::Prefix))
+    );
+    if starts_inside {
+        return Ok((t, None));
+    }
+    let clients = t.uses(Placeholder::Key) || t.uses(Placeholder::Prefix);
+    let declared = shared.contains(&text);
+    if !clients && !declared {
+        return Err(format!(
+            "keys[{i}] = {text:?} is not the client's key: it must contain {{key}} or {{prefix}}, or, if the \
+             library passes it for every client, be declared in shared_keys = [{text:?}]"
+        ));
+    }
+    if text.is_empty() {
+        return Ok((
+            t,
+            Some(format!(
+                "keys[{i}] = \"\" is sent as the empty string, as declared"
+            )),
+        ));
+    }
+    let mut pieces = vec![Piece::Value(Placeholder::Prefix)];
+    pieces.extend(
+        t.pieces
+            .into_iter()
+            .filter(|p| *p != Piece::Text(String::new())),
+    );
+    let note = format!(
+        "keys[{i}] = {text:?} is written as \"{{prefix}}{text}\", under the run's key prefix{}",
+        if clients {
+            ""
+        } else {
+            " (a shared key, as declared)"
+        }
+    );
+    Ok((Template { pieces }, Some(note)))
 }
 
 /// A name CSVs and charts can carry: lowercase letters, digits, `-`, `_`, `.`; not a built-in's.
@@ -221,6 +289,40 @@ allowed = "element 0 == 1"
     }
 
     #[test]
+    fn keys_outside_the_prefix_are_written_under_it_and_said_so() {
+        let text = GOOD.replace(
+            "keys = [\"{key}\"]",
+            "keys = [\"rate:{key}\", \"{{key}}:t\", \"global\", \"\", \"{prefix}x\"]\nshared_keys = [\"global\", \"\"]",
+        );
+        let c = with_script(&text).unwrap();
+        let spec = crate::limiter::LimitSpec::default();
+        let fill = super::super::template::Fill {
+            key: "ratelab:race:abc:42:m:1",
+            spec: &spec,
+            now_us: 0,
+            request_id: String::new(),
+            rand: 0,
+            rate_per_s: 0.0,
+        };
+        let keys: Vec<String> = (c.keys.iter())
+            .map(|t| String::from_utf8(t.render(&fill)).unwrap())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "ratelab:race:abc:42:rate:ratelab:race:abc:42:m:1",
+                "ratelab:race:abc:42:{ratelab:race:abc:42:m:1}:t",
+                "ratelab:race:abc:42:global",
+                "",
+                "ratelab:race:abc:42:x",
+            ]
+        );
+        assert_eq!(c.key_notes.len(), 4, "{:?}", c.key_notes);
+        assert!(c.key_notes[0].contains("\"rate:{key}\" is written as \"{prefix}rate:{key}\""));
+        assert!(c.key_notes[3].contains("empty string"));
+    }
+
+    #[test]
     fn mistakes_name_the_line() {
         let cases = [
             (
@@ -236,7 +338,12 @@ allowed = "element 0 == 1"
             (
                 GOOD.replace("\"{key}\"", "\"fixed\""),
                 4,
-                "must contain {key} or {prefix}",
+                "must contain {key} or {prefix}, or, if the library passes it for every client, be declared",
+            ),
+            (
+                format!("{GOOD}shared_keys = [\"other\"]\n"),
+                7,
+                "shared_keys: \"other\" is not one of `keys`",
             ),
             (
                 GOOD.replace("token-bucket", "leaky"),

@@ -134,7 +134,11 @@ pub struct CustomLimiter {
     pub source: String,
     pub mode: Mode,
     pub function: Option<String>,
+    /// KEYS templates, each starting with `{key}` or `{prefix}` (or the declared empty key).
     pub keys: Vec<Template>,
+    /// What was done to a key template to keep it under the run's prefix, for meta.json.
+    #[serde(default)]
+    pub key_notes: Vec<String>,
     pub args: Vec<Template>,
     pub allowed: reply::Rule,
     /// `allowed` as written, and its line, for errors.
@@ -375,6 +379,12 @@ pub(super) async fn check(
     }
 }
 
+/// Whether the empty key exists (an error reads as yes: nothing is concluded from it).
+async fn exists_empty(con: &mut impl ConnectionLike) -> bool {
+    let found: Result<u64, _> = redis::cmd("EXISTS").arg("").query_async(con).await;
+    found.map_or(true, |n| n > 0)
+}
+
 /// What [`probe`] saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
@@ -423,6 +433,13 @@ pub async fn probe(
         line,
         message,
     };
+    // A declared empty key is sent as is: the script may read it, never write it.
+    let empty_key =
+        (loaded.def.keys.iter()).any(|t| t.pieces == [template::Piece::Text(String::new())]);
+    let empty_existed = match empty_key {
+        true => exists_empty(con).await,
+        false => true,
+    };
     let mut admitted = 0;
     for call in 0..=PROBE_LIMIT {
         let attempt = check(con, &loaded, &loaded.script, key, &spec).await;
@@ -448,6 +465,15 @@ pub async fn probe(
                 ))
             }
         }
+    }
+    if !empty_existed && exists_empty(con).await {
+        let _ = redis::cmd("DEL").arg("").exec_async(con).await;
+        return Err(fail(
+            None,
+            "the script wrote the empty key (declared in shared_keys as a key it only passes): \
+             ratelab writes nothing outside its run's prefix"
+                .into(),
+        ));
     }
     Ok(Probe {
         calls: PROBE_LIMIT + 1,
