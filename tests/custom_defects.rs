@@ -155,3 +155,46 @@ fn a_library_key_layout_is_written_under_the_run_prefix_and_a_stray_key_is_refus
         "{err}"
     );
 }
+
+/// The verdict REPORT.md gives `limiter` in the column whose name starts with `aspect`.
+fn verdict(out: &Path, limiter: &str, aspect: &str) -> String {
+    let report = ratelab::experiments::write_report(out, &[]).unwrap();
+    let text = std::fs::read_to_string(report).unwrap();
+    let table = text
+        .split("## Custom limiters")
+        .nth(1)
+        .expect("a custom limiters table");
+    let header: Vec<&str> = (table.lines())
+        .find(|l| l.starts_with("| limiter |"))
+        .unwrap()
+        .split('|')
+        .collect();
+    let column = (header.iter())
+        .position(|h| h.trim().starts_with(aspect))
+        .unwrap_or_else(|| panic!("{aspect}: {header:?}"));
+    let row = (table.lines())
+        .find(|l| l.starts_with(&format!("| {limiter} |")))
+        .unwrap();
+    row.split('|').nth(column).unwrap().trim().to_string()
+}
+
+#[test]
+fn a_limiter_that_admits_half_its_limit_is_flagged_as_under_admitting() {
+    let tmp = tempfile::tempdir().unwrap();
+    let limiter = load("double-charge.toml");
+    run(
+        "race",
+        tmp.path(),
+        vec![limiter],
+        &[
+            ("configs", r#"["1x1", "1x8"]"#),
+            ("trials", "1"),
+            ("strategies", r#"["lua-bucket"]"#),
+        ],
+    );
+    let race = verdict(tmp.path(), "double-charge", "race:");
+    assert!(
+        race.starts_with("0.50 (under-admits: 50, exact admits at least 100)"),
+        "{race}"
+    );
+}

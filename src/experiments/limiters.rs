@@ -80,13 +80,82 @@ pub fn most_admitted(
     }
 }
 
-/// `x` as a ratio with a word: within one request of the bound reads `exact`.
-pub fn ratio(admitted: f64, bound: f64, word_over: &str) -> String {
-    let r = admitted / bound.max(1.0);
-    match admitted <= bound + 1.0 {
-        true => format!("{r:.2} (within the limit)"),
-        false => format!("{r:.2} ({word_over})"),
+/// What an exact limiter of a custom limiter's algorithm admits in one trial: at least `least`
+/// (from a fresh key every algorithm admits its limit, or every request if there are fewer) and
+/// at most `most`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Exact {
+    pub least: f64,
+    pub most: f64,
+}
+
+impl Exact {
+    /// A trial that admits exactly the limit, or every request when there are fewer.
+    pub fn limit(limit: u64, requests: u64) -> Self {
+        let least = limit.min(requests) as f64;
+        Exact {
+            least,
+            most: limit as f64,
+        }
     }
+
+    /// How far `admitted` is outside the range, as a share of the bound it crossed (0 inside).
+    fn off_by(self, admitted: f64) -> f64 {
+        if admitted > self.most + 1.0 {
+            (admitted - self.most) / self.most.max(1.0)
+        } else if admitted + 1.0 < self.least {
+            (self.least - admitted) / self.least.max(1.0)
+        } else {
+            0.0
+        }
+    }
+}
+
+/// `admitted` against what an exact limiter admits, both ways, with the bound used: within one
+/// request of the range reads `within the limit`; above it `over-admits` over the most, below
+/// it `under-admits` over the least (a limiter that locks clients out is as wrong as a leaky one).
+pub fn judged(admitted: f64, exact: Exact) -> String {
+    let range = match exact.least == exact.most {
+        true => format!("{:.0}", exact.most),
+        false => format!("{:.0}-{:.0}", exact.least, exact.most),
+    };
+    if admitted > exact.most + 1.0 {
+        let r = admitted / exact.most.max(1.0);
+        format!(
+            "{r:.2} (over-admits: {admitted:.0}, exact admits at most {:.0})",
+            exact.most
+        )
+    } else if admitted + 1.0 < exact.least {
+        let r = admitted / exact.least.max(1.0);
+        format!(
+            "{r:.2} (under-admits: {admitted:.0}, exact admits at least {:.0})",
+            exact.least
+        )
+    } else {
+        let r = admitted / exact.most.max(1.0);
+        format!("{r:.2} (within the limit: {admitted:.0}, exact admits {range})")
+    }
+}
+
+/// The row of those `keep` selects farthest outside what an exact limiter admits (either way),
+/// else the one that admitted most over its bound; with its exact range.
+pub fn farthest<R>(
+    rows: &[R],
+    keep: impl Fn(&R) -> bool,
+    judge: impl Fn(&R) -> (f64, Exact),
+) -> Option<(&R, f64, Exact)> {
+    let scored = rows.iter().filter(|r| keep(r)).map(|r| {
+        let (admitted, exact) = judge(r);
+        (r, admitted, exact)
+    });
+    scored.max_by(|a, b| {
+        let key = |&(_, admitted, exact): &(&R, f64, Exact)| {
+            (exact.off_by(admitted), admitted / exact.most.max(1.0))
+        };
+        key(a)
+            .partial_cmp(&key(b))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    })
 }
 
 /// The verdict table, one row per custom limiter, one column per aspect in first-seen order;
@@ -196,7 +265,36 @@ mod tests {
             most_admitted(Algorithm::TokenBucket, 100, 1000, 100.0, 500.0),
             150.0
         );
-        assert!(ratio(51.0, 50.0, "over").contains("within"));
-        assert!(ratio(60.0, 50.0, "over").contains("1.20 (over)"));
+        let fifty = Exact::limit(50, 1000);
+        assert_eq!(
+            judged(51.0, fifty),
+            "1.02 (within the limit: 51, exact admits 50)"
+        );
+        assert_eq!(
+            judged(60.0, fifty),
+            "1.20 (over-admits: 60, exact admits at most 50)"
+        );
+        assert_eq!(
+            judged(30.0, fifty),
+            "0.60 (under-admits: 30, exact admits at least 50)"
+        );
+        // Fewer requests than the limit: admitting them all is exact.
+        assert!(judged(20.0, Exact::limit(50, 20)).contains("within"));
+        let range = Exact {
+            least: 50.0,
+            most: 100.0,
+        };
+        assert!(judged(75.0, range).contains("exact admits 50-100"));
+    }
+
+    #[test]
+    fn the_farthest_row_is_the_worst_either_way() {
+        let rows = [(50.0, 50.0), (60.0, 50.0), (10.0, 50.0), (49.0, 50.0)];
+        let judge = |r: &(f64, f64)| (r.0, Exact::limit(r.1 as u64, 1000));
+        let worst = |rows: &[(f64, f64)]| farthest(rows, |_| true, judge).map(|w| w.1);
+        // 10 of 50 (80% short) is farther than 60 of 50 (20% over).
+        assert_eq!(worst(&rows), Some(10.0));
+        assert_eq!(worst(&rows[..2]), Some(60.0));
+        assert_eq!(worst(&[rows[0], rows[3]]), Some(50.0));
     }
 }
