@@ -198,3 +198,43 @@ fn a_limiter_that_admits_half_its_limit_is_flagged_as_under_admitting() {
         "{race}"
     );
 }
+
+#[test]
+fn the_survival_verdict_reads_what_each_invocation_mode_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let limiters = ["no-fallback", "eval-every-call", "load-and-retry"]
+        .map(|name| load(&format!("{name}.toml")))
+        .to_vec();
+    run(
+        "scripts",
+        tmp.path(),
+        limiters,
+        &[
+            ("modes", r#"["evalsha-eval"]"#),
+            ("runs", "1"),
+            ("run_seconds", "0.2"),
+            ("warmup_seconds", "0.1"),
+            ("flush_modes", r#"["evalsha-eval"]"#),
+            ("flush_before_ms", "100"),
+            ("flush_after_ms", "200"),
+            ("reload_after_ms", "100"),
+            ("survival_modes", r#"["evalsha"]"#),
+            (
+                "events",
+                r#"["restart-no-persistence", "restart-rdb", "script-flush", "function-flush"]"#,
+            ),
+        ],
+    );
+    let lost = "restart-no-persistence, restart-rdb, script-flush";
+    let survival = |name| verdict(tmp.path(), name, "NOSCRIPT survival");
+    // EVALSHA alone was read as EVALSHA with an EVAL fallback: "survives 4 of 4".
+    assert_eq!(
+        survival("no-fallback"),
+        format!("evalsha: survives 1 of 4 events; fails after {lost}")
+    );
+    assert_eq!(survival("eval-every-call"), "eval: survives 4 of 4 events");
+    assert_eq!(
+        survival("load-and-retry"),
+        format!("evalsha-load: survives 4 of 4 events; reloaded after {lost}")
+    );
+}

@@ -6,8 +6,8 @@
 //! description = "what it is and what it is expected to show"
 //! algorithm = "sliding-log"         # token-bucket | gcra | fixed-window | sliding-log | sliding-window
 //! script = "my_limiter.lua"         # beside the manifest; with mode = "fcall", the library file
-//! mode = "evalsha"                  # evalsha (EVAL on NOSCRIPT) | fcall (FUNCTION LOAD when missing)
-//! function = "my_limiter"           # mode = "fcall" only
+//! mode = "evalsha-eval"             # eval | evalsha | evalsha-eval | evalsha-load | fcall | fcall-load
+//! function = "my_limiter"           # mode = "fcall" or "fcall-load" only
 //! keys = ["{key}"]                  # KEYS templates, under the run's prefix (see `under_prefix`)
 //! shared_keys = []                  # keys in `keys` that are not the client's ("", "global")
 //! args = ["{limit}", "{window_ms}", "{now_ms}", "{request_id}"]
@@ -18,7 +18,8 @@
 
 use super::reply::{Pick, Rule};
 use super::template::{Piece, Placeholder, Template};
-use super::{Algorithm, CustomLimiter, ManifestError, Mode};
+use super::{Algorithm, CustomLimiter, ManifestError};
+use crate::limiter::Invocation;
 use serde::Deserialize;
 use std::path::Path;
 use toml::Spanned;
@@ -75,24 +76,20 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
     let algorithm: Algorithm =
         (file.algorithm.get_ref().parse()).map_err(|m| at(file.algorithm.span(), m))?;
     let mode = match &file.mode {
-        None => Mode::Evalsha,
+        None => Invocation::EvalshaEval,
         Some(m) => m.get_ref().parse().map_err(|e| at(m.span(), e))?,
     };
-    let function = match (mode, &file.function) {
-        (Mode::Fcall, Some(f)) => Some(f.get_ref().clone()),
-        (Mode::Fcall, None) => {
-            return Err(at(
-                file.script.span(),
-                "mode = \"fcall\" needs `function`".into(),
-            ))
-        }
-        (Mode::Evalsha, Some(f)) => {
+    let mode_line = file.mode.as_ref().map_or(file.script.span(), |m| m.span());
+    let function = match (mode.uses_function(), &file.function) {
+        (true, Some(f)) => Some(f.get_ref().clone()),
+        (true, None) => return Err(at(mode_line, format!("mode = \"{mode}\" needs `function`"))),
+        (false, Some(f)) => {
             return Err(at(
                 f.span(),
-                "`function` is for mode = \"fcall\" only".into(),
+                "`function` is for mode = \"fcall\" or \"fcall-load\" only".into(),
             ));
         }
-        (Mode::Evalsha, None) => None,
+        (false, None) => None,
     };
 
     let script_path = path
@@ -105,7 +102,7 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
             format!("cannot read {}: {e}", script_path.display()),
         )
     })?;
-    if mode == Mode::Fcall && !source.starts_with("#!lua") {
+    if mode.uses_function() && !source.starts_with("#!lua") {
         return Err(at(
             file.script.span(),
             "a function library must start with `#!lua name=<library>`".into(),
@@ -282,7 +279,7 @@ allowed = "element 0 == 1"
         let c = with_script(GOOD).unwrap();
         assert_eq!(
             (c.name.as_str(), c.algorithm, c.mode),
-            ("t", Algorithm::TokenBucket, Mode::Evalsha)
+            ("t", Algorithm::TokenBucket, Invocation::EvalshaEval)
         );
         assert_eq!((c.keys.len(), c.args.len(), c.allowed_line), (1, 2, 6));
         assert_eq!(c.source, "return {1}");
@@ -365,7 +362,7 @@ allowed = "element 0 == 1"
             (
                 format!("{GOOD}function = \"f\"\n"),
                 7,
-                "for mode = \"fcall\" only",
+                "for mode = \"fcall\" or \"fcall-load\" only",
             ),
         ];
         for (text, line, needle) in cases {

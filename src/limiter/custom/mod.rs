@@ -2,7 +2,8 @@
 //! ([`manifest`]) says how to call the script: KEYS and ARGV templates ([`template`]), how to read
 //! the decision from the reply ([`reply`]), which algorithm it implements (so experiments know
 //! what its limit means and which built-in strategy is its reference) and whether it is sent by
-//! EVALSHA (EVAL on NOSCRIPT) or called as a function (FUNCTION LOAD when missing).
+//! EVAL, EVALSHA (with or without a fallback on NOSCRIPT) or called as a function (FCALL, with or
+//! without FUNCTION LOAD when missing), as the scripts experiment invokes its built-ins.
 //!
 //! Loaded limiters are registered once per process ([`register`]) under their manifest's name,
 //! which becomes a [`Strategy::Custom`]; worker processes receive the definitions with their job.
@@ -89,37 +90,6 @@ impl FromStr for Algorithm {
     }
 }
 
-/// How the script reaches Redis by default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// EVALSHA, and the same call as EVAL on NOSCRIPT (go-redis, ioredis).
-    Evalsha,
-    /// FCALL of `function` from the library file; FUNCTION LOAD REPLACE and again when missing.
-    Fcall,
-}
-
-impl Mode {
-    /// The invocation it stands for.
-    pub fn invocation(self) -> Invocation {
-        match self {
-            Mode::Evalsha => Invocation::EvalshaEval,
-            Mode::Fcall => Invocation::FcallLoad,
-        }
-    }
-}
-
-impl FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "evalsha" => Ok(Mode::Evalsha),
-            "fcall" => Ok(Mode::Fcall),
-            _ => Err(format!("unknown mode `{s}`; valid: evalsha, fcall")),
-        }
-    }
-}
-
 /// A checked manifest with its script's text: everything a worker process needs to run it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CustomLimiter {
@@ -130,9 +100,11 @@ pub struct CustomLimiter {
     pub manifest: String,
     /// The script's file name, as the manifest gives it.
     pub script: String,
-    /// The script (or, with mode fcall, the library).
+    /// The script (or, with mode fcall or fcall-load, the library).
     pub source: String,
-    pub mode: Mode,
+    /// How the library invokes it: the scripts experiment's invocations (`evalsha-eval` unless
+    /// the manifest says otherwise).
+    pub mode: Invocation,
     pub function: Option<String>,
     /// KEYS templates, each starting with `{key}` or `{prefix}` (or the declared empty key).
     pub keys: Vec<Template>,
@@ -307,16 +279,15 @@ fn random() -> u64 {
 /// Registers `def` (replacing a limiter of the same name) and returns its strategy.
 pub fn register(def: CustomLimiter) -> Strategy {
     let source: &'static str = Box::leak(def.source.clone().into_boxed_str());
-    let script = match (&def.function, def.mode) {
-        (Some(f), Mode::Fcall) => {
+    let script = match &def.function {
+        Some(f) => {
             let function: &'static str = Box::leak(f.clone().into_boxed_str());
             LuaScript::library_function(source, function)
         }
-        _ => LuaScript::new(source),
+        None => LuaScript::new(source),
     };
-    let script = script
-        .invoked(def.mode.invocation())
-        .unwrap_or_else(|_| LuaScript::new(source));
+    // The manifest was checked: a function has a function mode, a script a script mode.
+    let script = script.clone().invoked(def.mode).unwrap_or(script);
     let name = intern(&def.name);
     let loaded = Arc::new(Loaded {
         def,
@@ -399,6 +370,24 @@ pub const PROBE_LIMIT: u64 = 5;
 
 /// The probe's window: its refill (the limit per window) cannot add a token during the probe.
 const PROBE_WINDOW_MS: u64 = 600_000;
+
+/// Loads the limiter's script (SCRIPT LOAD) or library (FUNCTION LOAD REPLACE) into a server, as
+/// a library whose mode has no fallback does when it starts (EVALSHA or FCALL alone would fail on
+/// a server that has never seen it); nothing for a mode that sends or loads it itself.
+pub async fn initialise(
+    con: &mut impl ConnectionLike,
+    strategy: Strategy,
+) -> Result<(), redis::RedisError> {
+    let Strategy::Custom(name) = strategy else {
+        return Ok(());
+    };
+    match lookup(name.0) {
+        Some(l) if matches!(l.def.mode, Invocation::Evalsha | Invocation::Fcall) => {
+            l.script.preload(con).await
+        }
+        _ => Ok(()),
+    }
+}
 
 /// Calls the limiter on a fresh key before anything is measured: a script error, a reply that
 /// `allowed` cannot read, or a first call refused on a fresh key (an inverted `allowed`) is an
