@@ -238,3 +238,35 @@ fn the_survival_verdict_reads_what_each_invocation_mode_does() {
         format!("evalsha-load: survives 4 of 4 events; reloaded after {lost}")
     );
 }
+
+#[test]
+fn a_window_opened_by_the_first_hit_is_burst_at_its_own_edge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let limiters = vec![load("first-hit.toml"), load("first-hit-unsaid.toml")];
+    let dir = run(
+        "window-edge",
+        tmp.path(),
+        limiters,
+        &[("trials", "1"), ("strategies", r#"["lua-bucket"]"#)],
+    );
+    let rows: Vec<ratelab::experiments::window_edge::WindowEdgeRow> =
+        ratelab::analysis::table::read_typed(&dir.join("window-edge.csv")).unwrap();
+    let of = |name: &str| rows.iter().find(|r| r.strategy.name() == name).unwrap();
+    // At its own edge a fixed window takes L - 1 + L inside one second (less what a loaded
+    // machine sends late across the edge); bursts on the clock's edge fall in one of its windows.
+    let own = of("first-hit");
+    assert!(own.max_per_limit > 1.5, "{own:?}");
+    let clock = of("first-hit-unsaid");
+    assert!(clock.max_admitted_in_1s <= clock.limit + 1, "{clock:?}");
+    let cell = verdict(tmp.path(), "first-hit", "window edge:");
+    assert!(
+        cell.contains("burst at the edge") && cell.contains("edge: first hit + window"),
+        "{cell}"
+    );
+    // A fixed window does not refill: no edge burst is not "bounded by refill".
+    let cell = verdict(tmp.path(), "first-hit-unsaid", "window edge:");
+    assert!(
+        cell.starts_with("1.00 (no burst at this edge") && cell.contains("epoch-aligned"),
+        "{cell}"
+    );
+}

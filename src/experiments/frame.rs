@@ -301,6 +301,10 @@ fn probe_limiters(
             manifest: d.manifest.clone(),
             script: d.script.clone(),
             invocation: d.mode.to_string(),
+            anchor: match d.algorithm.has_windows() {
+                true => d.anchor.name().to_string(),
+                false => String::new(),
+            },
             caller_clock: d.uses_caller_clock(),
             probe_calls: probe.calls,
             probe_admitted: probe.admitted,

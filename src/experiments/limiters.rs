@@ -4,7 +4,7 @@
 
 use crate::analysis::table::read_typed;
 use crate::analysis::AnalysisError;
-use crate::limiter::custom::Algorithm;
+use crate::limiter::custom::{Algorithm, Anchor};
 use crate::limiter::Strategy;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -26,6 +26,10 @@ pub struct LimiterRow {
     pub script: String,
     /// How it is invoked: `evalsha-eval` or `fcall-load`.
     pub invocation: String,
+    /// Where its windows start (`epoch`, `origin`, `first-hit`; empty for an algorithm without
+    /// windows and in runs before the manifest could say).
+    #[serde(default)]
+    pub anchor: String,
     /// Whether its manifest hands it the caller's clock.
     pub caller_clock: bool,
     /// The check before the run: calls one at a time on a fresh key with `{limit}` = probe_limit.
@@ -61,10 +65,11 @@ pub fn none(_: &Path) -> Result<Vec<Verdict>, AnalysisError> {
 }
 
 /// The most an exact limiter of `algorithm` can admit over `span_ms` from a fresh key: a window
-/// per window (a fixed one may straddle one more boundary), a bucket its capacity and what
-/// refills meanwhile.
+/// per window (a fixed one aligned to a clock may straddle one more boundary; one opened by the
+/// first request cannot), a bucket its capacity and what refills meanwhile.
 pub fn most_admitted(
     algorithm: Algorithm,
+    anchor: Anchor,
     limit: u64,
     window_ms: u64,
     refill_per_s: f64,
@@ -72,11 +77,12 @@ pub fn most_admitted(
 ) -> f64 {
     let limit_f = limit as f64;
     let windows = (span_ms / window_ms.max(1) as f64).floor();
-    match algorithm {
-        Algorithm::TokenBucket => limit_f + refill_per_s * span_ms / 1000.0,
-        Algorithm::Gcra => limit_f + limit_f * span_ms / window_ms.max(1) as f64,
-        Algorithm::FixedWindow => limit_f * (windows + 2.0),
-        Algorithm::SlidingLog | Algorithm::SlidingWindow => limit_f * (windows + 1.0),
+    match (algorithm, anchor) {
+        (Algorithm::TokenBucket, _) => limit_f + refill_per_s * span_ms / 1000.0,
+        (Algorithm::Gcra, _) => limit_f + limit_f * span_ms / window_ms.max(1) as f64,
+        (Algorithm::FixedWindow, Anchor::FirstHit) => limit_f * (windows + 1.0),
+        (Algorithm::FixedWindow, _) => limit_f * (windows + 2.0),
+        (Algorithm::SlidingLog | Algorithm::SlidingWindow, _) => limit_f * (windows + 1.0),
     }
 }
 
@@ -250,19 +256,52 @@ mod tests {
     #[test]
     fn exact_limiters_admit_at_most_their_algorithm_allows() {
         assert_eq!(
-            most_admitted(Algorithm::SlidingLog, 50, 10_000, 0.0, 1000.0),
+            most_admitted(
+                Algorithm::SlidingLog,
+                Anchor::Epoch,
+                50,
+                10_000,
+                0.0,
+                1000.0
+            ),
             50.0
         );
         assert_eq!(
-            most_admitted(Algorithm::FixedWindow, 50, 10_000, 0.0, 1000.0),
+            most_admitted(
+                Algorithm::FixedWindow,
+                Anchor::Epoch,
+                50,
+                10_000,
+                0.0,
+                1000.0
+            ),
             100.0
         );
+        // A window opened by the first request has no boundary inside its first window.
         assert_eq!(
-            most_admitted(Algorithm::Gcra, 50, 10_000, 0.0, 1000.0),
+            most_admitted(
+                Algorithm::FixedWindow,
+                Anchor::FirstHit,
+                50,
+                10_000,
+                0.0,
+                1000.0
+            ),
+            50.0
+        );
+        assert_eq!(
+            most_admitted(Algorithm::Gcra, Anchor::Epoch, 50, 10_000, 0.0, 1000.0),
             55.0
         );
         assert_eq!(
-            most_admitted(Algorithm::TokenBucket, 100, 1000, 100.0, 500.0),
+            most_admitted(
+                Algorithm::TokenBucket,
+                Anchor::Epoch,
+                100,
+                1000,
+                100.0,
+                500.0
+            ),
             150.0
         );
         let fifty = Exact::limit(50, 1000);

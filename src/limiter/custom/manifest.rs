@@ -8,6 +8,7 @@
 //! script = "my_limiter.lua"         # beside the manifest; with mode = "fcall", the library file
 //! mode = "evalsha-eval"             # eval | evalsha | evalsha-eval | evalsha-load | fcall | fcall-load
 //! function = "my_limiter"           # mode = "fcall" or "fcall-load" only
+//! anchor = "epoch"                  # windows start at: epoch | origin | first-hit (window algorithms)
 //! keys = ["{key}"]                  # KEYS templates, under the run's prefix (see `under_prefix`)
 //! shared_keys = []                  # keys in `keys` that are not the client's ("", "global")
 //! args = ["{limit}", "{window_ms}", "{now_ms}", "{request_id}"]
@@ -18,7 +19,7 @@
 
 use super::reply::{Pick, Rule};
 use super::template::{Piece, Placeholder, Template};
-use super::{Algorithm, CustomLimiter, ManifestError};
+use super::{Algorithm, Anchor, CustomLimiter, ManifestError};
 use crate::limiter::Invocation;
 use serde::Deserialize;
 use std::path::Path;
@@ -36,6 +37,8 @@ struct File {
     mode: Option<Spanned<String>>,
     #[serde(default)]
     function: Option<Spanned<String>>,
+    #[serde(default)]
+    anchor: Option<Spanned<String>>,
     keys: Spanned<Vec<Spanned<String>>>,
     #[serde(default)]
     shared_keys: Vec<Spanned<String>>,
@@ -75,6 +78,19 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
     valid_name(name).map_err(|m| at(file.name.span(), m))?;
     let algorithm: Algorithm =
         (file.algorithm.get_ref().parse()).map_err(|m| at(file.algorithm.span(), m))?;
+    let anchor = match &file.anchor {
+        None => Anchor::default(),
+        Some(a) if !algorithm.has_windows() => {
+            return Err(at(
+                a.span(),
+                format!(
+                    "anchor is for fixed-window and sliding-window; a {} has no windows",
+                    algorithm.name()
+                ),
+            ))
+        }
+        Some(a) => a.get_ref().parse().map_err(|e| at(a.span(), e))?,
+    };
     let mode = match &file.mode {
         None => Invocation::EvalshaEval,
         Some(m) => m.get_ref().parse().map_err(|e| at(m.span(), e))?,
@@ -162,6 +178,7 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
         script: file.script.get_ref().clone(),
         source,
         mode,
+        anchor,
         function,
         keys,
         key_notes,
@@ -336,6 +353,11 @@ allowed = "element 0 == 1"
                 GOOD.replace("\"{key}\"", "\"fixed\""),
                 4,
                 "must contain {key} or {prefix}, or, if the library passes it for every client, be declared",
+            ),
+            (
+                format!("{GOOD}anchor = \"first-hit\"\n"),
+                7,
+                "a token-bucket has no windows",
             ),
             (
                 format!("{GOOD}shared_keys = [\"other\"]\n"),

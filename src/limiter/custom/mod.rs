@@ -42,6 +42,11 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
+    /// Whether its limit is counted per window, so the windows' anchor matters.
+    pub fn has_windows(self) -> bool {
+        matches!(self, Algorithm::FixedWindow | Algorithm::SlidingWindow)
+    }
+
     const NAMES: &'static [(&'static str, Algorithm)] = &[
         ("token-bucket", Algorithm::TokenBucket),
         ("gcra", Algorithm::Gcra),
@@ -90,6 +95,45 @@ impl FromStr for Algorithm {
     }
 }
 
+/// Where a window limiter's windows start, which says where its edge is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Anchor {
+    /// At multiples of the window since the Unix epoch (`floor(now / window)`).
+    #[default]
+    Epoch,
+    /// At multiples of the window since the experiment's origin (`{window}`; the epoch where an
+    /// experiment aligns its windows to it).
+    Origin,
+    /// At each key's first request, as windows kept by a Redis expiry are (SET NX PX, then INCR).
+    FirstHit,
+}
+
+impl Anchor {
+    const NAMES: &'static [(&'static str, Anchor)] = &[
+        ("epoch", Anchor::Epoch),
+        ("origin", Anchor::Origin),
+        ("first-hit", Anchor::FirstHit),
+    ];
+
+    /// Its name in manifests.
+    pub fn name(self) -> &'static str {
+        (Self::NAMES.iter())
+            .find(|(_, a)| *a == self)
+            .map_or("?", |(n, _)| n)
+    }
+}
+
+impl FromStr for Anchor {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        (Self::NAMES.iter())
+            .find(|(n, _)| *n == s)
+            .map(|&(_, a)| a)
+            .ok_or_else(|| format!("unknown anchor `{s}`; valid: epoch, origin, first-hit"))
+    }
+}
+
 /// A checked manifest with its script's text: everything a worker process needs to run it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CustomLimiter {
@@ -102,6 +146,9 @@ pub struct CustomLimiter {
     pub script: String,
     /// The script (or, with mode fcall or fcall-load, the library).
     pub source: String,
+    /// Where its windows start (fixed and sliding windows; the epoch unless the manifest says).
+    #[serde(default)]
+    pub anchor: Anchor,
     /// How the library invokes it: the scripts experiment's invocations (`evalsha-eval` unless
     /// the manifest says otherwise).
     pub mode: Invocation,
