@@ -78,35 +78,8 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
     valid_name(name).map_err(|m| at(file.name.span(), m))?;
     let algorithm: Algorithm =
         (file.algorithm.get_ref().parse()).map_err(|m| at(file.algorithm.span(), m))?;
-    let anchor = match &file.anchor {
-        None => Anchor::default(),
-        Some(a) if !algorithm.has_windows() => {
-            return Err(at(
-                a.span(),
-                format!(
-                    "anchor is for fixed-window and sliding-window; a {} has no windows",
-                    algorithm.name()
-                ),
-            ))
-        }
-        Some(a) => a.get_ref().parse().map_err(|e| at(a.span(), e))?,
-    };
-    let mode = match &file.mode {
-        None => Invocation::EvalshaEval,
-        Some(m) => m.get_ref().parse().map_err(|e| at(m.span(), e))?,
-    };
-    let mode_line = file.mode.as_ref().map_or(file.script.span(), |m| m.span());
-    let function = match (mode.uses_function(), &file.function) {
-        (true, Some(f)) => Some(f.get_ref().clone()),
-        (true, None) => return Err(at(mode_line, format!("mode = \"{mode}\" needs `function`"))),
-        (false, Some(f)) => {
-            return Err(at(
-                f.span(),
-                "`function` is for mode = \"fcall\" or \"fcall-load\" only".into(),
-            ));
-        }
-        (false, None) => None,
-    };
+    let anchor = anchor(&file, algorithm, &at)?;
+    let (mode, function) = invocation(&file, &at)?;
 
     let script_path = path
         .parent()
@@ -128,38 +101,7 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
     let template = |s: &Spanned<String>, what: String| {
         Template::parse(s.get_ref()).map_err(|m| at(s.span(), format!("{what}: {m}")))
     };
-    if file.keys.get_ref().is_empty() {
-        return Err(at(
-            file.keys.span(),
-            "at least one key: the limiter's state lives somewhere".into(),
-        ));
-    }
-    let shared: Vec<&str> = file
-        .shared_keys
-        .iter()
-        .map(|k| k.get_ref().as_str())
-        .collect();
-    for k in &file.shared_keys {
-        if !file
-            .keys
-            .get_ref()
-            .iter()
-            .any(|t| t.get_ref() == k.get_ref())
-        {
-            return Err(at(
-                k.span(),
-                format!("shared_keys: {:?} is not one of `keys`", k.get_ref()),
-            ));
-        }
-    }
-    let mut keys = Vec::new();
-    let mut key_notes = Vec::new();
-    for (i, k) in file.keys.get_ref().iter().enumerate() {
-        let t = template(k, format!("keys[{i}]"))?;
-        let (t, note) = under_prefix(t, i, k.get_ref(), &shared).map_err(|m| at(k.span(), m))?;
-        keys.push(t);
-        key_notes.extend(note);
-    }
+    let (keys, key_notes) = keys(&file, &at)?;
     let args = (file.args.iter().enumerate())
         .map(|(i, a)| template(a, format!("args[{i}]")))
         .collect::<Result<Vec<_>, _>>()?;
@@ -189,6 +131,74 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
         remaining: pick(&file.remaining, "remaining")?,
         retry_after_ms: pick(&file.retry_after_ms, "retry_after_ms")?,
     })
+}
+
+/// Makes a manifest error at a span of the manifest's text.
+type At<'a> = dyn Fn(std::ops::Range<usize>, String) -> ManifestError + 'a;
+
+/// Where the windows start: only algorithms with windows take an anchor.
+fn anchor(file: &File, algorithm: Algorithm, at: &At) -> Result<Anchor, ManifestError> {
+    match &file.anchor {
+        None => Ok(Anchor::default()),
+        Some(a) if !algorithm.has_windows() => Err(at(
+            a.span(),
+            format!(
+                "anchor is for fixed-window and sliding-window; a {} has no windows",
+                algorithm.name()
+            ),
+        )),
+        Some(a) => a.get_ref().parse().map_err(|e| at(a.span(), e)),
+    }
+}
+
+/// The invocation and, for FCALL, the function it calls.
+fn invocation(file: &File, at: &At) -> Result<(Invocation, Option<String>), ManifestError> {
+    let mode = match &file.mode {
+        None => Invocation::EvalshaEval,
+        Some(m) => m.get_ref().parse().map_err(|e| at(m.span(), e))?,
+    };
+    let mode_line = file.mode.as_ref().map_or(file.script.span(), |m| m.span());
+    match (mode.uses_function(), &file.function) {
+        (true, Some(f)) => Ok((mode, Some(f.get_ref().clone()))),
+        (true, None) => Err(at(mode_line, format!("mode = \"{mode}\" needs `function`"))),
+        (false, Some(f)) => Err(at(
+            f.span(),
+            "`function` is for mode = \"fcall\" or \"fcall-load\" only".into(),
+        )),
+        (false, None) => Ok((mode, None)),
+    }
+}
+
+/// The KEYS templates, each under the run's prefix, with what was done to keep them there.
+fn keys(file: &File, at: &At) -> Result<(Vec<Template>, Vec<String>), ManifestError> {
+    let written = file.keys.get_ref();
+    if written.is_empty() {
+        return Err(at(
+            file.keys.span(),
+            "at least one key: the limiter's state lives somewhere".into(),
+        ));
+    }
+    let shared: Vec<&str> = (file.shared_keys.iter())
+        .map(|k| k.get_ref().as_str())
+        .collect();
+    if let Some(k) =
+        (file.shared_keys.iter()).find(|k| !written.iter().any(|t| t.get_ref() == k.get_ref()))
+    {
+        return Err(at(
+            k.span(),
+            format!("shared_keys: {:?} is not one of `keys`", k.get_ref()),
+        ));
+    }
+    let mut keys = Vec::new();
+    let mut notes = Vec::new();
+    for (i, k) in written.iter().enumerate() {
+        let t =
+            Template::parse(k.get_ref()).map_err(|m| at(k.span(), format!("keys[{i}]: {m}")))?;
+        let (t, note) = under_prefix(t, i, k.get_ref(), &shared).map_err(|m| at(k.span(), m))?;
+        keys.push(t);
+        notes.extend(note);
+    }
+    Ok((keys, notes))
 }
 
 /// Keeps everything a run writes under its prefix (`ratelab:<id>:<start>:<pid>:`), so it is
