@@ -118,8 +118,9 @@ impl Exact {
 }
 
 /// `admitted` against what an exact limiter admits, both ways, with the bound used: within one
-/// request of the range reads `within the limit`; above it `over-admits` over the most, below
-/// it `under-admits` over the least (a limiter that locks clients out is as wrong as a leaky one).
+/// request of the range reads `within the limit` (over the nearest count in it); above it
+/// `over-admits` over the most, below it `under-admits` over the least (a limiter that locks
+/// clients out is as wrong as a leaky one).
 pub fn judged(admitted: f64, exact: Exact) -> String {
     let range = match exact.least == exact.most {
         true => format!("{:.0}", exact.most),
@@ -138,7 +139,8 @@ pub fn judged(admitted: f64, exact: Exact) -> String {
             exact.least
         )
     } else {
-        let r = admitted / exact.most.max(1.0);
+        // Over the nearest count an exact limiter admits: 1.00 anywhere inside the range.
+        let r = admitted / admitted.clamp(exact.least, exact.most).max(1.0);
         format!("{r:.2} (within the limit: {admitted:.0}, exact admits {range})")
     }
 }
@@ -323,7 +325,10 @@ mod tests {
             least: 50.0,
             most: 100.0,
         };
-        assert!(judged(75.0, range).contains("exact admits 50-100"));
+        assert_eq!(
+            judged(75.0, range),
+            "1.00 (within the limit: 75, exact admits 50-100)"
+        );
     }
 
     #[test]
