@@ -155,7 +155,7 @@ pub fn prepare<D: Definition>(ctx: &Ctx) -> Result<(D::Params, toml::Table), Exp
                 Strategy::Custom(name) => name.definition(),
                 _ => None,
             })
-            .find(|d| d.mode == crate::limiter::custom::Mode::Fcall);
+            .find(|d| d.mode.uses_function());
         if let Some(d) = fcall {
             return Err(ExperimentError::Manifest(crate::limiter::custom::ManifestError {
                 manifest: d.manifest,
@@ -276,10 +276,12 @@ fn probe_limiters(
         let probe = runtime.block_on(async {
             let client = redis::Client::open(url.as_str())?;
             let mut con = client.get_multiplexed_async_connection().await?;
+            // A mode without a fallback finds its script loaded, as its library's start-up does.
+            crate::limiter::custom::initialise(&mut con, limiter).await?;
             Ok::<_, redis::RedisError>(crate::limiter::custom::probe(&mut con, limiter, &key).await)
         });
         let probe = probe.phase(|| format!("connecting to probe custom limiter {limiter}"))??;
-        let note = format!(
+        let mut note = format!(
             "custom limiter {limiter} ({}, {}, reference {}): probed before the run, it admitted {} of {} \
              calls made one at a time on a fresh key with {{limit}} = {}",
             d.manifest,
@@ -289,13 +291,20 @@ fn probe_limiters(
             probe.calls,
             probe.limit
         );
+        for key in &d.key_notes {
+            note.push_str(&format!("; {key}"));
+        }
         let row = LimiterRow {
             strategy: limiter,
             algorithm: d.algorithm,
             reference: d.algorithm.reference(),
             manifest: d.manifest.clone(),
             script: d.script.clone(),
-            invocation: d.mode.invocation().to_string(),
+            invocation: d.mode.to_string(),
+            anchor: match d.algorithm.has_windows() {
+                true => d.anchor.name().to_string(),
+                false => String::new(),
+            },
             caller_clock: d.uses_caller_clock(),
             probe_calls: probe.calls,
             probe_admitted: probe.admitted,

@@ -4,7 +4,7 @@
 
 use crate::analysis::table::read_typed;
 use crate::analysis::AnalysisError;
-use crate::limiter::custom::Algorithm;
+use crate::limiter::custom::{Algorithm, Anchor};
 use crate::limiter::Strategy;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -26,6 +26,10 @@ pub struct LimiterRow {
     pub script: String,
     /// How it is invoked: `evalsha-eval` or `fcall-load`.
     pub invocation: String,
+    /// Where its windows start (`epoch`, `origin`, `first-hit`; empty for an algorithm without
+    /// windows and in runs before the manifest could say).
+    #[serde(default)]
+    pub anchor: String,
     /// Whether its manifest hands it the caller's clock.
     pub caller_clock: bool,
     /// The check before the run: calls one at a time on a fresh key with `{limit}` = probe_limit.
@@ -61,10 +65,11 @@ pub fn none(_: &Path) -> Result<Vec<Verdict>, AnalysisError> {
 }
 
 /// The most an exact limiter of `algorithm` can admit over `span_ms` from a fresh key: a window
-/// per window (a fixed one may straddle one more boundary), a bucket its capacity and what
-/// refills meanwhile.
+/// per window (a fixed one aligned to a clock may straddle one more boundary; one opened by the
+/// first request cannot), a bucket its capacity and what refills meanwhile.
 pub fn most_admitted(
     algorithm: Algorithm,
+    anchor: Anchor,
     limit: u64,
     window_ms: u64,
     refill_per_s: f64,
@@ -72,21 +77,93 @@ pub fn most_admitted(
 ) -> f64 {
     let limit_f = limit as f64;
     let windows = (span_ms / window_ms.max(1) as f64).floor();
-    match algorithm {
-        Algorithm::TokenBucket => limit_f + refill_per_s * span_ms / 1000.0,
-        Algorithm::Gcra => limit_f + limit_f * span_ms / window_ms.max(1) as f64,
-        Algorithm::FixedWindow => limit_f * (windows + 2.0),
-        Algorithm::SlidingLog | Algorithm::SlidingWindow => limit_f * (windows + 1.0),
+    match (algorithm, anchor) {
+        (Algorithm::TokenBucket, _) => limit_f + refill_per_s * span_ms / 1000.0,
+        (Algorithm::Gcra, _) => limit_f + limit_f * span_ms / window_ms.max(1) as f64,
+        (Algorithm::FixedWindow, Anchor::FirstHit) => limit_f * (windows + 1.0),
+        (Algorithm::FixedWindow, _) => limit_f * (windows + 2.0),
+        (Algorithm::SlidingLog | Algorithm::SlidingWindow, _) => limit_f * (windows + 1.0),
     }
 }
 
-/// `x` as a ratio with a word: within one request of the bound reads `exact`.
-pub fn ratio(admitted: f64, bound: f64, word_over: &str) -> String {
-    let r = admitted / bound.max(1.0);
-    match admitted <= bound + 1.0 {
-        true => format!("{r:.2} (within the limit)"),
-        false => format!("{r:.2} ({word_over})"),
+/// What an exact limiter of a custom limiter's algorithm admits in one trial: at least `least`
+/// (from a fresh key every algorithm admits its limit, or every request if there are fewer) and
+/// at most `most`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Exact {
+    pub least: f64,
+    pub most: f64,
+}
+
+impl Exact {
+    /// A trial that admits exactly the limit, or every request when there are fewer.
+    pub fn limit(limit: u64, requests: u64) -> Self {
+        let least = limit.min(requests) as f64;
+        Exact {
+            least,
+            most: limit as f64,
+        }
     }
+
+    /// How far `admitted` is outside the range, as a share of the bound it crossed (0 inside).
+    fn off_by(self, admitted: f64) -> f64 {
+        if admitted > self.most + 1.0 {
+            (admitted - self.most) / self.most.max(1.0)
+        } else if admitted + 1.0 < self.least {
+            (self.least - admitted) / self.least.max(1.0)
+        } else {
+            0.0
+        }
+    }
+}
+
+/// `admitted` against what an exact limiter admits, both ways, with the bound used: within one
+/// request of the range reads `within the limit` (over the nearest count in it); above it
+/// `over-admits` over the most, below it `under-admits` over the least (a limiter that locks
+/// clients out is as wrong as a leaky one).
+pub fn judged(admitted: f64, exact: Exact) -> String {
+    let range = match exact.least == exact.most {
+        true => format!("{:.0}", exact.most),
+        false => format!("{:.0}-{:.0}", exact.least, exact.most),
+    };
+    if admitted > exact.most + 1.0 {
+        let r = admitted / exact.most.max(1.0);
+        format!(
+            "{r:.2} (over-admits: {admitted:.0}, exact admits at most {:.0})",
+            exact.most
+        )
+    } else if admitted + 1.0 < exact.least {
+        let r = admitted / exact.least.max(1.0);
+        format!(
+            "{r:.2} (under-admits: {admitted:.0}, exact admits at least {:.0})",
+            exact.least
+        )
+    } else {
+        // Over the nearest count an exact limiter admits: 1.00 anywhere inside the range.
+        let r = admitted / admitted.clamp(exact.least, exact.most).max(1.0);
+        format!("{r:.2} (within the limit: {admitted:.0}, exact admits {range})")
+    }
+}
+
+/// The row of those `keep` selects farthest outside what an exact limiter admits (either way),
+/// else the one that admitted most over its bound; with its exact range.
+pub fn farthest<R>(
+    rows: &[R],
+    keep: impl Fn(&R) -> bool,
+    judge: impl Fn(&R) -> (f64, Exact),
+) -> Option<(&R, f64, Exact)> {
+    let scored = rows.iter().filter(|r| keep(r)).map(|r| {
+        let (admitted, exact) = judge(r);
+        (r, admitted, exact)
+    });
+    scored.max_by(|a, b| {
+        let key = |&(_, admitted, exact): &(&R, f64, Exact)| {
+            (exact.off_by(admitted), admitted / exact.most.max(1.0))
+        };
+        key(a)
+            .partial_cmp(&key(b))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    })
 }
 
 /// The verdict table, one row per custom limiter, one column per aspect in first-seen order;
@@ -181,22 +258,87 @@ mod tests {
     #[test]
     fn exact_limiters_admit_at_most_their_algorithm_allows() {
         assert_eq!(
-            most_admitted(Algorithm::SlidingLog, 50, 10_000, 0.0, 1000.0),
+            most_admitted(
+                Algorithm::SlidingLog,
+                Anchor::Epoch,
+                50,
+                10_000,
+                0.0,
+                1000.0
+            ),
             50.0
         );
         assert_eq!(
-            most_admitted(Algorithm::FixedWindow, 50, 10_000, 0.0, 1000.0),
+            most_admitted(
+                Algorithm::FixedWindow,
+                Anchor::Epoch,
+                50,
+                10_000,
+                0.0,
+                1000.0
+            ),
             100.0
         );
+        // A window opened by the first request has no boundary inside its first window.
         assert_eq!(
-            most_admitted(Algorithm::Gcra, 50, 10_000, 0.0, 1000.0),
+            most_admitted(
+                Algorithm::FixedWindow,
+                Anchor::FirstHit,
+                50,
+                10_000,
+                0.0,
+                1000.0
+            ),
+            50.0
+        );
+        assert_eq!(
+            most_admitted(Algorithm::Gcra, Anchor::Epoch, 50, 10_000, 0.0, 1000.0),
             55.0
         );
         assert_eq!(
-            most_admitted(Algorithm::TokenBucket, 100, 1000, 100.0, 500.0),
+            most_admitted(
+                Algorithm::TokenBucket,
+                Anchor::Epoch,
+                100,
+                1000,
+                100.0,
+                500.0
+            ),
             150.0
         );
-        assert!(ratio(51.0, 50.0, "over").contains("within"));
-        assert!(ratio(60.0, 50.0, "over").contains("1.20 (over)"));
+        let fifty = Exact::limit(50, 1000);
+        assert_eq!(
+            judged(51.0, fifty),
+            "1.02 (within the limit: 51, exact admits 50)"
+        );
+        assert_eq!(
+            judged(60.0, fifty),
+            "1.20 (over-admits: 60, exact admits at most 50)"
+        );
+        assert_eq!(
+            judged(30.0, fifty),
+            "0.60 (under-admits: 30, exact admits at least 50)"
+        );
+        // Fewer requests than the limit: admitting them all is exact.
+        assert!(judged(20.0, Exact::limit(50, 20)).contains("within"));
+        let range = Exact {
+            least: 50.0,
+            most: 100.0,
+        };
+        assert_eq!(
+            judged(75.0, range),
+            "1.00 (within the limit: 75, exact admits 50-100)"
+        );
+    }
+
+    #[test]
+    fn the_farthest_row_is_the_worst_either_way() {
+        let rows = [(50.0, 50.0), (60.0, 50.0), (10.0, 50.0), (49.0, 50.0)];
+        let judge = |r: &(f64, f64)| (r.0, Exact::limit(r.1 as u64, 1000));
+        let worst = |rows: &[(f64, f64)]| farthest(rows, |_| true, judge).map(|w| w.1);
+        // 10 of 50 (80% short) is farther than 60 of 50 (20% over).
+        assert_eq!(worst(&rows), Some(10.0));
+        assert_eq!(worst(&rows[..2]), Some(60.0));
+        assert_eq!(worst(&[rows[0], rows[3]]), Some(50.0));
     }
 }

@@ -111,6 +111,13 @@ pub enum LimiterError {
     /// Redis answered a command sent by the lean client with an error reply.
     #[error("redis refused: {0}")]
     Refused(String),
+    /// A custom limiter's script failed on an argument ratelab chose: the error says which.
+    #[error("{strategy}: redis: {error}; {why}")]
+    CustomArgument {
+        strategy: Strategy,
+        error: redis::RedisError,
+        why: String,
+    },
     /// The strategy cannot be invoked that way (FCALL of a strategy the library lacks).
     #[error("{strategy} cannot be invoked as {invocation}: {why}")]
     Unsupported {

@@ -98,6 +98,23 @@ impl LuaScript {
         }
     }
 
+    /// Loads what its invocation calls: the script (SCRIPT LOAD) or its library (FUNCTION LOAD
+    /// REPLACE), as a client does once at start-up when it has no fallback.
+    pub(super) async fn preload(&self, con: &mut impl ConnectionLike) -> Result<(), RedisError> {
+        let mut cmd = match self.invocation.uses_function() {
+            true => redis::cmd("FUNCTION"),
+            false => redis::cmd("SCRIPT"),
+        };
+        match self.invocation.uses_function() {
+            true => cmd
+                .arg("LOAD")
+                .arg("REPLACE")
+                .arg(self.library.unwrap_or_else(library)),
+            false => cmd.arg("LOAD").arg(self.source),
+        };
+        cmd.query_async::<String>(con).await.map(drop)
+    }
+
     /// Starts a call; add its keys and arguments, then run it.
     pub(super) fn call(&self) -> Call<'_> {
         Call {

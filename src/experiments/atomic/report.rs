@@ -3,7 +3,7 @@
 use super::{AtomicRow, RoundTripRow};
 use crate::analysis::table::{read_typed, summarize, Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, Verdict};
+use crate::experiments::limiters::{self, Exact, Verdict};
 use std::path::Path;
 
 /// Admission, WATCH retries, round trips (self-reported), the commands Redis counted and Redis CPU
@@ -50,11 +50,11 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     for l in limiters::recorded(dir)? {
         let name = l.strategy.to_string();
         let mine = |r: &AtomicRow| r.strategy == l.strategy;
-        let Some(worst) = limiters::max_by(&rows, mine, |r| r.admitted as f64 / r.capacity as f64)
-        else {
+        let exact = |r: &AtomicRow| (r.admitted as f64, Exact::limit(r.capacity, r.checks));
+        let Some((worst, admitted, bound)) = limiters::farthest(&rows, mine, exact) else {
             continue;
         };
-        let value = limiters::ratio(worst.admitted as f64, worst.capacity as f64, "over-admits");
+        let value = limiters::judged(admitted, bound);
         let under = (rows.iter().filter(|r| mine(r)))
             .filter(|r| r.admitted + 1 < r.capacity.min(r.checks))
             .count();
@@ -64,7 +64,7 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         };
         out.push(Verdict {
             limiter: name,
-            aspect: "atomic: most admitted / limit",
+            aspect: "atomic: admitted / exact",
             value: format!("{value} at {}x{}{under}", worst.processes, worst.in_flight),
         });
     }

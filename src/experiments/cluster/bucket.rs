@@ -80,6 +80,14 @@ pub(super) fn run_strategy(
         .enable_all()
         .build()
         .map_err(|e| PhaseError::Invalid(format!("tokio runtime: {e}")))?;
+    // A mode without a fallback needs its script on every node first, as its library loads it.
+    for node in topology.addresses() {
+        rt.block_on(async {
+            let client = crate::server::endpoint::client(&topology.url_of(&node))?;
+            let mut con = client.get_multiplexed_async_connection().await?;
+            crate::limiter::custom::initialise(&mut con, strategy).await
+        })?;
+    }
     let tallies = rt.block_on(checks(&client, &limiter, &keys, p))?;
     let rows = keys.iter().enumerate().map(|(u, key)| {
         let (slot, node) = topology.place(key);

@@ -5,7 +5,7 @@
 use super::{BucketRow, CallRow, CustomBucketRow, PhaseRow, SetupRow};
 use crate::analysis::table::{read_typed, short, summarize, summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, Verdict};
+use crate::experiments::limiters::{self, Exact, Verdict};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
@@ -222,13 +222,20 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         }
         let failed = mine.iter().filter(|r| r.errors > 0).count();
         let non_local = mine.iter().filter(|r| r.non_local_key == 1).count();
-        let most = mine.iter().max_by_key(|r| r.admitted);
-        let admitted = most.map_or(String::new(), |r| {
-            limiters::ratio(r.admitted as f64, r.limit as f64, "over-admits")
-        });
+        // Users whose checks failed are counted as failing, not judged on what they admitted.
+        let decided: Vec<CustomBucketRow> = mine
+            .iter()
+            .filter(|r| r.errors == 0)
+            .map(|r| (*r).clone())
+            .collect();
+        let exact = |r: &CustomBucketRow| (r.admitted as f64, Exact::limit(r.limit, r.requests));
+        let admitted = limiters::farthest(&decided, |_| true, exact)
+            .map_or(String::new(), |(_, admitted, bound)| {
+                limiters::judged(admitted, bound)
+            });
         let value = match failed {
             0 => format!(
-                "0 of {} users fail; most admitted / limit {admitted}",
+                "0 of {} users fail; admitted / exact {admitted}",
                 mine.len()
             ),
             n if non_local == n => format!("fails for {n} of {} users (non local key)", mine.len()),

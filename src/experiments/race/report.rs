@@ -3,7 +3,7 @@
 use super::RaceRow;
 use crate::analysis::table::{read_typed, summarize, Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, Verdict};
+use crate::experiments::limiters::{self, Exact, Verdict};
 use std::path::Path;
 
 /// Admitted and the final state per scenario, strategy, P x F and limit.
@@ -21,21 +21,21 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
     summarize(&dir.join("race.csv"), &keys, &stats)
 }
 
-/// Over-admission under concurrency: each custom limiter's most admitted in any configuration of
-/// the matrix, over the limit (refill 0, one window per trial: the limit is exact).
+/// Exactness under concurrency: each custom limiter's configuration of the matrix farthest from
+/// the limit, either way (refill 0, one window per trial: an exact limiter admits the limit).
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     let rows: Vec<RaceRow> = read_typed(&dir.join("race.csv"))?;
     let mut out = Vec::new();
     for l in limiters::recorded(dir)? {
         let mine = |r: &RaceRow| r.strategy == l.strategy && r.scenario == "matrix";
-        let Some(worst) = limiters::max_by(&rows, mine, |r| r.admitted as f64 / r.limit as f64)
-        else {
+        let exact = |r: &RaceRow| (r.admitted as f64, Exact::limit(r.limit, r.checks));
+        let Some((worst, admitted, bound)) = limiters::farthest(&rows, mine, exact) else {
             continue;
         };
-        let value = limiters::ratio(worst.admitted as f64, worst.limit as f64, "over-admits");
+        let value = limiters::judged(admitted, bound);
         out.push(Verdict {
             limiter: l.strategy.to_string(),
-            aspect: "race: most admitted / limit",
+            aspect: "race: admitted / exact",
             value: format!("{value} at {}x{}", worst.processes, worst.in_flight),
         });
     }

@@ -94,10 +94,11 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         let failed = names(&|r| r.ok == 0);
         let reloaded = names(&|r| r.ok == 1 && r.noscript == 1);
         let mode = mine[0].mode;
-        let mut value = match failed.is_empty() {
-            true => format!("{mode}: survives {} of {} events", mine.len(), mine.len()),
-            false => format!("{mode}: fails after {}", failed.join(", ")),
-        };
+        let survived = mine.len() - failed.len();
+        let mut value = format!("{mode}: survives {survived} of {} events", mine.len());
+        if !failed.is_empty() {
+            value.push_str(&format!("; fails after {}", failed.join(", ")));
+        }
         if !reloaded.is_empty() {
             value.push_str(&format!("; reloaded after {}", reloaded.join(", ")));
         }

@@ -67,6 +67,12 @@ fn custom_case(
 ) -> Result<CustomSurvivalRow, PhaseError> {
     let (mut primary, replica) = servers(ctx, event)?;
     let limiter = Limiter::new(strategy, p.limit());
+    // A mode without a fallback loads its script once at start-up, as its library does.
+    rt.block_on(async {
+        let client = crate::server::endpoint::client(&primary.url())?;
+        let mut con = client.get_multiplexed_async_connection().await?;
+        crate::limiter::custom::initialise(&mut con, strategy).await
+    })?;
     let warm = rt.block_on(first_call(&primary.url(), &limiter, ctx.timeouts))?;
     if let Err(e) = warm.1.outcome {
         return Err(PhaseError::Invalid(format!(

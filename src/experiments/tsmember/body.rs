@@ -143,7 +143,8 @@ fn write_custom(
         Some(_) => p.duration_s * 1000.0 + row.max_us / 1000.0,
         None => row.duration_s * 1000.0,
     };
-    let ideal = limiters::most_admitted(d.algorithm, one.limit, p.window_ms, 0.0, span_ms);
+    let ideal =
+        limiters::most_admitted(d.algorithm, d.anchor, one.limit, p.window_ms, 0.0, span_ms);
     if let Some(sink) = sink {
         sink.write(&CustomRow::of(
             one.strategy,

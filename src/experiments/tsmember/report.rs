@@ -3,7 +3,7 @@
 use super::{CustomRow, TsmemberRow};
 use crate::analysis::table::{read_typed, summarize, Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, Verdict};
+use crate::experiments::limiters::{self, Exact, Verdict};
 use crate::record::csv_text;
 use std::path::Path;
 
@@ -54,11 +54,16 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     let mut out = Vec::new();
     for l in limiters::recorded(dir)? {
         let mine = |r: &CustomRow| r.strategy == l.strategy;
-        let Some(worst) = limiters::max_by(&rows, mine, |r| r.admitted as f64 / r.ideal.max(1.0))
-        else {
+        // At least the limit (or every request) from a fresh key; at most the ideal of the span.
+        let exact = |r: &CustomRow| {
+            let least = r.limit.min(r.offered) as f64;
+            let most = r.ideal.max(least);
+            (r.admitted as f64, Exact { least, most })
+        };
+        let Some((worst, admitted, bound)) = limiters::farthest(&rows, mine, exact) else {
             continue;
         };
-        let value = limiters::ratio(worst.admitted as f64, worst.ideal, "over-admits");
+        let value = limiters::judged(admitted, bound);
         let rate = match worst.rate.as_str() {
             "flat-out" => "flat out".to_string(),
             r => format!("at {r}/s"),
@@ -70,7 +75,7 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         };
         out.push(Verdict {
             limiter: l.strategy.to_string(),
-            aspect: "colliding timestamps: most admitted / exact",
+            aspect: "colliding timestamps: admitted / exact",
             value: format!("{value} {rate}{clock}"),
         });
     }

@@ -16,10 +16,23 @@ pub(super) fn spec(
     key: &str,
 ) -> OpenSpec {
     let edge = p.edge_ms as f64;
-    let burst = |offset_ms| Burst {
+    let burst = |offset_ms, count| Burst {
         offset_ms,
         span_ms: edge,
-        count: p.limit,
+        count,
+    };
+    // The first request opens a first-hit window: its edge is one window later, where the
+    // bursts go (the opener counts in the first).
+    let arrivals = match super::opens_at_first_hit(strategy) {
+        true => {
+            let at = boundary_ms(p, strategy);
+            vec![
+                burst(0.0, 1),
+                burst(at - edge, p.limit - 1),
+                burst(at, p.limit),
+            ]
+        }
+        false => vec![burst(0.0, p.limit), burst(edge, p.limit)],
     };
     OpenSpec {
         url: String::new(),
@@ -33,7 +46,7 @@ pub(super) fn spec(
             ..LimitSpec::default()
         },
         keys: KeyChoice::One(key.to_string()),
-        arrivals: Arrivals::Bursts(vec![burst(0.0), burst(edge)]),
+        arrivals: Arrivals::Bursts(arrivals),
         start: Start::Aligned {
             period_ms: p.window_ms,
             phase_ms: p.window_ms - p.edge_ms,
@@ -49,15 +62,26 @@ pub(super) fn spec(
     }
 }
 
-/// The trial's row and its requests (times from the boundary, `edge_ms` after the start).
+/// The edge the bursts straddle, in ms after the schedule's start: `edge_ms` for windows on a
+/// clock (the start is aligned to one), a window after the opening request for first-hit ones.
+pub(super) fn boundary_ms(p: &Params, strategy: Strategy) -> f64 {
+    match super::opens_at_first_hit(strategy) {
+        true => p.window_ms as f64,
+        false => p.edge_ms as f64,
+    }
+}
+
+/// The trial's row and its requests (times from the boundary the bursts straddle).
 pub(super) fn summarize(
     p: &Params,
     strategy: Strategy,
     trial: u32,
     tally: &OpenTally,
 ) -> (WindowEdgeRow, Vec<RequestRow>) {
-    let edge_ns = p.edge_ms * 1_000_000;
+    let edge_ns = (boundary_ms(p, strategy) * 1e6) as u64;
     let ms = |ns: u64| (ns as f64 - edge_ns as f64) / 1e6;
+    // The bursts, without a first-hit window's opening request a window earlier.
+    let bursts_from_ns = edge_ns.saturating_sub(p.edge_ms * 1_000_000);
     let requests = (tally.requests.iter().enumerate())
         .map(|(seq, r)| RequestRow {
             strategy,
@@ -69,7 +93,9 @@ pub(super) fn summarize(
             allowed: r.allowed,
         })
         .collect();
-    let admitted: Vec<_> = tally.requests.iter().filter(|r| r.allowed).collect();
+    let admitted: Vec<_> = (tally.requests.iter())
+        .filter(|r| r.allowed && r.intended_ns >= bursts_from_ns)
+        .collect();
     let mut sent: Vec<u64> = admitted.iter().map(|r| r.sent_ns).collect();
     sent.sort_unstable();
     // From the first admitted send to the last admitted reply: every decision lies inside it.

@@ -13,6 +13,10 @@
 //! time the admitted requests took, plus the millisecond the scripts' clock may round (L + L x
 //! (span + 1 ms)).
 //!
+//! A custom limiter whose windows open at a key's first request (`anchor = "first-hit"`) has its
+//! own edge: one request opens its window, then the two bursts straddle that request's time plus
+//! one window (L - 1 before, L after), and times are from that edge.
+//!
 //! Writes `window-edge/window-edge.csv` (one row per trial), `window-edge/requests.csv` (one row
 //! per request, times in ms from the window boundary), `window-edge/meta.json`.
 
@@ -109,6 +113,17 @@ fn unix_ms_f() -> f64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64() * 1e3)
         .unwrap_or(0.0)
+}
+
+/// Whether a strategy's windows open at each key's first request (a custom limiter's manifest
+/// says `anchor = "first-hit"`): its edge is one window after that request, not on the clock.
+fn opens_at_first_hit(s: Strategy) -> bool {
+    match s {
+        Strategy::Custom(name) => name.definition().is_some_and(|d| {
+            d.algorithm.has_windows() && d.anchor == crate::limiter::custom::Anchor::FirstHit
+        }),
+        _ => false,
+    }
 }
 
 /// Whether a strategy names its windows by the caller's clock (the rest read Redis TIME).

@@ -4,6 +4,7 @@ use super::WindowEdgeRow;
 use crate::analysis::table::{read_typed, summarize, Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::experiments::limiters::{self, Verdict};
+use crate::limiter::custom::Algorithm;
 use std::path::Path;
 
 /// Admitted on either side of the edge and the most in any second, per strategy.
@@ -22,8 +23,10 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
     summarize(&dir.join("window-edge.csv"), &keys, &stats)
 }
 
-/// The most each custom limiter admitted inside any 1-second span across the boundary, over the
-/// limit, and whether it stayed within what continuous refill could have admitted.
+/// The most each custom limiter admitted inside any 1-second span across the edge, over the
+/// limit, in words that fit its algorithm: a bucket or GCRA is bounded by refill or not; a window
+/// either shows a burst at the edge or none. The cell names the edge measured: the clock's
+/// (epoch-aligned windows) or one window after a key's first request (`anchor = "first-hit"`).
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     let rows: Vec<WindowEdgeRow> = read_typed(&dir.join("window-edge.csv"))?;
     let mut out = Vec::new();
@@ -33,15 +36,23 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
             continue;
         };
         let within = worst.max_admitted_in_1s as f64 <= worst.smooth_bound + 1.0;
-        let word = match within {
-            true => "bounded by refill",
-            false => "burst at the edge",
+        let refills = matches!(l.algorithm, Algorithm::TokenBucket | Algorithm::Gcra);
+        let word = match (within, refills) {
+            (true, true) => "bounded by refill",
+            (false, true) => "burst beyond refill",
+            (true, false) => "no burst at this edge",
+            (false, false) => "burst at the edge",
+        };
+        let edge = match l.anchor.as_str() {
+            "first-hit" => ", edge: first hit + window",
+            "" => "",
+            _ => ", edge: epoch-aligned",
         };
         out.push(Verdict {
             limiter: l.strategy.to_string(),
             aspect: "window edge: most in 1 s / limit",
             value: format!(
-                "{:.2} ({word}, refill bound {:.2})",
+                "{:.2} ({word}, refill bound {:.2}{edge})",
                 worst.max_per_limit,
                 worst.smooth_bound / worst.limit as f64
             ),

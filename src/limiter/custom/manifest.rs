@@ -6,9 +6,11 @@
 //! description = "what it is and what it is expected to show"
 //! algorithm = "sliding-log"         # token-bucket | gcra | fixed-window | sliding-log | sliding-window
 //! script = "my_limiter.lua"         # beside the manifest; with mode = "fcall", the library file
-//! mode = "evalsha"                  # evalsha (EVAL on NOSCRIPT) | fcall (FUNCTION LOAD when missing)
-//! function = "my_limiter"           # mode = "fcall" only
-//! keys = ["{key}"]                  # KEYS templates
+//! mode = "evalsha-eval"             # eval | evalsha | evalsha-eval | evalsha-load | fcall | fcall-load
+//! function = "my_limiter"           # mode = "fcall" or "fcall-load" only
+//! anchor = "epoch"                  # windows start at: epoch | origin | first-hit (window algorithms)
+//! keys = ["{key}"]                  # KEYS templates, under the run's prefix (see `under_prefix`)
+//! shared_keys = []                  # keys in `keys` that are not the client's ("", "global")
 //! args = ["{limit}", "{window_ms}", "{now_ms}", "{request_id}"]
 //! allowed = "element 0 == 1"        # or "reply >= 0", "element 0 <= {limit}", "nil", "reply == OK"
 //! remaining = "element 1"           # optional
@@ -16,8 +18,9 @@
 //! ```
 
 use super::reply::{Pick, Rule};
-use super::template::{Placeholder, Template};
-use super::{Algorithm, CustomLimiter, ManifestError, Mode};
+use super::template::{Piece, Placeholder, Template};
+use super::{Algorithm, Anchor, CustomLimiter, ManifestError};
+use crate::limiter::Invocation;
 use serde::Deserialize;
 use std::path::Path;
 use toml::Spanned;
@@ -34,7 +37,11 @@ struct File {
     mode: Option<Spanned<String>>,
     #[serde(default)]
     function: Option<Spanned<String>>,
+    #[serde(default)]
+    anchor: Option<Spanned<String>>,
     keys: Spanned<Vec<Spanned<String>>>,
+    #[serde(default)]
+    shared_keys: Vec<Spanned<String>>,
     #[serde(default)]
     args: Vec<Spanned<String>>,
     allowed: Spanned<String>,
@@ -71,26 +78,8 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
     valid_name(name).map_err(|m| at(file.name.span(), m))?;
     let algorithm: Algorithm =
         (file.algorithm.get_ref().parse()).map_err(|m| at(file.algorithm.span(), m))?;
-    let mode = match &file.mode {
-        None => Mode::Evalsha,
-        Some(m) => m.get_ref().parse().map_err(|e| at(m.span(), e))?,
-    };
-    let function = match (mode, &file.function) {
-        (Mode::Fcall, Some(f)) => Some(f.get_ref().clone()),
-        (Mode::Fcall, None) => {
-            return Err(at(
-                file.script.span(),
-                "mode = \"fcall\" needs `function`".into(),
-            ))
-        }
-        (Mode::Evalsha, Some(f)) => {
-            return Err(at(
-                f.span(),
-                "`function` is for mode = \"fcall\" only".into(),
-            ));
-        }
-        (Mode::Evalsha, None) => None,
-    };
+    let anchor = anchor(&file, algorithm, &at)?;
+    let (mode, function) = invocation(&file, &at)?;
 
     let script_path = path
         .parent()
@@ -102,7 +91,7 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
             format!("cannot read {}: {e}", script_path.display()),
         )
     })?;
-    if mode == Mode::Fcall && !source.starts_with("#!lua") {
+    if mode.uses_function() && !source.starts_with("#!lua") {
         return Err(at(
             file.script.span(),
             "a function library must start with `#!lua name=<library>`".into(),
@@ -112,27 +101,7 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
     let template = |s: &Spanned<String>, what: String| {
         Template::parse(s.get_ref()).map_err(|m| at(s.span(), format!("{what}: {m}")))
     };
-    if file.keys.get_ref().is_empty() {
-        return Err(at(
-            file.keys.span(),
-            "at least one key: the limiter's state lives somewhere".into(),
-        ));
-    }
-    let mut keys = Vec::new();
-    for (i, k) in file.keys.get_ref().iter().enumerate() {
-        let t = template(k, format!("keys[{i}]"))?;
-        // Everything a run writes stays under its prefix, so it is deleted and never collides.
-        if !t.uses(Placeholder::Key) && !t.uses(Placeholder::Prefix) {
-            return Err(at(
-                k.span(),
-                format!(
-                    "keys[{i}] = {:?} must contain {{key}} or {{prefix}}",
-                    k.get_ref()
-                ),
-            ));
-        }
-        keys.push(t);
-    }
+    let (keys, key_notes) = keys(&file, &at)?;
     let args = (file.args.iter().enumerate())
         .map(|(i, a)| template(a, format!("args[{i}]")))
         .collect::<Result<Vec<_>, _>>()?;
@@ -151,8 +120,10 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
         script: file.script.get_ref().clone(),
         source,
         mode,
+        anchor,
         function,
         keys,
+        key_notes,
         args,
         allowed_text: file.allowed.get_ref().clone(),
         allowed_line: line_of(text, file.allowed.span().start),
@@ -160,6 +131,127 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
         remaining: pick(&file.remaining, "remaining")?,
         retry_after_ms: pick(&file.retry_after_ms, "retry_after_ms")?,
     })
+}
+
+/// Makes a manifest error at a span of the manifest's text.
+type At<'a> = dyn Fn(std::ops::Range<usize>, String) -> ManifestError + 'a;
+
+/// Where the windows start: only algorithms with windows take an anchor.
+fn anchor(file: &File, algorithm: Algorithm, at: &At) -> Result<Anchor, ManifestError> {
+    match &file.anchor {
+        None => Ok(Anchor::default()),
+        Some(a) if !algorithm.has_windows() => Err(at(
+            a.span(),
+            format!(
+                "anchor is for fixed-window and sliding-window; a {} has no windows",
+                algorithm.name()
+            ),
+        )),
+        Some(a) => a.get_ref().parse().map_err(|e| at(a.span(), e)),
+    }
+}
+
+/// The invocation and, for FCALL, the function it calls.
+fn invocation(file: &File, at: &At) -> Result<(Invocation, Option<String>), ManifestError> {
+    let mode = match &file.mode {
+        None => Invocation::EvalshaEval,
+        Some(m) => m.get_ref().parse().map_err(|e| at(m.span(), e))?,
+    };
+    let mode_line = file.mode.as_ref().map_or(file.script.span(), |m| m.span());
+    match (mode.uses_function(), &file.function) {
+        (true, Some(f)) => Ok((mode, Some(f.get_ref().clone()))),
+        (true, None) => Err(at(mode_line, format!("mode = \"{mode}\" needs `function`"))),
+        (false, Some(f)) => Err(at(
+            f.span(),
+            "`function` is for mode = \"fcall\" or \"fcall-load\" only".into(),
+        )),
+        (false, None) => Ok((mode, None)),
+    }
+}
+
+/// The KEYS templates, each under the run's prefix, with what was done to keep them there.
+fn keys(file: &File, at: &At) -> Result<(Vec<Template>, Vec<String>), ManifestError> {
+    let written = file.keys.get_ref();
+    if written.is_empty() {
+        return Err(at(
+            file.keys.span(),
+            "at least one key: the limiter's state lives somewhere".into(),
+        ));
+    }
+    let shared: Vec<&str> = (file.shared_keys.iter())
+        .map(|k| k.get_ref().as_str())
+        .collect();
+    if let Some(k) =
+        (file.shared_keys.iter()).find(|k| !written.iter().any(|t| t.get_ref() == k.get_ref()))
+    {
+        return Err(at(
+            k.span(),
+            format!("shared_keys: {:?} is not one of `keys`", k.get_ref()),
+        ));
+    }
+    let mut keys = Vec::new();
+    let mut notes = Vec::new();
+    for (i, k) in written.iter().enumerate() {
+        let t =
+            Template::parse(k.get_ref()).map_err(|m| at(k.span(), format!("keys[{i}]: {m}")))?;
+        let (t, note) = under_prefix(t, i, k.get_ref(), &shared).map_err(|m| at(k.span(), m))?;
+        keys.push(t);
+        notes.extend(note);
+    }
+    Ok((keys, notes))
+}
+
+/// Keeps everything a run writes under its prefix (`ratelab:<id>:<start>:<pid>:`), so it is
+/// deleted afterwards and stays inside a `--redis-url` user's `~ratelab:*`: a key template that
+/// starts with `{key}` or `{prefix}` is used as written; one that names the client's key
+/// elsewhere (`rate:{key}`, `{{key}}:tokens`) is written after `{prefix}`, and the note says so.
+/// A key that is not the client's (a global key, a literal name, the empty string a library
+/// passes for a disabled feature) must be declared in `shared_keys`: the empty string is sent as
+/// it is, any other is written after `{prefix}` too.
+fn under_prefix(
+    t: Template,
+    i: usize,
+    text: &str,
+    shared: &[&str],
+) -> Result<(Template, Option<String>), String> {
+    let starts_inside = matches!(
+        t.pieces.first(),
+        Some(Piece::Value(Placeholder::Key | Placeholder::Prefix))
+    );
+    if starts_inside {
+        return Ok((t, None));
+    }
+    let clients = t.uses(Placeholder::Key) || t.uses(Placeholder::Prefix);
+    let declared = shared.contains(&text);
+    if !clients && !declared {
+        return Err(format!(
+            "keys[{i}] = {text:?} is not the client's key: it must contain {{key}} or {{prefix}}, or, if the \
+             library passes it for every client, be declared in shared_keys = [{text:?}]"
+        ));
+    }
+    if text.is_empty() {
+        return Ok((
+            t,
+            Some(format!(
+                "keys[{i}] = \"\" is sent as the empty string, as declared"
+            )),
+        ));
+    }
+    let mut pieces = vec![Piece::Value(Placeholder::Prefix)];
+    pieces.extend(
+        t.pieces
+            .into_iter()
+            .filter(|p| *p != Piece::Text(String::new())),
+    );
+    let note = format!(
+        "keys[{i}] = {text:?} is written as \"{{prefix}}{text}\", under the run's key prefix{}",
+        if clients {
+            ""
+        } else {
+            " (a shared key, as declared)"
+        }
+    );
+    Ok((Template { pieces }, Some(note)))
 }
 
 /// A name CSVs and charts can carry: lowercase letters, digits, `-`, `_`, `.`; not a built-in's.
@@ -214,10 +306,44 @@ allowed = "element 0 == 1"
         let c = with_script(GOOD).unwrap();
         assert_eq!(
             (c.name.as_str(), c.algorithm, c.mode),
-            ("t", Algorithm::TokenBucket, Mode::Evalsha)
+            ("t", Algorithm::TokenBucket, Invocation::EvalshaEval)
         );
         assert_eq!((c.keys.len(), c.args.len(), c.allowed_line), (1, 2, 6));
         assert_eq!(c.source, "return {1}");
+    }
+
+    #[test]
+    fn keys_outside_the_prefix_are_written_under_it_and_said_so() {
+        let text = GOOD.replace(
+            "keys = [\"{key}\"]",
+            "keys = [\"rate:{key}\", \"{{key}}:t\", \"global\", \"\", \"{prefix}x\"]\nshared_keys = [\"global\", \"\"]",
+        );
+        let c = with_script(&text).unwrap();
+        let spec = crate::limiter::LimitSpec::default();
+        let fill = super::super::template::Fill {
+            key: "ratelab:race:abc:42:m:1",
+            spec: &spec,
+            now_us: 0,
+            request_id: String::new(),
+            rand: 0,
+            rate_per_s: 0.0,
+        };
+        let keys: Vec<String> = (c.keys.iter())
+            .map(|t| String::from_utf8(t.render(&fill)).unwrap())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "ratelab:race:abc:42:rate:ratelab:race:abc:42:m:1",
+                "ratelab:race:abc:42:{ratelab:race:abc:42:m:1}:t",
+                "ratelab:race:abc:42:global",
+                "",
+                "ratelab:race:abc:42:x",
+            ]
+        );
+        assert_eq!(c.key_notes.len(), 4, "{:?}", c.key_notes);
+        assert!(c.key_notes[0].contains("\"rate:{key}\" is written as \"{prefix}rate:{key}\""));
+        assert!(c.key_notes[3].contains("empty string"));
     }
 
     #[test]
@@ -236,7 +362,17 @@ allowed = "element 0 == 1"
             (
                 GOOD.replace("\"{key}\"", "\"fixed\""),
                 4,
-                "must contain {key} or {prefix}",
+                "must contain {key} or {prefix}, or, if the library passes it for every client, be declared",
+            ),
+            (
+                format!("{GOOD}anchor = \"first-hit\"\n"),
+                7,
+                "a token-bucket has no windows",
+            ),
+            (
+                format!("{GOOD}shared_keys = [\"other\"]\n"),
+                7,
+                "shared_keys: \"other\" is not one of `keys`",
             ),
             (
                 GOOD.replace("token-bucket", "leaky"),
@@ -258,7 +394,7 @@ allowed = "element 0 == 1"
             (
                 format!("{GOOD}function = \"f\"\n"),
                 7,
-                "for mode = \"fcall\" only",
+                "for mode = \"fcall\" or \"fcall-load\" only",
             ),
         ];
         for (text, line, needle) in cases {

@@ -2,7 +2,8 @@
 //! ([`manifest`]) says how to call the script: KEYS and ARGV templates ([`template`]), how to read
 //! the decision from the reply ([`reply`]), which algorithm it implements (so experiments know
 //! what its limit means and which built-in strategy is its reference) and whether it is sent by
-//! EVALSHA (EVAL on NOSCRIPT) or called as a function (FUNCTION LOAD when missing).
+//! EVAL, EVALSHA (with or without a fallback on NOSCRIPT) or called as a function (FCALL, with or
+//! without FUNCTION LOAD when missing), as the scripts experiment invokes its built-ins.
 //!
 //! Loaded limiters are registered once per process ([`register`]) under their manifest's name,
 //! which becomes a [`Strategy::Custom`]; worker processes receive the definitions with their job.
@@ -41,6 +42,11 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
+    /// Whether its limit is counted per window, so the windows' anchor matters.
+    pub fn has_windows(self) -> bool {
+        matches!(self, Algorithm::FixedWindow | Algorithm::SlidingWindow)
+    }
+
     const NAMES: &'static [(&'static str, Algorithm)] = &[
         ("token-bucket", Algorithm::TokenBucket),
         ("gcra", Algorithm::Gcra),
@@ -89,34 +95,42 @@ impl FromStr for Algorithm {
     }
 }
 
-/// How the script reaches Redis by default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Where a window limiter's windows start, which says where its edge is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// EVALSHA, and the same call as EVAL on NOSCRIPT (go-redis, ioredis).
-    Evalsha,
-    /// FCALL of `function` from the library file; FUNCTION LOAD REPLACE and again when missing.
-    Fcall,
+pub enum Anchor {
+    /// At multiples of the window since the Unix epoch (`floor(now / window)`).
+    #[default]
+    Epoch,
+    /// At multiples of the window since the experiment's origin (`{window}`; the epoch where an
+    /// experiment aligns its windows to it).
+    Origin,
+    /// At each key's first request, as windows kept by a Redis expiry are (SET NX PX, then INCR).
+    FirstHit,
 }
 
-impl Mode {
-    /// The invocation it stands for.
-    pub fn invocation(self) -> Invocation {
-        match self {
-            Mode::Evalsha => Invocation::EvalshaEval,
-            Mode::Fcall => Invocation::FcallLoad,
-        }
+impl Anchor {
+    const NAMES: &'static [(&'static str, Anchor)] = &[
+        ("epoch", Anchor::Epoch),
+        ("origin", Anchor::Origin),
+        ("first-hit", Anchor::FirstHit),
+    ];
+
+    /// Its name in manifests.
+    pub fn name(self) -> &'static str {
+        (Self::NAMES.iter())
+            .find(|(_, a)| *a == self)
+            .map_or("?", |(n, _)| n)
     }
 }
 
-impl FromStr for Mode {
+impl FromStr for Anchor {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "evalsha" => Ok(Mode::Evalsha),
-            "fcall" => Ok(Mode::Fcall),
-            _ => Err(format!("unknown mode `{s}`; valid: evalsha, fcall")),
-        }
+        (Self::NAMES.iter())
+            .find(|(n, _)| *n == s)
+            .map(|&(_, a)| a)
+            .ok_or_else(|| format!("unknown anchor `{s}`; valid: epoch, origin, first-hit"))
     }
 }
 
@@ -130,11 +144,20 @@ pub struct CustomLimiter {
     pub manifest: String,
     /// The script's file name, as the manifest gives it.
     pub script: String,
-    /// The script (or, with mode fcall, the library).
+    /// The script (or, with mode fcall or fcall-load, the library).
     pub source: String,
-    pub mode: Mode,
+    /// Where its windows start (fixed and sliding windows; the epoch unless the manifest says).
+    #[serde(default)]
+    pub anchor: Anchor,
+    /// How the library invokes it: the scripts experiment's invocations (`evalsha-eval` unless
+    /// the manifest says otherwise).
+    pub mode: Invocation,
     pub function: Option<String>,
+    /// KEYS templates, each starting with `{key}` or `{prefix}` (or the declared empty key).
     pub keys: Vec<Template>,
+    /// What was done to a key template to keep it under the run's prefix, for meta.json.
+    #[serde(default)]
+    pub key_notes: Vec<String>,
     pub args: Vec<Template>,
     pub allowed: reply::Rule,
     /// `allowed` as written, and its line, for errors.
@@ -272,6 +295,25 @@ impl Loaded {
             rate_per_s: self.def.algorithm.rate_per_s(spec),
         }
     }
+
+    /// A script error, saying when ratelab passed a zero refill: an experiment that means a bucket
+    /// that never refills hands `{rate_per_s}` = 0, which a script that divides by it cannot take.
+    fn explain(&self, error: redis::RedisError, fill: &Fill) -> LimiterError {
+        let passes_rate =
+            (self.def.args.iter().chain(&self.def.keys)).any(|t| t.uses(Placeholder::RatePerS));
+        let script_error =
+            error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError);
+        if !(passes_rate && fill.rate_per_s == 0.0 && script_error) {
+            return LimiterError::Redis(error);
+        }
+        LimiterError::CustomArgument {
+            strategy: Strategy::Custom(intern(&self.def.name)),
+            error,
+            why: "ratelab passed {rate_per_s} = 0 (a zero refill: this experiment measures a bucket that never \
+                  refills), which the script cannot take (does it divide by its refill rate?)"
+                .into(),
+        }
+    }
 }
 
 fn random() -> u64 {
@@ -284,16 +326,15 @@ fn random() -> u64 {
 /// Registers `def` (replacing a limiter of the same name) and returns its strategy.
 pub fn register(def: CustomLimiter) -> Strategy {
     let source: &'static str = Box::leak(def.source.clone().into_boxed_str());
-    let script = match (&def.function, def.mode) {
-        (Some(f), Mode::Fcall) => {
+    let script = match &def.function {
+        Some(f) => {
             let function: &'static str = Box::leak(f.clone().into_boxed_str());
             LuaScript::library_function(source, function)
         }
-        _ => LuaScript::new(source),
+        None => LuaScript::new(source),
     };
-    let script = script
-        .invoked(def.mode.invocation())
-        .unwrap_or_else(|_| LuaScript::new(source));
+    // The manifest was checked: a function has a function mode, a script a script mode.
+    let script = script.clone().invoked(def.mode).unwrap_or(script);
     let name = intern(&def.name);
     let loaded = Arc::new(Loaded {
         def,
@@ -334,25 +375,32 @@ pub(super) async fn check(
         call = call.arg(t.render(&fill));
     }
     let (reply, round_trips, noscript) = call.reply(con).await;
-    let outcome = reply.map_err(LimiterError::from).and_then(|reply| {
-        let (allowed, remaining, retry_ms) =
-            loaded
-                .def
-                .decide(&reply, spec)
-                .map_err(|detail| LimiterError::UnexpectedReply {
-                    strategy: Strategy::Custom(intern(&loaded.def.name)),
-                    detail,
+    let outcome = reply
+        .map_err(|e| loaded.explain(e, &fill))
+        .and_then(|reply| {
+            let (allowed, remaining, retry_ms) =
+                loaded.def.decide(&reply, spec).map_err(|detail| {
+                    LimiterError::UnexpectedReply {
+                        strategy: Strategy::Custom(intern(&loaded.def.name)),
+                        detail,
+                    }
                 })?;
-        Ok(Decision {
-            noscript,
-            ..Decision::settled(allowed, remaining, retry_ms, round_trips)
-        })
-    });
+            Ok(Decision {
+                noscript,
+                ..Decision::settled(allowed, remaining, retry_ms, round_trips)
+            })
+        });
     Attempt {
         outcome,
         round_trips,
         noscript,
     }
+}
+
+/// Whether the empty key exists (an error reads as yes: nothing is concluded from it).
+async fn exists_empty(con: &mut impl ConnectionLike) -> bool {
+    let found: Result<u64, _> = redis::cmd("EXISTS").arg("").query_async(con).await;
+    found.map_or(true, |n| n > 0)
 }
 
 /// What [`probe`] saw.
@@ -364,8 +412,29 @@ pub struct Probe {
     pub limit: u64,
 }
 
-/// The limit a probe uses: small, no refill, a window far longer than the probe.
+/// The limit a probe uses: small, a window far longer than the probe.
 pub const PROBE_LIMIT: u64 = 5;
+
+/// The probe's window: its refill (the limit per window) cannot add a token during the probe.
+const PROBE_WINDOW_MS: u64 = 600_000;
+
+/// Loads the limiter's script (SCRIPT LOAD) or library (FUNCTION LOAD REPLACE) into a server, as
+/// a library whose mode has no fallback does when it starts (EVALSHA or FCALL alone would fail on
+/// a server that has never seen it); nothing for a mode that sends or loads it itself.
+pub async fn initialise(
+    con: &mut impl ConnectionLike,
+    strategy: Strategy,
+) -> Result<(), redis::RedisError> {
+    let Strategy::Custom(name) = strategy else {
+        return Ok(());
+    };
+    match lookup(name.0) {
+        Some(l) if matches!(l.def.mode, Invocation::Evalsha | Invocation::Fcall) => {
+            l.script.preload(con).await
+        }
+        _ => Ok(()),
+    }
+}
 
 /// Calls the limiter on a fresh key before anything is measured: a script error, a reply that
 /// `allowed` cannot read, or a first call refused on a fresh key (an inverted `allowed`) is an
@@ -387,10 +456,11 @@ pub async fn probe(
         line: None,
         message: "not loaded".into(),
     })?;
+    // A real refill, as slow as the window: a bucket that divides by its rate can run.
     let spec = LimitSpec {
         capacity: PROBE_LIMIT,
-        refill_per_sec: 0.0,
-        window_ms: 600_000,
+        refill_per_sec: PROBE_LIMIT as f64 * 1000.0 / PROBE_WINDOW_MS as f64,
+        window_ms: PROBE_WINDOW_MS,
         window_origin_ms: super::unix_ms(),
         ..LimitSpec::default()
     };
@@ -398,6 +468,13 @@ pub async fn probe(
         manifest: loaded.def.manifest.clone(),
         line,
         message,
+    };
+    // A declared empty key is sent as is: the script may read it, never write it.
+    let empty_key =
+        (loaded.def.keys.iter()).any(|t| t.pieces == [template::Piece::Text(String::new())]);
+    let empty_existed = match empty_key {
+        true => exists_empty(con).await,
+        false => true,
     };
     let mut admitted = 0;
     for call in 0..=PROBE_LIMIT {
@@ -424,6 +501,15 @@ pub async fn probe(
                 ))
             }
         }
+    }
+    if !empty_existed && exists_empty(con).await {
+        let _ = redis::cmd("DEL").arg("").exec_async(con).await;
+        return Err(fail(
+            None,
+            "the script wrote the empty key (declared in shared_keys as a key it only passes): \
+             ratelab writes nothing outside its run's prefix"
+                .into(),
+        ));
     }
     Ok(Probe {
         calls: PROBE_LIMIT + 1,

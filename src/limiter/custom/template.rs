@@ -15,8 +15,12 @@ pub enum Placeholder {
     Prefix,
     /// Index of the fixed window containing the caller's now (windows from `window_origin_ms`).
     Window,
-    /// Index of the window before it.
+    /// Index of the window before it: -1 in window 0, so it never names the current window.
     WindowPrev,
+    /// Index of the epoch-aligned window containing the caller's now: `floor(now / window)`.
+    WindowEpoch,
+    /// Index of the epoch-aligned window before it.
+    WindowEpochPrev,
     /// The limit: requests per window, bucket capacity, GCRA burst.
     Limit,
     WindowMs,
@@ -53,6 +57,8 @@ impl Placeholder {
         ("prefix", Placeholder::Prefix),
         ("window", Placeholder::Window),
         ("window-1", Placeholder::WindowPrev),
+        ("window_epoch", Placeholder::WindowEpoch),
+        ("window_epoch-1", Placeholder::WindowEpochPrev),
         ("limit", Placeholder::Limit),
         ("window_ms", Placeholder::WindowMs),
         ("window_s", Placeholder::WindowS),
@@ -90,7 +96,14 @@ impl Placeholder {
         use Placeholder::*;
         matches!(
             self,
-            NowMs | NowUs | NowS | Window | WindowPrev | WindowEndMs
+            NowMs
+                | NowUs
+                | NowS
+                | Window
+                | WindowPrev
+                | WindowEpoch
+                | WindowEpochPrev
+                | WindowEndMs
         )
     }
 }
@@ -199,12 +212,16 @@ fn value(p: Placeholder, fill: &Fill) -> Vec<u8> {
     let spec = fill.spec;
     let now_ms = fill.now_us / 1000;
     let window_ms = spec.window_ms.max(1);
-    let window = now_ms.saturating_sub(spec.window_origin_ms) / window_ms;
+    // Signed: the window before window 0 is -1, a key of its own (never the current window's).
+    let window = (now_ms.saturating_sub(spec.window_origin_ms) / window_ms) as i64;
+    let window_epoch = (now_ms / window_ms) as i64;
     match p {
         Placeholder::Key => arg(fill.key),
         Placeholder::Prefix => arg(run_prefix(fill.key)),
         Placeholder::Window => arg(window),
-        Placeholder::WindowPrev => arg(window.saturating_sub(1)),
+        Placeholder::WindowPrev => arg(window - 1),
+        Placeholder::WindowEpoch => arg(window_epoch),
+        Placeholder::WindowEpochPrev => arg(window_epoch - 1),
         Placeholder::Limit | Placeholder::Burst => arg(spec.capacity),
         Placeholder::WindowMs => arg(window_ms),
         Placeholder::WindowS => match window_ms % 1000 {
@@ -271,11 +288,35 @@ mod tests {
         );
         assert_eq!(text("{window-1}", &spec), "1700000122");
         assert_eq!(
+            text("{window_epoch}|{window_epoch-1}", &spec),
+            "1700000123|1700000122"
+        );
+        assert_eq!(
             text("{now_ms}|{now_s}|{limit}|{window_s}", &spec),
             "1700000123456|1700000123|100|1"
         );
         assert_eq!(text("", &spec), "");
         assert_eq!(text("id", &spec), "id");
+    }
+
+    #[test]
+    fn the_previous_window_is_never_the_current_one() {
+        // Windows from the caller's origin: the first call is in window 0, the one before is -1.
+        let spec = LimitSpec {
+            window_origin_ms: 1_700_000_123_000,
+            window_ms: 10_000,
+            ..LimitSpec::default()
+        };
+        assert_eq!(
+            text("{key}:{window}|{key}:{window-1}", &spec)
+                .split('|')
+                .collect::<Vec<_>>(),
+            ["ratelab:race:abc:42:m:1:0", "ratelab:race:abc:42:m:1:-1"]
+        );
+        assert_eq!(
+            text("{window_epoch}|{window_epoch-1}", &spec),
+            "170000012|170000011"
+        );
     }
 
     #[test]

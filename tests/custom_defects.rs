@@ -1,0 +1,272 @@
+//! Custom limiters written the way public libraries write them, each reproducing one way a
+//! verdict about a real limiter script went wrong (issue 36), against real redis-servers.
+
+mod common;
+
+use ratelab::experiments::find;
+use ratelab::limiter::custom;
+use ratelab::limiter::Strategy;
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/limiters")
+        .join(name)
+}
+
+fn load(name: &str) -> Strategy {
+    custom::register(custom::load(&fixture(name)).expect("fixture manifest loads"))
+}
+
+/// Runs `id` with `limiters` and `sets`; returns its results directory.
+fn run(id: &str, out: &Path, limiters: Vec<Strategy>, sets: &[(&str, &str)]) -> PathBuf {
+    let mut ctx = common::ctx(out);
+    ctx.limiters = limiters;
+    ctx.sets = common::sets(sets);
+    find(id)
+        .unwrap()
+        .run(&ctx)
+        .unwrap_or_else(|e| panic!("{id}: {e:#}"))
+}
+
+#[test]
+fn a_two_window_script_counts_its_own_window_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let limiter = load("two-window.toml");
+    let dir = run(
+        "race",
+        tmp.path(),
+        vec![limiter],
+        &[
+            ("configs", r#"["1x1", "4x8"]"#),
+            ("trials", "1"),
+            ("strategies", r#"["lua-swc"]"#),
+        ],
+    );
+    let rows: Vec<ratelab::experiments::race::RaceRow> =
+        ratelab::analysis::table::read_typed(&dir.join("race.csv")).unwrap();
+    let mine: Vec<_> = (rows.iter())
+        .filter(|r| r.scenario == "matrix" && r.strategy == limiter)
+        .collect();
+    assert_eq!(mine.len(), 2);
+    // One trial is one window: the previous window is empty, so exactly the limit passes. With
+    // {window-1} naming the current window, each request counted 1 + (time left / window) times.
+    for r in mine {
+        assert_eq!((r.admitted, r.errors), (r.limit, 0), "{r:?}");
+    }
+}
+
+#[test]
+fn a_bucket_that_divides_by_its_refill_is_probed_with_a_real_refill_and_told_when_it_gets_zero() {
+    let tmp = tempfile::tempdir().unwrap();
+    let limiter = load("divide-by-refill.toml");
+    // latency refills its buckets: the probe and the run both hand the script a real rate.
+    let dir = run(
+        "latency",
+        tmp.path(),
+        vec![limiter],
+        &[
+            ("runs", "1"),
+            ("requests", "50"),
+            ("warmup", "5"),
+            ("strategies", r#"["lua-bucket"]"#),
+        ],
+    );
+    let meta = std::fs::read_to_string(dir.join("meta.json")).unwrap();
+    assert!(
+        meta.contains("custom limiter divide-by-refill") && meta.contains("admitted 5 of 6"),
+        "{meta}"
+    );
+    // race means a bucket that never refills: the script cannot run it, and the error says why.
+    let mut ctx = common::ctx(&tmp.path().join("race-out"));
+    ctx.limiters = vec![limiter];
+    ctx.sets = common::sets(&[("configs", r#"["1x1"]"#), ("trials", "1")]);
+    let err = format!("{:#}", find("race").unwrap().run(&ctx).unwrap_err());
+    assert!(
+        err.contains("not an integer or out of range")
+            && err.contains("ratelab passed {rate_per_s} = 0"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_library_key_layout_is_written_under_the_run_prefix_and_a_stray_key_is_refused() {
+    let server = common::start_server();
+    let limiter = load("outside-prefix.toml");
+    let spec = ratelab::limiter::LimitSpec {
+        capacity: 3,
+        window_ms: 600_000,
+        ..Default::default()
+    };
+    let checker = ratelab::limiter::Limiter::new(limiter, spec);
+    let prefix = "ratelab:race:abc:42:";
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let admitted = runtime.block_on(async {
+        let client = redis::Client::open(server.url()).unwrap();
+        let mut con = client.get_multiplexed_async_connection().await.unwrap();
+        let probe = custom::probe(&mut con, limiter, &format!("{prefix}probe"))
+            .await
+            .expect("the probe passes");
+        assert_eq!(probe.admitted, probe.limit);
+        let mut admitted = 0;
+        for _ in 0..5 {
+            let d = checker
+                .check(&mut con, &format!("{prefix}user:1"))
+                .await
+                .unwrap();
+            admitted += u64::from(d.allowed);
+        }
+        admitted
+    });
+    assert_eq!(admitted, 3);
+    let mut con = server.connection().unwrap();
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut con).unwrap();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "ratelab:race:abc:42:global:requests",
+            "ratelab:race:abc:42:rate:ratelab:race:abc:42:probe",
+            "ratelab:race:abc:42:rate:ratelab:race:abc:42:user:1",
+        ],
+        "every key under the run's prefix, the empty one never written"
+    );
+
+    // A literal key nobody declared is refused, naming the way to declare it.
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("outside-prefix.toml")).unwrap();
+    std::fs::copy(
+        fixture("outside_prefix.lua"),
+        tmp.path().join("outside_prefix.lua"),
+    )
+    .unwrap();
+    let path = tmp.path().join("m.toml");
+    std::fs::write(
+        &path,
+        text.replace("shared_keys = [\"global:requests\", \"\"]\n", ""),
+    )
+    .unwrap();
+    let err = custom::load(&path).unwrap_err().to_string();
+    assert!(
+        err.contains("m.toml line 7") && err.contains("shared_keys = [\"global:requests\"]"),
+        "{err}"
+    );
+}
+
+/// The verdict REPORT.md gives `limiter` in the column whose name starts with `aspect`.
+fn verdict(out: &Path, limiter: &str, aspect: &str) -> String {
+    let report = ratelab::experiments::write_report(out, &[]).unwrap();
+    let text = std::fs::read_to_string(report).unwrap();
+    let table = text
+        .split("## Custom limiters")
+        .nth(1)
+        .expect("a custom limiters table");
+    let header: Vec<&str> = (table.lines())
+        .find(|l| l.starts_with("| limiter |"))
+        .unwrap()
+        .split('|')
+        .collect();
+    let column = (header.iter())
+        .position(|h| h.trim().starts_with(aspect))
+        .unwrap_or_else(|| panic!("{aspect}: {header:?}"));
+    let row = (table.lines())
+        .find(|l| l.starts_with(&format!("| {limiter} |")))
+        .unwrap();
+    row.split('|').nth(column).unwrap().trim().to_string()
+}
+
+#[test]
+fn a_limiter_that_admits_half_its_limit_is_flagged_as_under_admitting() {
+    let tmp = tempfile::tempdir().unwrap();
+    let limiter = load("double-charge.toml");
+    run(
+        "race",
+        tmp.path(),
+        vec![limiter],
+        &[
+            ("configs", r#"["1x1", "1x8"]"#),
+            ("trials", "1"),
+            ("strategies", r#"["lua-bucket"]"#),
+        ],
+    );
+    let race = verdict(tmp.path(), "double-charge", "race:");
+    assert!(
+        race.starts_with("0.50 (under-admits: 50, exact admits at least 100)"),
+        "{race}"
+    );
+}
+
+#[test]
+fn the_survival_verdict_reads_what_each_invocation_mode_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let limiters = ["no-fallback", "eval-every-call", "load-and-retry"]
+        .map(|name| load(&format!("{name}.toml")))
+        .to_vec();
+    run(
+        "scripts",
+        tmp.path(),
+        limiters,
+        &[
+            ("modes", r#"["evalsha-eval"]"#),
+            ("runs", "1"),
+            ("run_seconds", "0.2"),
+            ("warmup_seconds", "0.1"),
+            ("flush_modes", r#"["evalsha-eval"]"#),
+            ("flush_before_ms", "100"),
+            ("flush_after_ms", "200"),
+            ("reload_after_ms", "100"),
+            ("survival_modes", r#"["evalsha"]"#),
+            (
+                "events",
+                r#"["restart-no-persistence", "restart-rdb", "script-flush", "function-flush"]"#,
+            ),
+        ],
+    );
+    let lost = "restart-no-persistence, restart-rdb, script-flush";
+    let survival = |name| verdict(tmp.path(), name, "NOSCRIPT survival");
+    // EVALSHA alone was read as EVALSHA with an EVAL fallback: "survives 4 of 4".
+    assert_eq!(
+        survival("no-fallback"),
+        format!("evalsha: survives 1 of 4 events; fails after {lost}")
+    );
+    assert_eq!(survival("eval-every-call"), "eval: survives 4 of 4 events");
+    assert_eq!(
+        survival("load-and-retry"),
+        format!("evalsha-load: survives 4 of 4 events; reloaded after {lost}")
+    );
+}
+
+#[test]
+fn a_window_opened_by_the_first_hit_is_burst_at_its_own_edge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let limiters = vec![load("first-hit.toml"), load("first-hit-unsaid.toml")];
+    let dir = run(
+        "window-edge",
+        tmp.path(),
+        limiters,
+        &[("trials", "1"), ("strategies", r#"["lua-bucket"]"#)],
+    );
+    let rows: Vec<ratelab::experiments::window_edge::WindowEdgeRow> =
+        ratelab::analysis::table::read_typed(&dir.join("window-edge.csv")).unwrap();
+    let of = |name: &str| rows.iter().find(|r| r.strategy.name() == name).unwrap();
+    // At its own edge a fixed window takes L - 1 + L inside one second (less what a loaded
+    // machine sends late across the edge); bursts on the clock's edge fall in one of its windows.
+    let own = of("first-hit");
+    assert!(own.max_per_limit > 1.5, "{own:?}");
+    let clock = of("first-hit-unsaid");
+    assert!(clock.max_admitted_in_1s <= clock.limit + 1, "{clock:?}");
+    let cell = verdict(tmp.path(), "first-hit", "window edge:");
+    assert!(
+        cell.contains("burst at the edge") && cell.contains("edge: first hit + window"),
+        "{cell}"
+    );
+    // A fixed window does not refill: no edge burst is not "bounded by refill".
+    let cell = verdict(tmp.path(), "first-hit-unsaid", "window edge:");
+    assert!(
+        cell.starts_with("1.00 (no burst at this edge") && cell.contains("epoch-aligned"),
+        "{cell}"
+    );
+}
