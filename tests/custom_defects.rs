@@ -81,7 +81,7 @@ fn a_bucket_that_divides_by_its_refill_is_probed_with_a_real_refill_and_told_whe
     let mut ctx = common::ctx(&tmp.path().join("race-out"));
     ctx.limiters = vec![limiter];
     ctx.sets = common::sets(&[("configs", r#"["1x1"]"#), ("trials", "1")]);
-    let err = format!("{:#}", find("race").unwrap().run(&ctx).unwrap_err());
+    let err = ratelab::errors::one_line(&find("race").unwrap().run(&ctx).unwrap_err());
     assert!(
         err.contains("not an integer or out of range")
             && err.contains("ratelab passed {rate_per_s} = 0"),
