@@ -33,21 +33,31 @@ ensure_redis() {
     fi
 }
 
-# The dataset validators the publish tests use, each in its own venv (they conflict on
-# jsonschema): best effort, a test says it skipped when its tool is missing.
+# The dataset validators the publish tests use, each in its own venv (they conflict on jsonschema).
+# A test whose validator is missing fails, so a failed install is said loudly, with pip's own words.
 ensure_validators() {
     local root=target/validators
     if ! python3 -m venv --help >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null 2>&1 || true
     fi
+    mkdir -p "$root"
+    local tool failed=0
     for tool in frictionless cffconvert; do
-        if [ ! -x "$root/$tool/bin/$tool" ]; then
-            echo "run_all: installing $tool (pip) into $root/$tool" >&2
-            { python3 -m venv "$root/$tool" && "$root/$tool/bin/pip" install -q "$tool"; } >/dev/null 2>&1 \
-                || echo "run_all: could not install $tool; its test will say it skipped" >&2
+        [ -x "$root/$tool/bin/$tool" ] && continue
+        echo "run_all: installing $tool (pip) into $root/$tool" >&2
+        rm -rf "${root:?}/$tool"
+        if ! { python3 -m venv "$root/$tool" && "$root/$tool/bin/pip" install -q "$tool"; } >"$root/$tool.log" 2>&1; then
+            failed=1
+            {
+                echo "run_all: ================================================================"
+                echo "run_all: COULD NOT INSTALL $tool: its test in tests/publish.rs WILL FAIL."
+                echo "run_all: pip said (all of it in $root/$tool.log):"
+                tail -n 15 "$root/$tool.log" | sed 's/^/run_all:   /'
+                echo "run_all: ================================================================"
+            } >&2
         fi
     done
-    export FRICTIONLESS="$PWD/$root/frictionless/bin/frictionless" CFFCONVERT="$PWD/$root/cffconvert/bin/cffconvert"
+    return "$failed"
 }
 
 mode=run
@@ -61,7 +71,9 @@ ensure_redis
 echo "run_all: $(redis-server --version)" >&2
 
 if [ "$mode" = test ]; then
-    ensure_validators
+    export FRICTIONLESS="$PWD/target/validators/frictionless/bin/frictionless"
+    export CFFCONVERT="$PWD/target/validators/cffconvert/bin/cffconvert"
+    ensure_validators || echo "run_all: a validator is missing (see above): its test will fail" >&2
     # The tests start their own servers; a user's server named in the environment is not theirs.
     unset RATELAB_REDIS_URL
     cargo test --all-targets "$@"
