@@ -10,7 +10,10 @@
 #                         the full profile of the named experiments on the other builds into
 #                         results/builds-full/<build>/, and results/builds-full/BUILDS.md beside
 #                         results/reference (the system build's full run)
-# Extra arguments after the mode go to `ratelab all` (e.g. --profile quick, --out DIR).
+# Extra arguments after the mode go to `ratelab all` (e.g. --profile quick, --out DIR; the full profile
+# unless one is named), or with --test to cargo test.
+# RATELAB_BIN=PATH runs that ratelab binary instead of building the release one (the tests run this
+# script's README command with the binary they were built with).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -80,17 +83,22 @@ if [ "$mode" = test ]; then
     exit 0
 fi
 
-cargo build --release
+if [ -n "${RATELAB_BIN:-}" ]; then
+    ratelab=$RATELAB_BIN
+else
+    cargo build --release
+    ratelab=./target/release/ratelab
+fi
 if [ "$mode" = builds ]; then
     out=results/builds
     runs=()
     while read -r build binary; do
         # A build where some experiment fails still gets its report; the comparison shows it.
-        ./target/release/ratelab all --profile quick --redis-server "$binary" --out "$out/$build" "$@" \
+        "$ratelab" all --profile quick --redis-server "$binary" --out "$out/$build" "$@" \
             || echo "run_all: $build: some experiments failed (see $out/$build/REPORT.md)" >&2
         runs+=("$out/$build")
     done < <(scripts/builds.sh)
-    ./target/release/ratelab report "${runs[@]}" --out "$out/BUILDS.md"
+    "$ratelab" report "${runs[@]}" --out "$out/BUILDS.md"
     exit 0
 fi
 if [ "$mode" = builds-full ]; then
@@ -101,14 +109,24 @@ if [ "$mode" = builds-full ]; then
     while read -r build binary; do
         [ "$binary" = "$system" ] && continue
         for id in "$@"; do
-            ./target/release/ratelab run "$id" --profile full --redis-server "$binary" --out "$out/$build" \
+            "$ratelab" run "$id" --profile full --redis-server "$binary" --out "$out/$build" \
                 || echo "run_all: $build: $id failed" >&2
         done
         runs+=("$out/$build")
     done < <(scripts/builds.sh)
-    ./target/release/ratelab report "${runs[@]}" --out "$out/BUILDS.md"
+    "$ratelab" report "${runs[@]}" --out "$out/BUILDS.md"
     exit 0
 fi
+# `ratelab all` takes one --profile: the one given, else the full one.
+profile=full given=
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+    case "${args[i]}" in
+        --profile) given=1 profile=${args[i + 1]:-} ;;
+        --profile=*) given=1 profile=${args[i]#--profile=} ;;
+    esac
+done
+[ -n "$given" ] || args=(--profile full "${args[@]}")
 # The plan first (analysis/budget.toml), so whoever starts it knows how long it will take.
-./target/release/ratelab estimate --profile full
-./target/release/ratelab all --profile full "$@"
+"$ratelab" estimate --profile "$profile"
+"$ratelab" all "${args[@]}"
