@@ -11,7 +11,7 @@
 #                         results/builds-full/<build>/, and results/builds-full/BUILDS.md beside
 #                         results/reference (the system build's full run)
 # Extra arguments after the mode go to `ratelab all` (e.g. --profile quick, --out DIR; the full profile
-# unless one is named), or with --test to cargo test.
+# unless one is named), or with --test to the test runner.
 # RATELAB_BIN=PATH runs that ratelab binary instead of building the release one (the tests run this
 # script's README command with the binary they were built with).
 set -euo pipefail
@@ -63,6 +63,30 @@ ensure_validators() {
     return "$failed"
 }
 
+# The test suite. With cargo-nextest (the machine image has it) every test is its own process, two
+# run at a time on 2 cores and the quick profile of every experiment, the longest, starts first
+# (.config/nextest.toml); --all-targets runs the criterion benches once each in test mode as well.
+# Without it, cargo test runs the binaries one after another (slower). The validators install while
+# the tests build.
+run_tests() {
+    local root=target/validators
+    mkdir -p "$root"
+    export FRICTIONLESS="$PWD/$root/frictionless/bin/frictionless" CFFCONVERT="$PWD/$root/cffconvert/bin/cffconvert"
+    ensure_validators &
+    local validators=$!
+    local runner=(cargo test --all-targets)
+    if cargo nextest --version >/dev/null 2>&1; then
+        runner=(cargo nextest run --all-targets --no-fail-fast)
+    else
+        echo "run_all: cargo-nextest is missing (cargo install cargo-nextest): the tests run one binary at a time" >&2
+    fi
+    local built=0
+    cargo test --all-targets --no-run || built=$?
+    wait "$validators" || echo "run_all: a validator is missing (see above): its test will fail" >&2
+    [ "$built" -eq 0 ] || exit "$built"
+    "${runner[@]}" "$@"
+}
+
 mode=run
 case "${1:-}" in
     --test) mode=test; shift ;;
@@ -74,12 +98,9 @@ ensure_redis
 echo "run_all: $(redis-server --version)" >&2
 
 if [ "$mode" = test ]; then
-    export FRICTIONLESS="$PWD/target/validators/frictionless/bin/frictionless"
-    export CFFCONVERT="$PWD/target/validators/cffconvert/bin/cffconvert"
-    ensure_validators || echo "run_all: a validator is missing (see above): its test will fail" >&2
     # The tests start their own servers; a user's server named in the environment is not theirs.
     unset RATELAB_REDIS_URL
-    cargo test --all-targets "$@"
+    run_tests "$@"
     exit 0
 fi
 
