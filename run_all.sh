@@ -10,7 +10,10 @@
 #                         the full profile of the named experiments on the other builds into
 #                         results/builds-full/<build>/, and results/builds-full/BUILDS.md beside
 #                         results/reference (the system build's full run)
-# Extra arguments after the mode go to `ratelab all` (e.g. --profile quick, --out DIR).
+# Extra arguments after the mode go to `ratelab all` (e.g. --profile quick, --out DIR; the full profile
+# unless one is named), or with --test to the test runner.
+# RATELAB_BIN=PATH runs that ratelab binary instead of building the release one (the tests run this
+# script's README command with the binary they were built with).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -33,21 +36,55 @@ ensure_redis() {
     fi
 }
 
-# The dataset validators the publish tests use, each in its own venv (they conflict on
-# jsonschema): best effort, a test says it skipped when its tool is missing.
+# The dataset validators the publish tests use, each in its own venv (they conflict on jsonschema).
+# A test whose validator is missing fails, so a failed install is said loudly, with pip's own words.
 ensure_validators() {
     local root=target/validators
     if ! python3 -m venv --help >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null 2>&1 || true
     fi
+    mkdir -p "$root"
+    local tool failed=0
     for tool in frictionless cffconvert; do
-        if [ ! -x "$root/$tool/bin/$tool" ]; then
-            echo "run_all: installing $tool (pip) into $root/$tool" >&2
-            { python3 -m venv "$root/$tool" && "$root/$tool/bin/pip" install -q "$tool"; } >/dev/null 2>&1 \
-                || echo "run_all: could not install $tool; its test will say it skipped" >&2
+        [ -x "$root/$tool/bin/$tool" ] && continue
+        echo "run_all: installing $tool (pip) into $root/$tool" >&2
+        rm -rf "${root:?}/$tool"
+        if ! { python3 -m venv "$root/$tool" && "$root/$tool/bin/pip" install -q "$tool"; } >"$root/$tool.log" 2>&1; then
+            failed=1
+            {
+                echo "run_all: ================================================================"
+                echo "run_all: COULD NOT INSTALL $tool: its test in tests/publish.rs WILL FAIL."
+                echo "run_all: pip said (all of it in $root/$tool.log):"
+                tail -n 15 "$root/$tool.log" | sed 's/^/run_all:   /'
+                echo "run_all: ================================================================"
+            } >&2
         fi
     done
+    return "$failed"
+}
+
+# The test suite. With cargo-nextest (the machine image has it) every test is its own process, two
+# run at a time on 2 cores and the quick profile of every experiment, the longest, starts first
+# (.config/nextest.toml); --all-targets runs the criterion benches once each in test mode as well.
+# Without it, cargo test runs the binaries one after another (slower). The validators install while
+# the tests build.
+run_tests() {
+    local root=target/validators
+    mkdir -p "$root"
     export FRICTIONLESS="$PWD/$root/frictionless/bin/frictionless" CFFCONVERT="$PWD/$root/cffconvert/bin/cffconvert"
+    ensure_validators &
+    local validators=$!
+    local runner=(cargo test --all-targets)
+    if cargo nextest --version >/dev/null 2>&1; then
+        runner=(cargo nextest run --all-targets --no-fail-fast)
+    else
+        echo "run_all: cargo-nextest is missing (cargo install cargo-nextest): the tests run one binary at a time" >&2
+    fi
+    local built=0
+    cargo test --all-targets --no-run || built=$?
+    wait "$validators" || echo "run_all: a validator is missing (see above): its test will fail" >&2
+    [ "$built" -eq 0 ] || exit "$built"
+    "${runner[@]}" "$@"
 }
 
 mode=run
@@ -61,24 +98,28 @@ ensure_redis
 echo "run_all: $(redis-server --version)" >&2
 
 if [ "$mode" = test ]; then
-    ensure_validators
     # The tests start their own servers; a user's server named in the environment is not theirs.
     unset RATELAB_REDIS_URL
-    cargo test --all-targets "$@"
+    run_tests "$@"
     exit 0
 fi
 
-cargo build --release
+if [ -n "${RATELAB_BIN:-}" ]; then
+    ratelab=$RATELAB_BIN
+else
+    cargo build --release
+    ratelab=./target/release/ratelab
+fi
 if [ "$mode" = builds ]; then
     out=results/builds
     runs=()
     while read -r build binary; do
         # A build where some experiment fails still gets its report; the comparison shows it.
-        ./target/release/ratelab all --profile quick --redis-server "$binary" --out "$out/$build" "$@" \
+        "$ratelab" all --profile quick --redis-server "$binary" --out "$out/$build" "$@" \
             || echo "run_all: $build: some experiments failed (see $out/$build/REPORT.md)" >&2
         runs+=("$out/$build")
     done < <(scripts/builds.sh)
-    ./target/release/ratelab report "${runs[@]}" --out "$out/BUILDS.md"
+    "$ratelab" report "${runs[@]}" --out "$out/BUILDS.md"
     exit 0
 fi
 if [ "$mode" = builds-full ]; then
@@ -89,14 +130,24 @@ if [ "$mode" = builds-full ]; then
     while read -r build binary; do
         [ "$binary" = "$system" ] && continue
         for id in "$@"; do
-            ./target/release/ratelab run "$id" --profile full --redis-server "$binary" --out "$out/$build" \
+            "$ratelab" run "$id" --profile full --redis-server "$binary" --out "$out/$build" \
                 || echo "run_all: $build: $id failed" >&2
         done
         runs+=("$out/$build")
     done < <(scripts/builds.sh)
-    ./target/release/ratelab report "${runs[@]}" --out "$out/BUILDS.md"
+    "$ratelab" report "${runs[@]}" --out "$out/BUILDS.md"
     exit 0
 fi
+# `ratelab all` takes one --profile: the one given, else the full one.
+profile=full given=
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+    case "${args[i]}" in
+        --profile) given=1 profile=${args[i + 1]:-} ;;
+        --profile=*) given=1 profile=${args[i]#--profile=} ;;
+    esac
+done
+[ -n "$given" ] || args=(--profile full "${args[@]}")
 # The plan first (analysis/budget.toml), so whoever starts it knows how long it will take.
-./target/release/ratelab estimate --profile full
-./target/release/ratelab all --profile full "$@"
+"$ratelab" estimate --profile "$profile"
+"$ratelab" all "${args[@]}"

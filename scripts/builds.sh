@@ -11,12 +11,60 @@ cd "$(dirname "$0")/.."
 root="$PWD/builds"
 mkdir -p "$root"
 
+# The mirror this machine's apt already uses for Debian's `suite`, as "URI" or "[signed-by=KEYRING] URI"
+# for a one-line entry: read from /etc/apt/sources.list (one-line entries) and sources.list.d (*.list,
+# and deb822 *.sources), so backports come from the same place as everything else installed here.
+debian_source() {
+    local suite=$1 found
+    found=$(
+        {
+            cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
+                | awk -v suite="$suite" '
+                    $1 == "deb" {
+                        i = 2; opts = ""
+                        if ($2 ~ /^\[/) { while (i <= NF && $i !~ /\]$/) { opts = opts " " $i; i++ }
+                                          opts = opts " " $i; i++ }
+                        if ($(i + 1) == suite) {
+                            if (match(opts, /signed-by=[^] ]+/))
+                                print "[" substr(opts, RSTART, RLENGTH) "] " $i
+                            else
+                                print $i
+                        }
+                    }'
+            for f in /etc/apt/sources.list.d/*.sources; do
+                [ -r "$f" ] || continue
+                # deb822: stanzas separated by blank lines; a stanza for `suite` gives its first URI.
+                awk -v suite="$suite" '
+                    function flush() {
+                        if (deb && has && uri != "") print (key != "" ? "[signed-by=" key "] " : "") uri
+                        deb = 0; has = 0; uri = ""; key = ""
+                    }
+                    /^[ \t]*$/ { flush(); next }
+                    /^#/ { next }
+                    tolower($1) == "types:" { for (i = 2; i <= NF; i++) if ($i == "deb") deb = 1 }
+                    tolower($1) == "uris:" { uri = $2 }
+                    tolower($1) == "suites:" { for (i = 2; i <= NF; i++) if ($i == suite) has = 1 }
+                    tolower($1) == "signed-by:" && NF == 2 { key = $2 }
+                    END { flush() }' "$f"
+            done
+        } | head -1
+    )
+    if [ -z "$found" ]; then
+        echo "builds.sh: no Debian '$suite' source in /etc/apt/sources.list or /etc/apt/sources.list.d/;" \
+            "valkey-tools comes from $suite-backports on the same mirror" >&2
+        return 1
+    fi
+    echo "$found"
+}
+
 fetch_valkey() {
     local dir="$root/valkey-8.0"
     [ -x "$dir/bin/valkey-server" ] && return
     local apt="$root/.apt"
     mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$dir/bin"
-    echo "deb http://deb.debian.org/debian bookworm-backports main" > "$apt/sources.list"
+    local mirror
+    mirror=$(debian_source bookworm)
+    echo "deb $mirror bookworm-backports main" > "$apt/sources.list"
     # A private source list and state: apt's system configuration is not touched.
     local opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
         -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o APT::Sandbox::User=root)

@@ -256,16 +256,26 @@ fn the_binary_exits_non_zero_on_a_failed_check_and_zero_on_a_good_copy() {
     );
 }
 
-/// datapackage.json validates with the Frictionless reference implementation, where it is
-/// installed (`pip install frictionless`; FRICTIONLESS names the command, default
-/// `frictionless`): field types, constraints, byte counts and hashes of every CSV.
+/// An external validator named by `env` (default `command`). A missing one fails the test: a
+/// validation that did not run must not read as one that passed. `./run_all.sh --test` installs
+/// both into target/validators and names them in the environment.
+fn validator(env: &str, command: &str) -> String {
+    let tool = std::env::var(env).unwrap_or_else(|_| command.into());
+    if let Err(e) = Command::new(&tool).arg("--version").output() {
+        panic!(
+            "`{tool}` cannot run ({e}): run the tests with ./run_all.sh --test, which installs it, \
+             or `pip install {command}` and set {env} to its path"
+        );
+    }
+    tool
+}
+
+/// datapackage.json validates with the Frictionless reference implementation (FRICTIONLESS
+/// names the command, default `frictionless`): field types, constraints, byte counts and hashes
+/// of every CSV.
 #[test]
 fn frictionless_validates_the_package() {
-    let tool = std::env::var("FRICTIONLESS").unwrap_or_else(|_| "frictionless".into());
-    if Command::new(&tool).arg("--version").output().is_err() {
-        println!("skipped: `{tool}` is not installed (pip install frictionless); set FRICTIONLESS");
-        return;
-    }
+    let tool = validator("FRICTIONLESS", "frictionless");
     let tmp = tempfile::tempdir().unwrap();
     let dir = small_dataset(tmp.path());
     let out = Command::new(&tool)
@@ -312,15 +322,11 @@ fn the_committed_reference_verifies() {
     );
 }
 
-/// CITATION.cff validates against the Citation File Format 1.2.0 schema with `cffconvert`, where
-/// it is installed (`pip install cffconvert`; CFFCONVERT names the command).
+/// CITATION.cff validates against the Citation File Format 1.2.0 schema with `cffconvert`
+/// (CFFCONVERT names the command).
 #[test]
 fn cffconvert_validates_the_citation() {
-    let tool = std::env::var("CFFCONVERT").unwrap_or_else(|_| "cffconvert".into());
-    if Command::new(&tool).arg("--version").output().is_err() {
-        println!("skipped: `{tool}` is not installed (pip install cffconvert); set CFFCONVERT");
-        return;
-    }
+    let tool = validator("CFFCONVERT", "cffconvert");
     let tmp = tempfile::tempdir().unwrap();
     let dir = small_dataset(tmp.path());
     let out = Command::new(&tool)

@@ -1,6 +1,7 @@
-//! Every experiment's quick profile runs end to end through the binary, as CI and `ratelab all`
-//! would run it, and leaves CSVs, meta.json, charts and a report that judges every claim.
-//! Nothing here asserts a timing: the machine is shared and noisy.
+//! Every experiment's quick profile runs end to end through the binary, started by the README's
+//! own command (`./run_all.sh --profile quick --out DIR`, with the binary this test was built with
+//! instead of a release build), and leaves CSVs, meta.json, charts and a report that judges every
+//! claim. Nothing here asserts a timing: the machine is shared and noisy.
 
 mod common;
 
@@ -10,15 +11,24 @@ use ratelab::analysis::claims;
 #[test]
 fn all_quick_writes_every_experiment_and_a_report() {
     let out = tempfile::tempdir().unwrap();
-    let assert = Command::new(common::ratelab_exe())
-        .args(["all", "--profile", "quick", "--quiet", "--out"])
+    let assert = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/run_all.sh"))
+        .args(["--profile", "quick", "--out"])
         .arg(out.path())
+        .env("RATELAB_BIN", common::ratelab_exe())
+        .env_remove("RATELAB_REDIS_URL")
         .assert();
     let output = assert.get_output().clone();
     assert!(
         output.status.success(),
-        "ratelab all failed:\n{}",
+        "./run_all.sh --profile quick --out DIR failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
+    );
+    // run_all.sh printed the plan of the profile it was given, not of the full one.
+    let plan = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        plan.contains("profile quick"),
+        "no quick plan printed:\n{plan}"
     );
     for (id, csv, chart) in [
         ("race", "race.csv", "race.svg"),
