@@ -156,28 +156,6 @@ fn a_library_key_layout_is_written_under_the_run_prefix_and_a_stray_key_is_refus
     );
 }
 
-/// The verdict REPORT.md gives `limiter` in the column whose name starts with `aspect`.
-fn verdict(out: &Path, limiter: &str, aspect: &str) -> String {
-    let report = ratelab::experiments::write_report(out, &[]).unwrap();
-    let text = std::fs::read_to_string(report).unwrap();
-    let table = text
-        .split("## Custom limiters")
-        .nth(1)
-        .expect("a custom limiters table");
-    let header: Vec<&str> = (table.lines())
-        .find(|l| l.starts_with("| limiter |"))
-        .unwrap()
-        .split('|')
-        .collect();
-    let column = (header.iter())
-        .position(|h| h.trim().starts_with(aspect))
-        .unwrap_or_else(|| panic!("{aspect}: {header:?}"));
-    let row = (table.lines())
-        .find(|l| l.starts_with(&format!("| {limiter} |")))
-        .unwrap();
-    row.split('|').nth(column).unwrap().trim().to_string()
-}
-
 #[test]
 fn a_limiter_that_admits_half_its_limit_is_flagged_as_under_admitting() {
     let tmp = tempfile::tempdir().unwrap();
@@ -192,7 +170,7 @@ fn a_limiter_that_admits_half_its_limit_is_flagged_as_under_admitting() {
             ("strategies", r#"["lua-bucket"]"#),
         ],
     );
-    let race = verdict(tmp.path(), "double-charge", "race:");
+    let race = common::custom_limiter_cell(tmp.path(), "double-charge", "race:");
     assert!(
         race.starts_with("0.50 (under-admits: 50, exact admits at least 100)"),
         "{race}"
@@ -226,7 +204,7 @@ fn the_survival_verdict_reads_what_each_invocation_mode_does() {
         ],
     );
     let lost = "restart-no-persistence, restart-rdb, script-flush";
-    let survival = |name| verdict(tmp.path(), name, "NOSCRIPT survival");
+    let survival = |name| common::custom_limiter_cell(tmp.path(), name, "NOSCRIPT survival");
     // EVALSHA alone was read as EVALSHA with an EVAL fallback: "survives 4 of 4".
     assert_eq!(
         survival("no-fallback"),
@@ -258,13 +236,13 @@ fn a_window_opened_by_the_first_hit_is_burst_at_its_own_edge() {
     assert!(own.max_per_limit > 1.5, "{own:?}");
     let clock = of("first-hit-unsaid");
     assert!(clock.max_admitted_in_1s <= clock.limit + 1, "{clock:?}");
-    let cell = verdict(tmp.path(), "first-hit", "window edge:");
+    let cell = common::custom_limiter_cell(tmp.path(), "first-hit", "window edge:");
     assert!(
         cell.contains("burst at the edge") && cell.contains("edge: first hit + window"),
         "{cell}"
     );
     // A fixed window does not refill: no edge burst is not "bounded by refill".
-    let cell = verdict(tmp.path(), "first-hit-unsaid", "window edge:");
+    let cell = common::custom_limiter_cell(tmp.path(), "first-hit-unsaid", "window edge:");
     assert!(
         cell.starts_with("1.00 (no burst at this edge") && cell.contains("epoch-aligned"),
         "{cell}"

@@ -258,30 +258,6 @@ fn run_with_examples(id: &str, out: &Path, sets: &[(&str, &str)]) -> PathBuf {
         .unwrap_or_else(|e| panic!("{id}: {e:#}"))
 }
 
-/// The verdict REPORT.md gives `limiter` in column `aspect`.
-fn verdict(out: &Path, limiter: &str, aspect: &str) -> String {
-    let report = ratelab::experiments::write_report(out, &[]).unwrap();
-    let text = std::fs::read_to_string(report).unwrap();
-    let table = text
-        .split("## Custom limiters")
-        .nth(1)
-        .expect("a custom limiters table");
-    let header: Vec<&str> = table
-        .lines()
-        .find(|l| l.starts_with("| limiter |"))
-        .unwrap()
-        .split('|')
-        .collect();
-    let column = header
-        .iter()
-        .position(|h| h.trim() == aspect)
-        .unwrap_or_else(|| panic!("{aspect}: {header:?}"));
-    let row = (table.lines())
-        .find(|l| l.starts_with(&format!("| {limiter} |")))
-        .unwrap();
-    row.split('|').nth(column).unwrap().trim().to_string()
-}
-
 #[test]
 fn atomic_latency_and_cost_measure_custom_limiters_beside_their_references() {
     let tmp = tempfile::tempdir().unwrap();
@@ -325,18 +301,18 @@ fn atomic_latency_and_cost_measure_custom_limiters_beside_their_references() {
             ("hot_key_strategies", "[]"),
         ],
     );
-    let atomic = verdict(out, "incr-inside", "atomic: admitted / exact");
+    let atomic = common::custom_limiter_cell(out, "incr-inside", "atomic: admitted / exact");
     assert!(
         atomic.starts_with("1.00 (within the limit: 100, exact admits 100)"),
         "{atomic}"
     );
     // lua-gcra has no uniform variant in these sets: it is measured as the reference.
-    let cpu = verdict(out, "gcra-time", "Redis CPU / decision vs reference");
+    let cpu = common::custom_limiter_cell(out, "gcra-time", "Redis CPU / decision vs reference");
     assert!(
         cpu.contains("of lua-gcra (") && cpu.contains("µs)"),
         "{cpu}"
     );
-    let p50 = verdict(out, "incr-inside", "latency p50 vs reference");
+    let p50 = common::custom_limiter_cell(out, "incr-inside", "latency p50 vs reference");
     assert!(p50.contains("of lua-window"), "{p50}");
 }
 
@@ -373,12 +349,14 @@ fn window_edge_and_tsmember_show_the_edge_burst_and_no_collisions_for_a_time_scr
             ("flat_out_trials", "0"),
         ],
     );
+    assert!(common::custom_limiter_cell(
+        out,
+        "gcra-time",
+        "colliding timestamps: admitted / exact"
+    )
+    .contains("within the limit"));
     assert!(
-        verdict(out, "gcra-time", "colliding timestamps: admitted / exact")
-            .contains("within the limit")
-    );
-    assert!(
-        verdict(out, "incr-inside", "window edge: most in 1 s / limit")
+        common::custom_limiter_cell(out, "incr-inside", "window edge: most in 1 s / limit")
             .contains("burst at the edge")
     );
 }
@@ -432,7 +410,7 @@ fn cluster_and_scripts_tell_a_key_built_inside_from_a_declared_function() {
             ),
         ],
     );
-    let survival = verdict(out, "gcra-time", "NOSCRIPT survival");
+    let survival = common::custom_limiter_cell(out, "gcra-time", "NOSCRIPT survival");
     // A function survives a restart with an RDB and SCRIPT FLUSH; without persistence it is
     // reloaded by its fallback.
     assert!(
@@ -443,12 +421,15 @@ fn cluster_and_scripts_tell_a_key_built_inside_from_a_declared_function() {
         survival.contains("reloaded after restart-no-persistence") && !survival.contains("rdb"),
         "{survival}"
     );
-    let survival = verdict(out, "incr-inside", "NOSCRIPT survival");
+    let survival = common::custom_limiter_cell(out, "incr-inside", "NOSCRIPT survival");
     assert!(
         survival.contains("reloaded after restart-no-persistence, restart-rdb, script-flush"),
         "{survival}"
     );
-    assert!(verdict(out, "incr-inside", "cluster: users failing").contains("(non local key)"));
+    assert!(
+        common::custom_limiter_cell(out, "incr-inside", "cluster: users failing")
+            .contains("(non local key)")
+    );
 }
 
 #[test]

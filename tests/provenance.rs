@@ -41,24 +41,11 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let dest = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_tree(&entry.path(), &dest);
-        } else {
-            std::fs::copy(entry.path(), dest).unwrap();
-        }
-    }
-}
-
 /// `results/<name>` with the reference's calibrate run in it (run from a dirty tree, as its
 /// meta.json says) and its report written: ready to publish.
 fn results_dir(tmp: &Path, name: &str) -> PathBuf {
     let dir = tmp.join("results").join(name);
-    copy_tree(
+    common::copy_tree(
         &repo().join("results/reference/calibrate"),
         &dir.join("calibrate"),
     );
@@ -181,10 +168,10 @@ fn code_and_data_carry_their_licence() {
 }
 
 /// The write-ups' titles as ratelab knows them are the titles the write-ups open with
-/// (../shared/seeds, beside the repository).
+/// (`claims::seeds_dir`).
 #[test]
 fn the_seed_titles_are_the_write_ups_own() {
-    let seeds = repo().join("../shared/seeds");
+    let seeds = ratelab::analysis::claims::seeds_dir().unwrap_or_else(|tried| panic!("{tried}"));
     let files: Vec<PathBuf> = (std::fs::read_dir(&seeds))
         .unwrap_or_else(|e| {
             panic!(
@@ -245,7 +232,7 @@ fn citations_cite_the_software_and_the_write_ups() {
         .unwrap();
     assert_eq!(cited(&small), calibrate.seeds, "{small}");
     let whole = tmp.path().join("whole");
-    copy_tree(&repo().join("results/reference"), &whole);
+    common::copy_tree(&repo().join("results/reference"), &whole);
     publish::publish(&whole, Some(&tmp.path().join("whole.tar.gz"))).unwrap();
     let text = read(&whole.join("CITATION.cff"));
     assert_eq!(cited(&text), ["000", "001", "002", "003"], "{text}");

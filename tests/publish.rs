@@ -2,25 +2,14 @@
 //! reference publishes into an archive that verifies; a tampered CSV, a missing file, a column
 //! renamed in a CSV, a bad cell and a truncated archive each fail with a message naming them.
 
+mod common;
+
 use ratelab::publish::{self, sha256_hex, Verification, SHA256SUMS};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn reference() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("results/reference")
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let dest = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_tree(&entry.path(), &dest);
-        } else {
-            std::fs::copy(entry.path(), dest).unwrap();
-        }
-    }
 }
 
 /// Every file under `dir` with its bytes, to show a check changed nothing.
@@ -41,7 +30,7 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 /// A small published dataset: the reference's calibrate experiment alone, its report rewritten.
 fn small_dataset(tmp: &Path) -> PathBuf {
     let dir = tmp.join("small");
-    copy_tree(&reference().join("calibrate"), &dir.join("calibrate"));
+    common::copy_tree(&reference().join("calibrate"), &dir.join("calibrate"));
     ratelab::experiments::write_report(&dir, &[]).unwrap();
     publish::publish(&dir, Some(&tmp.join("small.tar.gz"))).unwrap();
     dir
@@ -80,7 +69,7 @@ fn problems(v: &Verification) -> String {
 fn the_reference_run_publishes_into_an_archive_that_verifies() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("reference");
-    copy_tree(&reference(), &dir);
+    common::copy_tree(&reference(), &dir);
     let archive = tmp.path().join("reference.tar.gz");
     let published = publish::publish(&dir, Some(&archive)).unwrap();
     assert_eq!(published.name, "ratelab-reference");

@@ -223,6 +223,32 @@ fn check_reason(
     }
 }
 
+/// Where the seeds' write-ups are, to check the claims' quotes against: the directory
+/// RATELAB_SEEDS_DIR names, else `shared/seeds` beside this checkout or one of its parents, else the
+/// workplace's `/work/shared/seeds` (a clean clone elsewhere on the machine). Err says where it looked.
+pub fn seeds_dir() -> Result<std::path::PathBuf, String> {
+    if let Some(dir) = std::env::var_os("RATELAB_SEEDS_DIR") {
+        return Ok(dir.into());
+    }
+    let checkout = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut tried: Vec<std::path::PathBuf> = checkout
+        .ancestors()
+        .map(|a| a.join("shared/seeds"))
+        .collect();
+    tried.push("/work/shared/seeds".into());
+    match tried.iter().find(|dir| dir.is_dir()) {
+        Some(dir) => Ok(dir.clone()),
+        None => Err(format!(
+            "the seeds' write-ups are in none of {}: set RATELAB_SEEDS_DIR to their directory",
+            tried
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
 /// The verdict on one claim.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Verdict {
@@ -403,13 +429,8 @@ mod tests {
         text.split_whitespace().collect::<Vec<_>>().join(" ")
     }
 
-    /// The seeds' write-ups: `../shared/seeds` beside the repository, where every checkout of
-    /// this project sits (CI's clean clone too), or the directory RATELAB_SEEDS_DIR names.
     fn seeds_dir() -> std::path::PathBuf {
-        match std::env::var_os("RATELAB_SEEDS_DIR") {
-            Some(dir) => dir.into(),
-            None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/seeds"),
-        }
+        super::seeds_dir().unwrap_or_else(|tried| panic!("{tried}"))
     }
 
     /// Each seed's collapsed text by its three-digit prefix (`000_....txt` is seed "000").

@@ -84,3 +84,40 @@ pub fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     }
     cond()
 }
+
+/// The verdict REPORT.md's custom limiters table gives `limiter` in the column whose name starts
+/// with `aspect` (the report is written from `out`'s CSVs).
+pub fn custom_limiter_cell(out: &Path, limiter: &str, aspect: &str) -> String {
+    let report = ratelab::experiments::write_report(out, &[]).unwrap();
+    let text = std::fs::read_to_string(report).unwrap();
+    let table = text
+        .split("## Custom limiters")
+        .nth(1)
+        .expect("a custom limiters table");
+    let header: Vec<&str> = (table.lines())
+        .find(|l| l.starts_with("| limiter |"))
+        .unwrap()
+        .split('|')
+        .collect();
+    let column = (header.iter())
+        .position(|h| h.trim().starts_with(aspect))
+        .unwrap_or_else(|| panic!("{aspect}: {header:?}"));
+    let row = (table.lines())
+        .find(|l| l.starts_with(&format!("| {limiter} |")))
+        .unwrap();
+    row.split('|').nth(column).unwrap().trim().to_string()
+}
+
+/// Copies the directory tree `from` into `to`.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_tree(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
+}
