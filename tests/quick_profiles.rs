@@ -101,7 +101,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "outage.fail-open-hung",
         "outage.fail-closed-hung",
         "outage.breaker-k-pay",
-        "outage.probe-paid-by-no-user",
+        "outage.full-budget-only-k",
         "tsmember.unique-exact",
         "tsmember.micros-exact",
         "memory.listpack-up-to-threshold",
