@@ -18,21 +18,17 @@ fn load(name: &str) -> Strategy {
     custom::register(custom::load(&fixture(name)).expect("fixture manifest loads"))
 }
 
-/// Runs `id` with `limiters` and `sets`; returns its results directory.
 fn run(id: &str, out: &Path, limiters: Vec<Strategy>, sets: &[(&str, &str)]) -> PathBuf {
-    let mut ctx = common::ctx(out);
-    ctx.limiters = limiters;
-    ctx.sets = common::sets(sets);
-    find(id)
-        .unwrap()
-        .run(&ctx)
-        .unwrap_or_else(|e| panic!("{id}: {e:#}"))
+    common::run_with_limiters(id, out, limiters, sets)
 }
 
 #[test]
 fn a_two_window_script_counts_its_own_window_once() {
     let tmp = tempfile::tempdir().unwrap();
-    let limiter = load("two-window.toml");
+    // The example a user reads is the script under test: two window keys named by the caller.
+    let manifest =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/limiters/sliding-two-keys.toml");
+    let limiter = custom::register(custom::load(&manifest).expect("example manifest loads"));
     let dir = run(
         "race",
         tmp.path(),

@@ -249,13 +249,8 @@ fn experiments_that_do_not_take_custom_limiters_say_which_do() {
 /// Runs experiment `id` with the two example limiters whose verdicts differ most (a key built
 /// inside the script; a GCRA function) and the `sets` that keep it short; returns its directory.
 fn run_with_examples(id: &str, out: &Path, sets: &[(&str, &str)]) -> PathBuf {
-    let mut ctx = common::ctx(out);
-    ctx.limiters = vec![load("incr-inside.toml"), load("gcra-time.toml")];
-    ctx.sets = common::sets(sets);
-    find(id)
-        .unwrap()
-        .run(&ctx)
-        .unwrap_or_else(|e| panic!("{id}: {e:#}"))
+    let limiters = vec![load("incr-inside.toml"), load("gcra-time.toml")];
+    common::run_with_limiters(id, out, limiters, sets)
 }
 
 #[test]

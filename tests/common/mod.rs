@@ -121,3 +121,20 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Runs experiment `id` into `out` with custom `limiters` and the `sets` that keep it short;
+/// returns its results directory.
+pub fn run_with_limiters(
+    id: &str,
+    out: &Path,
+    limiters: Vec<ratelab::limiter::Strategy>,
+    sets: &[(&str, &str)],
+) -> PathBuf {
+    let mut c = ctx(out);
+    c.limiters = limiters;
+    c.sets = self::sets(sets);
+    ratelab::experiments::find(id)
+        .unwrap()
+        .run(&c)
+        .unwrap_or_else(|e| panic!("{id}: {e:#}"))
+}
