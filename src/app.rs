@@ -8,6 +8,29 @@ use crate::experiments::{self, Experiment, ExperimentError};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 
+/// `print!` that outlives its reader: `ratelab list | head` closes the pipe early, and a run whose
+/// reader went away still has results to write and servers to stop, so a broken pipe is not an
+/// error (std's `print!` panics on it). Any other failure to write is named on stderr.
+macro_rules! say {
+    ($($arg:tt)*) => { write_stdout(format_args!($($arg)*)) };
+}
+
+/// `println!` for [`say!`].
+macro_rules! sayln {
+    ($($arg:tt)*) => { write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// Writes to stdout for [`say!`]; a broken pipe is silence, anything else a line on stderr.
+fn write_stdout(args: std::fmt::Arguments) {
+    use std::io::Write;
+    match std::io::stdout().lock().write_fmt(args) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("ratelab: writing to stdout: {e}")
+        }
+        _ => {}
+    }
+}
+
 /// Executes one command.
 pub fn execute(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
@@ -35,7 +58,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
             [dir] => {
                 has_results(dir)?;
                 let report = write_report(dir, &[])?;
-                println!("report: {}", report.display());
+                sayln!("report: {}", report.display());
                 Ok(())
             }
             _ => {
@@ -45,9 +68,9 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
                     Some(path) => {
                         std::fs::write(&path, text)
                             .with_context(|| format!("writing {}", path.display()))?;
-                        println!("comparison: {}", path.display());
+                        sayln!("comparison: {}", path.display());
                     }
-                    None => print!("{text}"),
+                    None => say!("{text}"),
                 }
                 Ok(())
             }
@@ -76,10 +99,10 @@ fn estimate(ids: &[String], profile: Profile, sets: &[String]) -> anyhow::Result
         };
         experiments::find(id)?.parameters(profile, &parse_sets(sets)?)?;
     }
-    println!("planned wall time, profile {}:", profile.name());
-    print!("{}", budget.estimate(profile.name(), &chosen));
+    sayln!("planned wall time, profile {}:", profile.name());
+    say!("{}", budget.estimate(profile.name(), &chosen));
     if !sets.is_empty() {
-        println!("{}", unplanned_sets(sets));
+        sayln!("{}", unplanned_sets(sets));
     }
     Ok(())
 }
@@ -88,7 +111,7 @@ fn estimate(ids: &[String], profile: Profile, sets: &[String]) -> anyhow::Result
 fn params(id: &str, profile: Profile, sets: &[String]) -> anyhow::Result<()> {
     let experiment = experiments::find(id)?;
     let parameters = experiment.parameters(profile, &parse_sets(sets)?)?;
-    print!("{}", parameters.render());
+    say!("{}", parameters.render());
     let budget = crate::analysis::budget::Budget::load()?;
     let planned = budget
         .planned(profile.name(), id)
@@ -96,12 +119,12 @@ fn params(id: &str, profile: Profile, sets: &[String]) -> anyhow::Result<()> {
             let s = s.round() as u64;
             format!("{}:{:02}", s / 60, s % 60)
         });
-    println!(
+    sayln!(
         "\nplanned time of {id}, profile {}: {planned} (analysis/budget.toml)",
         profile.name()
     );
     if !sets.is_empty() {
-        println!("{}", unplanned_sets(sets));
+        sayln!("{}", unplanned_sets(sets));
     }
     Ok(())
 }
@@ -125,7 +148,7 @@ fn unplanned_sets(sets: &[String]) -> String {
 fn list() -> anyhow::Result<()> {
     for experiment in experiments::ALL {
         let info = experiment.info()?;
-        println!(
+        sayln!(
             "{:<12} seed {:<10} {}",
             experiment.id(),
             info.seeds.join(","),
@@ -174,7 +197,7 @@ fn all(ctx: &Ctx) -> anyhow::Result<()> {
         }
     }
     let report = write_report(&ctx.out_dir, &not_run)?;
-    println!("report: {}", report.display());
+    sayln!("report: {}", report.display());
     anyhow::ensure!(
         failures.is_empty(),
         "{} of {} experiments failed: {} (see {})",
@@ -213,12 +236,12 @@ fn publish(dir: &Path, out: Option<&Path>, title: Option<&str>) -> anyhow::Resul
     let published = crate::publish::publish_titled(dir, out, title)
         .with_context(|| format!("publishing {}", dir.display()))?;
     for rel in &published.tomls_added {
-        println!("{rel}: from the publishing build (the run predates recording it)");
+        sayln!("{rel}: from the publishing build (the run predates recording it)");
     }
     for name in &published.left_out {
         eprintln!("ratelab: left out {name}: not an experiment of this build");
     }
-    println!(
+    sayln!(
         "archive: {} ({} files, {} bytes, package {})",
         published.archive.display(),
         published.files,
@@ -232,14 +255,14 @@ fn publish(dir: &Path, out: Option<&Path>, title: Option<&str>) -> anyhow::Resul
 fn verify(path: &Path) -> anyhow::Result<()> {
     let report =
         crate::publish::verify(path).with_context(|| format!("verifying {}", path.display()))?;
-    print!("{}", report.render());
+    say!("{}", report.render());
     anyhow::ensure!(
         report.passed(),
         "{} does not verify: {} problem(s) above",
         path.display(),
         report.problems()
     );
-    println!("verified: every check holds");
+    sayln!("verified: every check holds");
     Ok(())
 }
 
@@ -254,11 +277,11 @@ fn pin_harness(ctx: &Ctx) {
 
 /// Charts and a summary for one finished experiment; a chart problem is reported, never fatal.
 fn finish_experiment(experiment: &dyn Experiment, dir: &Path) {
-    println!("{}: results in {}", experiment.id(), dir.display());
+    sayln!("{}: results in {}", experiment.id(), dir.display());
     match experiment.charts(dir) {
         Ok(paths) => paths
             .iter()
-            .for_each(|p| println!("  chart: {}", p.display())),
+            .for_each(|p| sayln!("  chart: {}", p.display())),
         Err(e) => eprintln!(
             "ratelab: warning: chart for {} failed: {}",
             experiment.id(),
@@ -266,7 +289,7 @@ fn finish_experiment(experiment: &dyn Experiment, dir: &Path) {
         ),
     }
     match experiment.summary(dir) {
-        Ok(text) => print!("{text}"),
+        Ok(text) => say!("{text}"),
         Err(e) => eprintln!(
             "ratelab: warning: summary for {} failed: {}",
             experiment.id(),
@@ -280,7 +303,7 @@ fn chart(dir: &Path) -> anyhow::Result<()> {
     anyhow::ensure!(dir.is_dir(), "{} is not a results directory", dir.display());
     let (written, problems) = experiments::draw_all(dir);
     for path in &written {
-        println!("chart: {}", path.display());
+        sayln!("chart: {}", path.display());
     }
     for (id, err) in &problems {
         eprintln!(

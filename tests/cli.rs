@@ -400,3 +400,18 @@ fn report_sets_runs_side_by_side_and_names_a_missing_one() {
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("/nonexistent/run is not a results directory"));
 }
+
+/// `ratelab list | head` closes the pipe before ratelab is done: it must neither panic nor fail.
+#[test]
+fn a_reader_that_goes_away_is_not_an_error() {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let out = std::process::Command::new(common::ratelab_exe())
+        .arg("list")
+        .stdout(writer)
+        .output()
+        .expect("ratelab runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit {:?}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
