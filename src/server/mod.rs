@@ -15,6 +15,7 @@ pub mod pin;
 mod replica;
 mod reshard;
 mod sched;
+mod sentinel;
 mod slots;
 mod spawn;
 mod stats;
@@ -33,6 +34,7 @@ pub use persistence::Persistence;
 pub use replica::wait_caught_up;
 pub use reshard::SlotMove;
 pub use sched::{steal_ns_by_cpu, SchedCost, SchedSample};
+pub use sentinel::{RedisSentinels, SentinelOptions, SERVICE_NAME as SENTINEL_SERVICE};
 pub use slots::{key_slot, SlotMap, SlotRange, SLOTS};
 pub use stats::{command_stats, main_thread_cpu_us, ServerCost, ServerSample};
 
@@ -169,6 +171,19 @@ pub enum ServerError {
         waited: Duration,
         states: String,
         log_tails: String,
+    },
+    #[error("the Sentinels did not agree on the primary within {waited:?} ({states}); last lines of every \
+             Sentinel's log:\n{log_tails}")]
+    SentinelsNotReady {
+        waited: Duration,
+        states: String,
+        log_tails: String,
+    },
+    #[error("Sentinel on port {port} exited ({status}); last lines of its log:\n{log_tail}")]
+    SentinelExited {
+        port: u16,
+        status: String,
+        log_tail: String,
     },
     #[error("server on port {port} still reports role:{role} {waited:?} after REPLICAOF NO ONE")]
     NotPromoted {

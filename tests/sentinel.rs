@@ -1,0 +1,120 @@
+//! Managed Sentinels against real redis-server processes: ready only once they agree, a planned
+//! failover (`SENTINEL FAILOVER`, seed 003's drill) and one after a crash, a dead Sentinel named
+//! with its log, and nothing left running.
+
+mod common;
+
+use common::{pid_alive, wait_for};
+use ratelab::server::{RedisSentinels, RedisServer, SentinelOptions, ServerError, ServerOptions};
+use std::time::{Duration, Instant};
+
+fn primary_and_replica() -> (RedisServer, RedisServer) {
+    let opts = ServerOptions::default();
+    let primary = RedisServer::start(&opts).expect("primary starts");
+    let replica = RedisServer::start_replica_of(&primary, &opts).expect("replica starts");
+    (primary, replica)
+}
+
+fn sentinel_opts(down_after_ms: u64) -> SentinelOptions {
+    SentinelOptions {
+        down_after: Duration::from_millis(down_after_ms),
+        failover_timeout: Duration::from_secs(5),
+        ..SentinelOptions::default()
+    }
+}
+
+fn role(server: &RedisServer) -> String {
+    let mut con = server.connection().expect("connects");
+    let info: String = redis::cmd("INFO")
+        .arg("replication")
+        .query(&mut con)
+        .expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix("role:"))
+        .unwrap_or("?")
+        .trim()
+        .to_string()
+}
+
+/// Waits until the Sentinels name `port` as the primary (a failover takes seconds: generous).
+fn wait_primary(sentinels: &RedisSentinels, port: u16) -> bool {
+    wait_for(Duration::from_secs(30), || {
+        sentinels.primary_port().ok() == Some(port)
+    })
+}
+
+#[test]
+fn a_planned_failover_promotes_the_replica_and_every_sentinel_stops_on_drop() {
+    let (primary, replica) = primary_and_replica();
+    let sentinels =
+        RedisSentinels::start(&primary, 1, &sentinel_opts(1000)).expect("sentinels agree");
+    assert_eq!(sentinels.ports().len(), 3);
+    assert_eq!(sentinels.primary_port().unwrap(), primary.port());
+    sentinels.failover().expect("SENTINEL FAILOVER is accepted");
+    assert!(
+        wait_primary(&sentinels, replica.port()),
+        "the Sentinels never named the replica"
+    );
+    assert!(wait_for(Duration::from_secs(10), || role(&replica) == "master"));
+    let pids = sentinels.pids();
+    assert!(pids.iter().all(|&p| pid_alive(p)));
+    drop(sentinels);
+    assert!(
+        pids.iter().all(|&p| !pid_alive(p)),
+        "a Sentinel outlived its owner"
+    );
+}
+
+/// After a crash no Sentinel can act before `down-after-milliseconds` has passed: the promotion
+/// is measured from the kill and must come after it.
+#[test]
+fn a_crashed_primary_is_replaced_no_sooner_than_down_after() {
+    let (mut primary, replica) = primary_and_replica();
+    let down_after = Duration::from_millis(600);
+    let sentinels =
+        RedisSentinels::start(&primary, 1, &sentinel_opts(down_after.as_millis() as u64))
+            .expect("sentinels agree");
+    let killed = Instant::now();
+    primary.kill().expect("the primary is killed");
+    assert!(
+        wait_primary(&sentinels, replica.port()),
+        "no failover after the crash"
+    );
+    let took = killed.elapsed();
+    assert!(
+        took >= down_after,
+        "promoted {took:?} after the crash, before down-after {down_after:?}"
+    );
+    assert!(wait_for(Duration::from_secs(10), || role(&replica) == "master"));
+}
+
+#[test]
+fn a_dead_sentinel_is_named_with_its_log() {
+    let (primary, _replica) = primary_and_replica();
+    let mut sentinels =
+        RedisSentinels::start(&primary, 1, &sentinel_opts(1000)).expect("sentinels agree");
+    let victim = sentinels.pids()[1];
+    // SAFETY: kill(2) on a Sentinel this test's RedisSentinels started and has not reaped.
+    assert_eq!(unsafe { libc::kill(victim as i32, libc::SIGKILL) }, 0);
+    assert!(wait_for(Duration::from_secs(5), || sentinels
+        .check_alive()
+        .is_err()));
+    let err = sentinels.check_alive().unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, ServerError::SentinelExited { .. }), "{text}");
+    assert!(text.contains(&sentinels.ports()[1].to_string()), "{text}");
+    assert!(text.contains("Sentinel ID is"), "no log tail: {text}");
+}
+
+#[test]
+fn a_quorum_larger_than_the_sentinels_is_refused_before_starting_any() {
+    let (primary, _replica) = primary_and_replica();
+    let opts = SentinelOptions {
+        quorum: 4,
+        ..SentinelOptions::default()
+    };
+    let err = RedisSentinels::start(&primary, 1, &opts)
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("quorum of 4 among 3"), "{err}");
+}
