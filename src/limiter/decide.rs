@@ -41,14 +41,22 @@ impl<'a> Check<'a> {
 /// A way of deciding. Implementations are `Send + Sync` (the store is shared across threads)
 /// and so are their futures.
 ///
-/// A limiter process (issue 37) fits as one more implementation, in one file beside this one:
-/// it starts its adapter when built, says [`Link::Own`] (its library has its own Redis client,
-/// so loops and the store hand it no connection and open none for it), and its `decide` writes
-/// `{"id", "key", "cost"}` to the adapter's stdin and awaits the answer the line reader hands
-/// its id (many checks in flight, answered in any order); its errors are [`LimiterError`]s.
+/// A limiter process (issue 37) fits as one more implementation, in one file beside this one
+/// (`process.rs`), without touching load/ or store/:
+/// - built (by [`Decider::new`], in a worker before its start signal and inside its runtime's
+///   context) it spawns the adapter with `kill_on_drop`, reads its handshake, and starts a task
+///   reading answer lines into a map of waiting ids (`oneshot` senders);
+/// - [`link`](Decide::link) is [`Link::Own`]: its library has its own Redis client, so the load
+///   loops open no connection for it and the store makes, keeps and drops none (its budget,
+///   policy and breaker still bound and answer each check);
+/// - [`decide`](Decide::decide) writes `{"id", "key", "cost"}` on the adapter's stdin and awaits
+///   its id's answer: many in flight, answered in any order. A Redis failure the adapter reports
+///   is a [`LimiterError::Redis`] (the store's policy answers it); a timeout, a crash, a
+///   malformed line or an unknown id is another [`LimiterError`], which stops the run.
+///
 /// It is registered by one arm in [`Decider::new`] (a custom name whose manifest says
-/// `kind = "process"`) boxed in [`Decider::Boxed`], whose one allocation per check a process
-/// round trip dwarfs.
+/// `kind = "process"`, which `custom::manifest` learns to read), wrapped in [`Decider::Boxed`]:
+/// one allocation per check, which a round trip through a pipe dwarfs.
 pub trait Decide: Send + Sync {
     /// What it needs from the caller's pool.
     fn link(&self) -> Link;
@@ -143,7 +151,9 @@ pub enum Decider {
 
 impl Decider {
     /// The decider of `strategy` bound to `spec`, its script (if any) invoked as `invocation`.
-    /// Registering a new kind is one arm here.
+    /// Registering a new kind is one arm here, before the Redis strategies', e.g.
+    /// `Strategy::Custom(name) if process::is_process(name) =>
+    /// Decider::Boxed(Arc::new(process::Process::start(name, spec)?))`.
     pub fn new(
         strategy: Strategy,
         spec: LimitSpec,

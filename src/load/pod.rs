@@ -105,13 +105,6 @@ impl PodFleet<'_> {
     }
 }
 
-/// Runs the pods to completion and merges their tallies.
-pub fn run_pods(plan: &PodFleet) -> Result<PodTally, LoadError> {
-    let mut fleet = super::Fleet::spawn_pods(plan)?;
-    fleet.go()?;
-    fleet.collect_pods()
-}
-
 /// The pod's decider: its own window in memory when it limits itself, else the strategy on Redis.
 pub(super) fn decider(spec: &PodSpec) -> Result<Decider, LoadError> {
     match spec.in_memory_limit {

@@ -204,6 +204,20 @@ pub fn run_closed_loop(plan: &ClosedLoop) -> Result<CheckTally, LoadError> {
     fleet.collect()
 }
 
+/// Runs the open-loop workers to completion and merges their tallies.
+pub fn run_open_loop(plan: &OpenLoop) -> Result<OpenTally, LoadError> {
+    let mut fleet = Fleet::spawn_open(plan)?;
+    fleet.go()?;
+    fleet.collect_open()
+}
+
+/// Runs the pods to completion and merges their tallies.
+pub fn run_pods(plan: &PodFleet) -> Result<PodTally, LoadError> {
+    let mut fleet = Fleet::spawn_pods(plan)?;
+    fleet.go()?;
+    fleet.collect_pods()
+}
+
 fn spawn_worker(exe: &Path, cpus: &[usize], job: &Job) -> Result<Running, LoadError> {
     let mut cmd = Command::new(exe);
     cmd.arg("worker")
@@ -284,6 +298,9 @@ pub fn worker_main() -> Result<(), LoadError> {
             other => Err(LoadError::Protocol(format!("expected go, got `{other}`"))),
         }
     };
+    // Deciders are built in the runtime's context: one that starts a process or a task of its
+    // own (a limiter process's reader) needs it, before the start signal.
+    let _in_runtime = runtime.enter();
     let result = match job {
         Job::Closed(spec) if pipelined::serves(&spec) => {
             let decider = closed::decider(&spec)?;
