@@ -2,7 +2,9 @@
 //! that fix them (Lua scripts, MULTI/EXEC, optimistic WATCH), and a plain GET to measure them
 //! against. One file per strategy; Lua in `lua/*.lua`, embedded with `include_str!`. How a
 //! script is sent (EVAL, EVALSHA with or without a fallback, FCALL) is a separate choice, an
-//! [`Invocation`].
+//! [`Invocation`]. Who decides is one interface, [`Decide`] (in `decide.rs`): every load loop and
+//! the resilient store ask a [`Decider`], of which a [`Limiter`] (these strategies and the custom
+//! manifests, on the caller's Redis connection) and the in-memory window are kinds.
 
 pub mod custom;
 mod decide;
