@@ -245,6 +245,33 @@ mod tests {
     }
 
     #[test]
+    fn a_decider_with_its_own_link_runs_every_client_and_in_flight_task_without_connections() {
+        let limit = LimitSpec {
+            capacity: 4,
+            window_ms: 3_600_000,
+            ..LimitSpec::default()
+        };
+        let keys = KeyChoice::One("k".into());
+        let spec = WorkerSpec {
+            connections: 2,
+            in_flight: 3,
+            ..WorkerSpec::new(Strategy::Get, limit, keys, Stop::AfterChecks(10))
+        };
+        let decider = Decider::in_memory(limit);
+        assert_eq!(connections_needed(&spec, decider.link()), 0);
+        let rt = tokio::runtime::Builder::new_current_thread().build();
+        let local = tokio::task::LocalSet::new();
+        let tally = local
+            .block_on(
+                &rt.expect("a runtime"),
+                run_checks(&spec, decider, Vec::new()),
+            )
+            .expect("runs");
+        assert_eq!((tally.admitted, tally.denied, tally.errors), (4, 6, 0));
+        assert_eq!(tally.redis_calls, 0);
+    }
+
+    #[test]
     fn quota_is_taken_exactly() {
         let left = Cell::new(3);
         let taken = std::iter::from_fn(|| take_one(&left).then_some(())).count();
