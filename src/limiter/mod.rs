@@ -2,9 +2,12 @@
 //! that fix them (Lua scripts, MULTI/EXEC, optimistic WATCH), and a plain GET to measure them
 //! against. One file per strategy; Lua in `lua/*.lua`, embedded with `include_str!`. How a
 //! script is sent (EVAL, EVALSHA with or without a fallback, FCALL) is a separate choice, an
-//! [`Invocation`].
+//! [`Invocation`]. Who decides is one interface, [`Decide`] (in `decide.rs`): every load loop and
+//! the resilient store ask a [`Decider`], of which a [`Limiter`] (these strategies and the custom
+//! manifests, on the caller's Redis connection) and the in-memory window are kinds.
 
 pub mod custom;
+mod decide;
 mod get;
 mod in_memory;
 mod incr_window;
@@ -24,6 +27,7 @@ mod strategy;
 mod watch_bucket;
 pub mod wire;
 
+pub use decide::{BoxedAttempt, Check, Decide, Decider, DynDecide, InMemory, Link};
 pub use in_memory::InMemoryWindow;
 pub use invocation::Invocation;
 pub use library::{library, LIBRARY_NAME};
@@ -118,6 +122,12 @@ pub enum LimiterError {
         error: redis::RedisError,
         why: String,
     },
+    /// The decider decides one request at a time and was asked to charge more.
+    #[error("{what} decides one request per check, not a cost of {cost}")]
+    Cost { what: &'static str, cost: u32 },
+    /// A decider that runs on the caller's Redis connection was handed none.
+    #[error("{strategy} needs a Redis connection from its caller and was given none")]
+    NoConnection { strategy: Strategy },
     /// The strategy cannot be invoked that way (FCALL of a strategy the library lacks).
     #[error("{strategy} cannot be invoked as {invocation}: {why}")]
     Unsupported {
@@ -291,8 +301,21 @@ impl Limiter {
     /// Decides one request against `key` as [`check`](Self::check) does, and says what it took
     /// even when it failed: round trips, and whether Redis had lost the script.
     pub async fn attempt(&self, con: &mut MultiplexedConnection, key: &str) -> Attempt {
+        self.attempt_check(con, Check::one(key)).await
+    }
+
+    /// [`attempt`](Self::attempt) of a check of any cost: a custom limiter's `{cost}` is it;
+    /// a built-in strategy decides one request per check and refuses any other cost.
+    async fn attempt_check(&self, con: &mut MultiplexedConnection, check: Check<'_>) -> Attempt {
         let spec = &self.spec;
+        let key = check.key;
         let plain = Attempt::unscripted;
+        if check.cost != 1 && !matches!(self.prepared, Prepared::Custom(..)) {
+            return self.refused(LimiterError::Cost {
+                what: self.strategy().name(),
+                cost: check.cost,
+            });
+        }
         match &self.prepared {
             Prepared::NaiveBucket => plain(naive_bucket::check(con, key, spec).await),
             Prepared::LuaBucket(script) => lua_bucket::check(con, script, key, spec).await,
@@ -307,20 +330,49 @@ impl Limiter {
             Prepared::LuaSwc(script) => lua_swc::check(con, script, key, spec).await,
             Prepared::LuaGcra(script) => lua_gcra::check(con, script, key, spec).await,
             Prepared::Get => plain(get::check(con, key).await),
-            Prepared::Custom(loaded, script) => custom::check(con, loaded, script, key, spec).await,
+            Prepared::Custom(loaded, script) => {
+                custom::check(con, loaded, script, check, spec).await
+            }
             Prepared::Unloaded(_) => self.unloaded(),
         }
     }
 
     fn unloaded(&self) -> Attempt {
+        self.refused(LimiterError::Unsupported {
+            strategy: self.strategy(),
+            invocation: self.invocation(),
+            why: "no manifest of that name is loaded (--limiter)",
+        })
+    }
+
+    /// An attempt that sent nothing.
+    fn refused(&self, error: LimiterError) -> Attempt {
         Attempt {
-            outcome: Err(LimiterError::Unsupported {
-                strategy: self.strategy(),
-                invocation: self.invocation(),
-                why: "no manifest of that name is loaded (--limiter)",
-            }),
+            outcome: Err(error),
             round_trips: 0,
             noscript: false,
+        }
+    }
+}
+
+impl Decide for Limiter {
+    fn link(&self) -> Link {
+        match self.strategy().needs_own_connection() {
+            true => Link::PerInFlight,
+            false => Link::Shared,
+        }
+    }
+
+    async fn decide<'a>(
+        &'a self,
+        con: Option<&'a mut MultiplexedConnection>,
+        check: Check<'a>,
+    ) -> Attempt {
+        match con {
+            Some(con) => self.attempt_check(con, check).await,
+            None => self.refused(LimiterError::NoConnection {
+                strategy: self.strategy(),
+            }),
         }
     }
 }
@@ -445,7 +497,9 @@ impl Limiter {
         match &self.prepared {
             Prepared::LuaBucket(script) => lua_bucket::check(con, script, key, spec).await,
             Prepared::LuaWindow(script) => lua_window::check(con, script, key, spec).await,
-            Prepared::Custom(loaded, script) => custom::check(con, loaded, script, key, spec).await,
+            Prepared::Custom(loaded, script) => {
+                custom::check(con, loaded, script, Check::one(key), spec).await
+            }
             _ => Attempt {
                 outcome: Err(LimiterError::Unsupported {
                     strategy: self.strategy(),

@@ -4,18 +4,28 @@
 use super::latency;
 use super::rng::SplitMix64;
 use super::{CheckTally, KeyChoice, LoadError, Stop, WorkerSpec};
-use crate::limiter::Limiter;
+use crate::limiter::{Check, Decide, Decider, Link};
 use hdrhistogram::Histogram;
 use redis::aio::MultiplexedConnection;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-/// Opens the worker's connections (before the start signal, so connecting is not measured).
-pub async fn connect(spec: &WorkerSpec) -> Result<Vec<MultiplexedConnection>, LoadError> {
+/// The worker's decider: its strategy bound to its limit (before the start signal, so starting
+/// it is not measured).
+pub fn decider(spec: &WorkerSpec) -> Result<Decider, LoadError> {
+    Ok(Decider::new(spec.strategy, spec.limit, spec.invocation)?)
+}
+
+/// Opens the connections `decider` takes from the worker (before the start signal, so
+/// connecting is not measured).
+pub async fn connect(
+    spec: &WorkerSpec,
+    decider: &Decider,
+) -> Result<Vec<MultiplexedConnection>, LoadError> {
     let client = crate::server::endpoint::client(spec.url.as_str())?;
     let mut cons = Vec::with_capacity(spec.connections);
-    for _ in 0..connections_needed(spec) {
+    for _ in 0..connections_needed(spec, decider.link()) {
         cons.push(
             client
                 .get_multiplexed_async_connection_with_config(&spec.timeouts.config())
@@ -26,19 +36,19 @@ pub async fn connect(spec: &WorkerSpec) -> Result<Vec<MultiplexedConnection>, Lo
 }
 
 /// One connection per client; strategies whose state lives on the connection (WATCH) get one per
-/// in-flight request instead.
-fn connections_needed(spec: &WorkerSpec) -> usize {
+/// in-flight request instead, and a decider with its own link none.
+fn connections_needed(spec: &WorkerSpec, link: Link) -> usize {
     let clients = spec.connections.max(1);
-    if spec.strategy.needs_own_connection() {
-        clients * spec.in_flight.max(1)
-    } else {
-        clients
+    match link {
+        Link::Shared => clients,
+        Link::PerInFlight => clients * spec.in_flight.max(1),
+        Link::Own => 0,
     }
 }
 
 /// What the tasks of one worker share. Single-threaded: plain cells, no locks on the hot path.
 pub(super) struct Shared {
-    pub(super) limiter: Limiter,
+    pub(super) decider: Decider,
     pub(super) stop: StopState,
     keys: KeyChoice,
     rng: RefCell<SplitMix64>,
@@ -76,7 +86,7 @@ impl StopState {
 }
 
 impl Shared {
-    pub(super) fn new(spec: &WorkerSpec) -> Result<Self, LoadError> {
+    pub(super) fn new(spec: &WorkerSpec, decider: Decider) -> Result<Self, LoadError> {
         let stop = match spec.stop {
             Stop::AfterChecks(n) => StopState::Remaining(Cell::new(n)),
             Stop::AfterMs(ms) => StopState::Deadline(Instant::now() + Duration::from_millis(ms)),
@@ -86,7 +96,7 @@ impl Shared {
             false => None,
         };
         Ok(Shared {
-            limiter: Limiter::with_invocation(spec.strategy, spec.limit, spec.invocation)?,
+            decider,
             stop,
             keys: spec.keys.clone(),
             rng: RefCell::new(SplitMix64::new(spec.seed, spec.worker_index)),
@@ -130,21 +140,25 @@ impl Shared {
     }
 }
 
-/// Runs the worker's checks on `cons` from the moment it is called; needs a `LocalSet`.
+/// Runs the worker's checks by `decider` on `cons` (from [`connect`]) from the moment it is
+/// called; needs a `LocalSet`.
 pub async fn run_checks(
     spec: &WorkerSpec,
+    decider: Decider,
     cons: Vec<MultiplexedConnection>,
 ) -> Result<CheckTally, LoadError> {
-    let shared = Rc::new(Shared::new(spec)?);
-    let per_connection = if spec.strategy.needs_own_connection() {
-        1
-    } else {
-        spec.in_flight.max(1)
+    let link = decider.link();
+    let shared = Rc::new(Shared::new(spec, decider)?);
+    // Each client's tasks share its connection; WATCH's have one each; an own link takes none.
+    let (lanes, per_lane): (Vec<Option<MultiplexedConnection>>, usize) = match link {
+        Link::Shared => (cons.into_iter().map(Some).collect(), spec.in_flight.max(1)),
+        Link::PerInFlight => (cons.into_iter().map(Some).collect(), 1),
+        Link::Own => (vec![None; spec.connections.max(1)], spec.in_flight.max(1)),
     };
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for con in cons {
-        for _ in 0..per_connection {
+    for con in lanes {
+        for _ in 0..per_lane {
             tasks.push(tokio::task::spawn_local(client_task(
                 shared.clone(),
                 con.clone(),
@@ -162,11 +176,14 @@ pub async fn run_checks(
     Ok(shared.finish(started))
 }
 
-async fn client_task(shared: Rc<Shared>, mut con: MultiplexedConnection) {
+async fn client_task(shared: Rc<Shared>, mut con: Option<MultiplexedConnection>) {
     while shared.stop.take_one() {
         let key = shared.next_key();
         let start = Instant::now();
-        let outcome = shared.limiter.check(&mut con, &key).await;
+        let outcome = (shared.decider)
+            .decide(con.as_mut(), Check::one(&key))
+            .await
+            .outcome;
         let took = start.elapsed().as_nanos() as u64;
         if let Some(h) = &shared.histogram {
             // Out-of-range values (beyond 60 s) are clamped rather than lost.
@@ -205,12 +222,12 @@ fn take_one(remaining: &Cell<u64>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limiter::{LimitSpec, Strategy};
+    use crate::limiter::{LimitSpec, Limiter, Strategy};
 
     #[test]
     fn round_robin_gives_every_key_the_same_share_in_turn() {
         let shared = Shared {
-            limiter: Limiter::new(Strategy::Get, LimitSpec::default()),
+            decider: Decider::Redis(Limiter::new(Strategy::Get, LimitSpec::default())),
             stop: StopState::Remaining(Cell::new(0)),
             keys: KeyChoice::RoundRobin {
                 prefix: "k:".into(),
@@ -225,6 +242,33 @@ mod tests {
         let k = |i: u64| KeyChoice::indexed("k:", i);
         assert_eq!(keys, [k(0), k(1), k(2), k(0), k(1), k(2), k(0)]);
         assert_eq!(k(7), "k:000000000007");
+    }
+
+    #[test]
+    fn a_decider_with_its_own_link_runs_every_client_and_in_flight_task_without_connections() {
+        let limit = LimitSpec {
+            capacity: 4,
+            window_ms: 3_600_000,
+            ..LimitSpec::default()
+        };
+        let keys = KeyChoice::One("k".into());
+        let spec = WorkerSpec {
+            connections: 2,
+            in_flight: 3,
+            ..WorkerSpec::new(Strategy::Get, limit, keys, Stop::AfterChecks(10))
+        };
+        let decider = Decider::in_memory(limit);
+        assert_eq!(connections_needed(&spec, decider.link()), 0);
+        let rt = tokio::runtime::Builder::new_current_thread().build();
+        let local = tokio::task::LocalSet::new();
+        let tally = local
+            .block_on(
+                &rt.expect("a runtime"),
+                run_checks(&spec, decider, Vec::new()),
+            )
+            .expect("runs");
+        assert_eq!((tally.admitted, tally.denied, tally.errors), (4, 6, 0));
+        assert_eq!(tally.redis_calls, 0);
     }
 
     #[test]

@@ -19,12 +19,12 @@ mod timer;
 mod workers;
 
 pub use closed::run_checks;
-pub use open::{
-    run_open_loop, OpenLoop, OpenLoopHealth, OpenSpec, OpenTally, RequestRecord, LATE_NS,
-};
-pub use pod::{run_pods, PodFleet, PodSecond, PodSpec, PodTally};
+pub use open::{OpenLoop, OpenLoopHealth, OpenSpec, OpenTally, RequestRecord, LATE_NS};
+pub use pod::{PodFleet, PodSecond, PodSpec, PodTally};
 pub use schedule::{aligned_start, share, Arrivals, Burst, Start};
-pub use workers::{run_closed_loop, split_checks, worker_main, ClosedLoop, Fleet};
+pub use workers::{
+    run_closed_loop, run_open_loop, run_pods, split_checks, worker_main, ClosedLoop, Fleet,
+};
 
 use crate::limiter::{Invocation, LimitSpec, LimiterError, Strategy};
 use hdrhistogram::Histogram;

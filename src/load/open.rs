@@ -147,13 +147,6 @@ impl OpenLoop<'_> {
     }
 }
 
-/// Runs the workers to completion and merges their tallies.
-pub fn run_open_loop(plan: &OpenLoop) -> Result<OpenTally, LoadError> {
-    let mut fleet = super::Fleet::spawn_open(plan)?;
-    fleet.go()?;
-    fleet.collect_open()
-}
-
 /// Whether the open-loop generator kept to its schedule over a whole experiment; meta.json.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct OpenLoopHealth {

@@ -1,25 +1,43 @@
 //! The body of one open-loop worker: a scheduler that starts each request as its own task when
 //! it is due, a pool of connections, and histograms of latency (from the intended start) and of
-//! how late each start was.
+//! how late each start was. What happens after each decision (a pod sends what it admitted) is
+//! the caller's [`AfterRequest`].
 
 use super::open::{OpenSpec, OpenTally, RequestRecord, LATE_NS};
-use super::pod::PodLink;
 use super::rng::SplitMix64;
 use super::schedule::{aligned_start, share, Start};
 use super::timer::PreciseTimer;
 use super::{latency, CheckTally, KeyChoice, LoadError};
-use crate::limiter::{unix_ms, Decision, InMemoryWindow, Limiter, LimiterError};
+use crate::limiter::{Check, Decide, Decider, Decision, Invocation, LimiterError, Link};
 use hdrhistogram::Histogram;
 use redis::aio::MultiplexedConnection;
 use std::cell::{Cell, RefCell};
+use std::future::Future;
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Opens the pool (before the start signal, so connecting is not measured).
-pub async fn connect(spec: &OpenSpec) -> Result<Vec<MultiplexedConnection>, LoadError> {
+/// The worker's decider: its strategy bound to its limit, its script invoked the default way.
+pub fn decider(spec: &OpenSpec) -> Result<Decider, LoadError> {
+    Ok(Decider::new(
+        spec.strategy,
+        spec.limit,
+        Invocation::default(),
+    )?)
+}
+
+/// Opens the pool `decider` takes from (before the start signal, so connecting is not
+/// measured); none for a decider with its own link.
+pub async fn connect(
+    spec: &OpenSpec,
+    decider: &Decider,
+) -> Result<Vec<MultiplexedConnection>, LoadError> {
     let client = crate::server::endpoint::client(spec.url.as_str())?;
-    let mut cons = Vec::with_capacity(spec.connections.max(1));
-    for _ in 0..spec.connections.max(1) {
+    let wanted = match decider.link() {
+        Link::Own => 0,
+        Link::Shared | Link::PerInFlight => spec.connections.max(1),
+    };
+    let mut cons = Vec::with_capacity(wanted);
+    for _ in 0..wanted {
         let config = spec.timeouts.config();
         cons.push(
             client
@@ -38,14 +56,18 @@ struct Pool {
 }
 
 impl Pool {
-    /// An idle connection (exclusive: true), or the next busy one in turn when none is idle.
-    fn checkout(&self) -> (usize, bool) {
+    /// An idle connection (exclusive: true), or the next busy one in turn when none is idle;
+    /// none from an empty pool (a decider with its own link).
+    fn checkout(&self) -> Option<(usize, bool)> {
         if let Some(i) = self.idle.borrow_mut().pop() {
-            return (i, true);
+            return Some((i, true));
+        }
+        if self.cons.is_empty() {
+            return None;
         }
         let i = self.next_shared.get() % self.cons.len();
         self.next_shared.set(i + 1);
-        (i, false)
+        Some((i, false))
     }
 }
 
@@ -62,26 +84,26 @@ struct Recorder {
     requests: Option<Vec<RequestRecord>>,
 }
 
-/// Who decides: a limiter on Redis, or a window in this process's memory (a pod limiting itself).
-pub(super) enum Decider {
-    Redis(Limiter),
-    InMemory(RefCell<InMemoryWindow>),
+/// What a worker does with each decision once it is made (a pod sends what it admitted on).
+pub(super) trait AfterRequest {
+    /// Called with the schedule's origin, the request's intended start and the decision's
+    /// arrival, and whether it was allowed (none: the check failed).
+    fn after(
+        &self,
+        origin: Instant,
+        times: [Instant; 2],
+        allowed: Option<bool>,
+    ) -> impl Future<Output = ()>;
 }
 
-impl Decider {
-    async fn decide(
-        &self,
-        con: &mut MultiplexedConnection,
-        key: &str,
-    ) -> Result<Decision, LimiterError> {
-        match self {
-            Decider::Redis(limiter) => limiter.check(con, key).await,
-            Decider::InMemory(window) => Ok(window.borrow_mut().check(unix_ms())),
-        }
+/// A plain open-loop worker: nothing after the decision.
+impl AfterRequest for () {
+    fn after(&self, _: Instant, _: [Instant; 2], _: Option<bool>) -> impl Future<Output = ()> {
+        std::future::ready(())
     }
 }
 
-struct State {
+struct State<A> {
     decider: Decider,
     pool: Pool,
     keys: KeyChoice,
@@ -90,26 +112,27 @@ struct State {
     handed_out: std::cell::Cell<u64>,
     origin: Instant,
     rec: RefCell<Recorder>,
-    /// A pod's link to the protected resource and its counts per second, when it is one.
-    pod: Option<PodLink>,
+    /// What follows each decision (a pod's link to the protected resource).
+    after: A,
 }
 
-/// Runs this worker's share of the schedule on `cons`; needs a `LocalSet`.
+/// Runs this worker's share of the schedule by `decider` on `cons`; needs a `LocalSet`.
 pub async fn run(
     spec: &OpenSpec,
+    decider: Decider,
     cons: Vec<MultiplexedConnection>,
 ) -> Result<OpenTally, LoadError> {
-    let decider = Decider::Redis(Limiter::new(spec.strategy, spec.limit));
-    Ok(run_with(spec, cons, decider, None).await?.0)
+    Ok(run_with(spec, cons, decider, ()).await?.0)
 }
 
-/// Runs the schedule with `decider`; a pod (`pod`) forwards what it admits and counts per second.
-pub(super) async fn run_with(
+/// Runs the schedule with `decider`, `after` called on each decision (a pod forwards what it
+/// admits and counts per second); hands `after` back with the tally.
+pub(super) async fn run_with<A: AfterRequest + 'static>(
     spec: &OpenSpec,
     cons: Vec<MultiplexedConnection>,
     decider: Decider,
-    pod: Option<PodLink>,
-) -> Result<(OpenTally, Option<PodLink>), LoadError> {
+    after: A,
+) -> Result<(OpenTally, A), LoadError> {
     let schedule = spec.arrivals.schedule(spec.seed);
     let starts = share(&schedule, spec.worker_index as usize, spec.workers as usize);
     let connections = cons.len() as u64;
@@ -126,7 +149,7 @@ pub(super) async fn run_with(
         handed_out: std::cell::Cell::new(0),
         origin,
         rec: RefCell::new(Recorder::new(spec.record_requests)?),
-        pod,
+        after,
     });
     let timer = PreciseTimer::new()?;
     let mut tasks = Vec::with_capacity(starts.len());
@@ -146,7 +169,7 @@ pub(super) async fn run_with(
     // Every task has finished and dropped its handle on the state.
     let state = Rc::try_unwrap(state)
         .map_err(|_| LoadError::Protocol("open-loop requests outlived the run".into()))?;
-    let (rec, pod) = (state.rec.into_inner(), state.pod);
+    let (rec, after) = (state.rec.into_inner(), state.after);
     let mut tally = rec.tally;
     tally.elapsed_ns = origin.elapsed().as_nanos() as u64;
     tally.latency_ns = latency::buckets(&rec.latency);
@@ -163,7 +186,7 @@ pub(super) async fn run_with(
         cpu_s: own_cpu_s(),
         requests: rec.requests.unwrap_or_default(),
     };
-    Ok((tally, pod))
+    Ok((tally, after))
 }
 
 /// CPU seconds (user + sys) this process has used so far; the worker does nothing else.
@@ -211,7 +234,7 @@ fn unix_ns() -> u64 {
         .unwrap_or(0)
 }
 
-async fn request(state: Rc<State>, intended: Instant) {
+async fn request<A: AfterRequest>(state: Rc<State<A>>, intended: Instant) {
     let key = match &state.keys {
         KeyChoice::One(key) => key.clone(),
         KeyChoice::Uniform { prefix, count } => {
@@ -224,23 +247,26 @@ async fn request(state: Rc<State>, intended: Instant) {
             KeyChoice::indexed(prefix, n % (*count).max(1))
         }
     };
-    let (index, exclusive) = state.pool.checkout();
-    let mut con = state.pool.cons[index].clone();
+    let lease = state.pool.checkout();
+    let mut con = lease.map(|(index, _)| state.pool.cons[index].clone());
+    let exclusive = lease.is_none_or(|(_, exclusive)| exclusive);
     let sent = Instant::now();
     state.rec.borrow_mut().started(intended, sent, exclusive);
-    let outcome = state.decider.decide(&mut con, &key).await;
+    let check = Check::one(&key);
+    let outcome = state.decider.decide(con.as_mut(), check).await.outcome;
     let done = Instant::now();
     let allowed = outcome.as_ref().ok().map(|d| d.allowed);
-    if exclusive {
+    if let Some((index, true)) = lease {
         state.pool.idle.borrow_mut().push(index);
     }
     let since = |t: Instant| t.saturating_duration_since(state.origin).as_nanos() as u64;
     let times = [since(intended), since(sent), since(done)];
     let took = done.saturating_duration_since(intended).as_nanos() as u64;
     state.rec.borrow_mut().finished(times, took, outcome);
-    if let Some(pod) = &state.pod {
-        pod.after(state.origin, [intended, done], allowed).await;
-    }
+    state
+        .after
+        .after(state.origin, [intended, done], allowed)
+        .await;
 }
 
 impl Recorder {

@@ -13,7 +13,7 @@
 use super::closed::Shared;
 use super::{CheckTally, LoadError, WorkerSpec};
 use crate::limiter::wire::{self, Reply};
-use crate::limiter::{library, Limiter};
+use crate::limiter::{library, Decider, Limiter};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -59,10 +59,10 @@ pub fn serves(spec: &WorkerSpec) -> bool {
 
 /// Opens the worker's connections, authenticated, on its database, with the script loaded
 /// (before the start signal: neither connecting nor loading is measured).
-pub async fn connect(spec: &WorkerSpec) -> Result<Vec<TcpStream>, LoadError> {
+pub async fn connect(spec: &WorkerSpec, decider: &Decider) -> Result<Vec<TcpStream>, LoadError> {
     let at = endpoint(&spec.url)
         .ok_or_else(|| LoadError::Protocol(format!("the lean client cannot serve {}", spec.url)))?;
-    let limiter = Limiter::with_invocation(spec.strategy, spec.limit, spec.invocation)?;
+    let limiter = wire_limiter(decider)?;
     let connect_timeout = Duration::from_millis(spec.timeouts.connect_ms);
     let mut streams = Vec::with_capacity(spec.connections.max(1));
     for _ in 0..spec.connections.max(1) {
@@ -132,9 +132,24 @@ async fn ask(stream: &mut TcpStream, args: &[&[u8]], timeout: Duration) -> Resul
     }
 }
 
-/// Runs the worker's checks on `streams` from the moment it is called; needs a `LocalSet`.
-pub async fn run(spec: &WorkerSpec, streams: Vec<TcpStream>) -> Result<CheckTally, LoadError> {
-    let shared = std::rc::Rc::new(Shared::new(spec)?);
+/// The Redis strategy a decider runs, which this client encodes raw; any other kind is an error.
+fn wire_limiter(decider: &Decider) -> Result<&Limiter, LoadError> {
+    decider.limiter().ok_or_else(|| {
+        LoadError::Protocol(format!(
+            "the lean client cannot run {decider:?}: not a Redis strategy"
+        ))
+    })
+}
+
+/// Runs the worker's checks by `decider` on `streams` (from [`connect`]) from the moment it is
+/// called; needs a `LocalSet`.
+pub async fn run(
+    spec: &WorkerSpec,
+    decider: Decider,
+    streams: Vec<TcpStream>,
+) -> Result<CheckTally, LoadError> {
+    wire_limiter(&decider)?;
+    let shared = std::rc::Rc::new(Shared::new(spec, decider)?);
     let depth = spec.in_flight.max(1);
     let response = Duration::from_millis(spec.timeouts.response_ms);
     let started = Instant::now();
@@ -193,6 +208,10 @@ impl Counts {
 
 /// Keeps `depth` requests in flight on `stream` until the stop rule says done, then drains.
 async fn drive(shared: &Shared, mut stream: TcpStream, depth: usize, response: Duration) -> Counts {
+    let limiter = match wire_limiter(&shared.decider) {
+        Ok(limiter) => limiter,
+        Err(e) => return Counts::failed(e.to_string()),
+    };
     let mut counts = Counts::default();
     let mut out = Vec::with_capacity(depth * 128);
     let mut scratch = Vec::with_capacity(128);
@@ -203,11 +222,11 @@ async fn drive(shared: &Shared, mut stream: TcpStream, depth: usize, response: D
     let timed = shared.histogram.is_some();
     // Replies per decision, and how many of the current decision's have been read: only the
     // last decides (MULTI's +OK and +QUEUED say nothing; a queued error aborts EXEC).
-    let replies = shared.limiter.pipelined_replies().unwrap_or(1);
+    let replies = limiter.pipelined_replies().unwrap_or(1);
     let mut part = 0;
     // Where only the key varies, its bytes around the key are copied rather than formatted anew
     // (the constant arguments' float and integer formatting was ~7% of the EVALSHA profile).
-    let template = shared.limiter.key_template();
+    let template = limiter.key_template();
     loop {
         // A connection sends `depth` requests together and the next `depth` once every one has
         // been answered, as redis-benchmark -P does: one write per batch. Refilling after every
@@ -223,7 +242,7 @@ async fn drive(shared: &Shared, mut stream: TcpStream, depth: usize, response: D
             match &template {
                 Some(template) => template.encode(&key, &mut out),
                 None => {
-                    if let Err(e) = shared.limiter.encode(&key, &mut scratch, &mut out) {
+                    if let Err(e) = limiter.encode(&key, &mut scratch, &mut out) {
                         counts.error(1, || e.to_string());
                         continue;
                     }
@@ -280,7 +299,7 @@ async fn drive(shared: &Shared, mut stream: TcpStream, depth: usize, response: D
                 let took = at.elapsed().as_nanos() as u64;
                 h.borrow_mut().saturating_record(took.max(1));
             }
-            match shared.limiter.decide_reply(&reply) {
+            match limiter.decide_reply(&reply) {
                 Ok(d) if d.allowed => counts.admitted += 1,
                 Ok(_) => counts.denied += 1,
                 Err(e) => counts.error(1, || e.to_string()),

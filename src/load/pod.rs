@@ -4,10 +4,10 @@
 //! one to the sink, both multiplexed by the event loop's in-flight requests.
 
 use super::open::{OpenLoop, OpenSpec, OpenTally};
-use super::open_worker::{self, Decider};
+use super::open_worker::{self, AfterRequest};
 use super::sink::REPLY;
 use super::LoadError;
-use crate::limiter::{InMemoryWindow, Limiter};
+use crate::limiter::{Decider, LimitSpec};
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -105,18 +105,23 @@ impl PodFleet<'_> {
     }
 }
 
-/// Runs the pods to completion and merges their tallies.
-pub fn run_pods(plan: &PodFleet) -> Result<PodTally, LoadError> {
-    let mut fleet = super::Fleet::spawn_pods(plan)?;
-    fleet.go()?;
-    fleet.collect_pods()
+/// The pod's decider: its own window in memory when it limits itself, else the strategy on Redis.
+pub(super) fn decider(spec: &PodSpec) -> Result<Decider, LoadError> {
+    match spec.in_memory_limit {
+        Some(limit) => Ok(Decider::in_memory(LimitSpec {
+            capacity: limit,
+            ..spec.open.limit
+        })),
+        None => open_worker::decider(&spec.open),
+    }
 }
 
-/// Opens the Redis pool and the sink connection (before the start signal).
+/// Opens the Redis pool `decider` takes from and the sink connection (before the start signal).
 pub(super) async fn connect(
     spec: &PodSpec,
+    decider: &Decider,
 ) -> Result<(Vec<MultiplexedConnection>, TcpStream), LoadError> {
-    let cons = open_worker::connect(&spec.open).await?;
+    let cons = open_worker::connect(&spec.open, decider).await?;
     let sink = TcpStream::connect(spec.sink.as_str()).await?;
     // A request is one small write: sent at once, as an HTTP client would.
     sink.set_nodelay(true)?;
@@ -126,24 +131,15 @@ pub(super) async fn connect(
 /// Runs one pod; needs a `LocalSet`.
 pub(super) async fn run(
     spec: &PodSpec,
+    decider: Decider,
     cons: Vec<MultiplexedConnection>,
     sink: TcpStream,
 ) -> Result<PodTally, LoadError> {
-    let decider = match spec.in_memory_limit {
-        Some(limit) => Decider::InMemory(RefCell::new(InMemoryWindow::new(
-            crate::limiter::LimitSpec {
-                capacity: limit,
-                ..spec.open.limit
-            },
-        ))),
-        None => Decider::Redis(Limiter::new(spec.open.strategy, spec.open.limit)),
-    };
     let (read, write) = sink.into_split();
     let link = PodLink::new(spec.open.worker_index, write);
     let reader = tokio::task::spawn_local(read_replies(read, Rc::clone(&link.pending)));
-    let (open, link) = open_worker::run_with(&spec.open, cons, decider, Some(link)).await?;
+    let (open, link) = open_worker::run_with(&spec.open, cons, decider, link).await?;
     reader.abort();
-    let link = link.ok_or_else(|| LoadError::Protocol("the pod lost its sink link".into()))?;
     let counts = link.counts.into_inner();
     Ok(PodTally {
         open,
@@ -153,6 +149,17 @@ pub(super) async fn run(
         send_errors: counts.send_errors,
         first_send_error: counts.first_send_error,
     })
+}
+
+impl AfterRequest for PodLink {
+    fn after(
+        &self,
+        origin: Instant,
+        times: [Instant; 2],
+        allowed: Option<bool>,
+    ) -> impl std::future::Future<Output = ()> {
+        self.count_and_send(origin, times, allowed)
+    }
 }
 
 /// Replies waiting for the sink, in the order their requests were written.
@@ -198,7 +205,7 @@ impl PodLink {
     }
 
     /// Counts a decided request and, when it was allowed, sends it to the sink.
-    pub(super) async fn after(
+    async fn count_and_send(
         &self,
         origin: Instant,
         [intended, done]: [Instant; 2],

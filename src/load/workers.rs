@@ -6,7 +6,7 @@
 //! so they overlap; worker answers its tally (JSON) and exits. A worker that fails says why on
 //! stderr and exits non-zero.
 
-use super::closed::{connect, run_checks};
+use super::closed::{self, connect, run_checks};
 use super::open::{OpenLoop, OpenSpec, OpenTally};
 use super::pod::{self, PodFleet, PodSpec, PodTally};
 use super::{open_worker, pipelined, CheckTally, LoadError, Stop, WorkerSpec};
@@ -204,6 +204,20 @@ pub fn run_closed_loop(plan: &ClosedLoop) -> Result<CheckTally, LoadError> {
     fleet.collect()
 }
 
+/// Runs the open-loop workers to completion and merges their tallies.
+pub fn run_open_loop(plan: &OpenLoop) -> Result<OpenTally, LoadError> {
+    let mut fleet = Fleet::spawn_open(plan)?;
+    fleet.go()?;
+    fleet.collect_open()
+}
+
+/// Runs the pods to completion and merges their tallies.
+pub fn run_pods(plan: &PodFleet) -> Result<PodTally, LoadError> {
+    let mut fleet = Fleet::spawn_pods(plan)?;
+    fleet.go()?;
+    fleet.collect_pods()
+}
+
 fn spawn_worker(exe: &Path, cpus: &[usize], job: &Job) -> Result<Running, LoadError> {
     let mut cmd = Command::new(exe);
     cmd.arg("worker")
@@ -284,26 +298,36 @@ pub fn worker_main() -> Result<(), LoadError> {
             other => Err(LoadError::Protocol(format!("expected go, got `{other}`"))),
         }
     };
+    // Deciders are built in the runtime's context: one that starts a process or a task of its
+    // own (a limiter process's reader) needs it, before the start signal.
+    let _in_runtime = runtime.enter();
     let result = match job {
         Job::Closed(spec) if pipelined::serves(&spec) => {
-            let streams = runtime.block_on(pipelined::connect(&spec))?;
+            let decider = closed::decider(&spec)?;
+            let streams = runtime.block_on(pipelined::connect(&spec, &decider))?;
             handshake(&mut stdout)?;
-            serde_json::to_string(&local.block_on(&runtime, pipelined::run(&spec, streams))?)?
+            let run = pipelined::run(&spec, decider, streams);
+            serde_json::to_string(&local.block_on(&runtime, run)?)?
         }
         Job::Closed(spec) => {
-            let cons = runtime.block_on(connect(&spec))?;
+            let decider = closed::decider(&spec)?;
+            let cons = runtime.block_on(connect(&spec, &decider))?;
             handshake(&mut stdout)?;
-            serde_json::to_string(&local.block_on(&runtime, run_checks(&spec, cons))?)?
+            serde_json::to_string(&local.block_on(&runtime, run_checks(&spec, decider, cons))?)?
         }
         Job::Open(spec) => {
-            let cons = runtime.block_on(open_worker::connect(&spec))?;
+            let decider = open_worker::decider(&spec)?;
+            let cons = runtime.block_on(open_worker::connect(&spec, &decider))?;
             handshake(&mut stdout)?;
-            serde_json::to_string(&local.block_on(&runtime, open_worker::run(&spec, cons))?)?
+            let run = open_worker::run(&spec, decider, cons);
+            serde_json::to_string(&local.block_on(&runtime, run)?)?
         }
         Job::Pod(spec) => {
-            let (cons, sink) = runtime.block_on(pod::connect(&spec))?;
+            let decider = pod::decider(&spec)?;
+            let (cons, sink) = runtime.block_on(pod::connect(&spec, &decider))?;
             handshake(&mut stdout)?;
-            serde_json::to_string(&local.block_on(&runtime, pod::run(&spec, cons, sink))?)?
+            let run = pod::run(&spec, decider, cons, sink);
+            serde_json::to_string(&local.block_on(&runtime, run)?)?
         }
     };
     writeln!(stdout, "{result}")?;

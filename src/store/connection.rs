@@ -3,7 +3,7 @@
 //! check that failed on an old connection never drops a newer one another check just made.
 
 use super::{lock, Failure, Flaw, Reconnect, StoreError, StoreSettings};
-use crate::limiter::{Decision, Limiter, LimiterError};
+use crate::limiter::{Check, Decide, Decider, Decision, LimiterError, Link};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ErrorKind, RedisError};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -88,12 +88,22 @@ impl Slot {
 
     /// Runs one check within `budget`, connecting first if there is no connection. Nothing
     /// waits for anything beyond the budget: the timeout wraps connecting and checking alike.
-    pub(super) async fn ask(&self, limiter: &Limiter, key: &str, budget: Duration) -> Asked {
+    /// A decider with a link of its own ([`Link::Own`]) is asked within the budget alone: it
+    /// has no connection here to make, keep or drop.
+    pub(super) async fn ask(&self, decider: &Decider, key: &str, budget: Duration) -> Asked {
+        if decider.link() == Link::Own {
+            let result = within(budget, decide(decider, None, key)).await;
+            return Asked {
+                result,
+                generation: 0,
+                reconnected: false,
+            };
+        }
         if self.setup_only {
-            return self.ask_setup_bounded(limiter, key, budget).await;
+            return self.ask_setup_bounded(decider, key, budget).await;
         }
         if self.background {
-            return self.ask_fail_fast(limiter, key, budget).await;
+            return self.ask_fail_fast(decider, key, budget).await;
         }
         let mut generation = 0;
         let mut reconnected = false;
@@ -110,7 +120,7 @@ impl Slot {
                     con
                 }
             };
-            limiter.check(&mut con, key).await
+            decide(decider, Some(&mut con), key).await
         };
         let result = within(budget, attempt).await;
         Asked {
@@ -121,7 +131,7 @@ impl Slot {
     }
 
     /// The flawed check: `budget` bounds connecting, the command waits for as long as it takes.
-    async fn ask_setup_bounded(&self, limiter: &Limiter, key: &str, budget: Duration) -> Asked {
+    async fn ask_setup_bounded(&self, decider: &Decider, key: &str, budget: Duration) -> Asked {
         let (generation, mut con, reconnected) = match self.connection() {
             Some((g, con)) => (g, con, false),
             None => match tokio::time::timeout(budget, self.connect()).await {
@@ -130,7 +140,7 @@ impl Slot {
                 Err(_elapsed) => return failed_timeout(true),
             },
         };
-        match limiter.check(&mut con, key).await {
+        match decide(decider, Some(&mut con), key).await {
             Ok(decision) => Asked {
                 result: Ok(decision),
                 generation,
@@ -142,7 +152,7 @@ impl Slot {
 
     /// The check of `Reconnect::Background`: without a connection it answers at once (a
     /// connection failure, for the policy) and leaves reconnecting to the background task.
-    async fn ask_fail_fast(&self, limiter: &Limiter, key: &str, budget: Duration) -> Asked {
+    async fn ask_fail_fast(&self, decider: &Decider, key: &str, budget: Duration) -> Asked {
         let Some((generation, mut con)) = self.connection() else {
             self.reconnect_in_background();
             return Asked {
@@ -152,7 +162,7 @@ impl Slot {
             };
         };
         let reconnected = std::mem::take(&mut lock(&self.current).fresh);
-        let result = within(budget, limiter.check(&mut con, key)).await;
+        let result = within(budget, decide(decider, Some(&mut con), key)).await;
         Asked {
             result,
             generation,
@@ -220,6 +230,15 @@ impl Slot {
     pub(super) fn forget_any(&self) {
         lock(&self.current).con = None;
     }
+}
+
+/// One request's decision by `decider` on `con`.
+async fn decide(
+    decider: &Decider,
+    con: Option<&mut MultiplexedConnection>,
+    key: &str,
+) -> Result<Decision, LimiterError> {
+    decider.decide(con, Check::one(key)).await.outcome
 }
 
 /// Runs `attempt` within `budget`: its decision, or why there is none.

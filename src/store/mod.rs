@@ -18,7 +18,7 @@ mod tests;
 
 pub use breaker::{Admission, Breaker, BreakerSettings, BreakerState};
 
-use crate::limiter::{Limiter, LimiterError};
+use crate::limiter::{Decider, LimiterError};
 use connection::Slot;
 use serde::{Deserialize, Serialize};
 use std::sync::{Mutex, MutexGuard};
@@ -171,9 +171,11 @@ pub enum StoreError {
     Limiter(LimiterError),
 }
 
-/// The resilient client: a limiter, a connection it manages, a policy and maybe a breaker.
+/// The resilient client: a decider, a connection it manages, a policy and maybe a breaker.
 pub struct Store {
-    limiter: Limiter,
+    decider: Decider,
+    /// The decider runs a script (so a check of more than one round trip reloaded it).
+    scripted: bool,
     settings: StoreSettings,
     slot: Slot,
     breaker: Option<Mutex<Breaker>>,
@@ -186,10 +188,18 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Store {
-    /// A store for `url`; it connects lazily, on the first check, inside that check's budget.
-    pub fn new(url: &str, limiter: Limiter, settings: StoreSettings) -> Result<Self, StoreError> {
+    /// A store for `url` deciding with `limiter` (a [`Limiter`](crate::limiter::Limiter) or any
+    /// [`Decider`]); it connects lazily, on the first check, inside that check's budget (never,
+    /// for a decider with a link of its own).
+    pub fn new(
+        url: &str,
+        limiter: impl Into<Decider>,
+        settings: StoreSettings,
+    ) -> Result<Self, StoreError> {
+        let decider = limiter.into();
         Ok(Store {
-            limiter,
+            scripted: decider.limiter().is_some_and(|l| l.script().is_some()),
+            decider,
             slot: Slot::new(url, &settings)?,
             breaker: settings.breaker.map(|b| Mutex::new(Breaker::new(b))),
             settings,
@@ -230,7 +240,7 @@ impl Store {
             store: self,
             armed: admission == Admission::Probe,
         };
-        let asked = self.slot.ask(&self.limiter, key, budget).await;
+        let asked = self.slot.ask(&self.decider, key, budget).await;
         probe.armed = false;
         let route = match admission {
             Admission::Probe => Route::Probe,
@@ -253,7 +263,7 @@ impl Store {
             }
         };
         self.record(admission, true);
-        let script_reloaded = self.limiter.script().is_some() && decision.redis_calls > 1;
+        let script_reloaded = self.scripted && decision.redis_calls > 1;
         let outcome = match decision.allowed {
             true => Outcome::Allowed,
             false => Outcome::Denied,

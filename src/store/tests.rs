@@ -4,7 +4,9 @@
 //! durations are exact. The real-Redis behaviour is in tests/outage.rs.
 
 use super::*;
-use crate::limiter::{LimitSpec, Strategy};
+use crate::limiter::{Attempt, Check, Decide, Decider, LimitSpec, Limiter, Link, Strategy};
+use redis::aio::MultiplexedConnection;
+use std::sync::Arc;
 use tokio::net::TcpListener;
 
 /// Accepts every connection and holds it open without reading or answering.
@@ -31,6 +33,11 @@ fn dead_server() -> String {
 }
 
 fn store(url: &str, policy: Policy, breaker: Option<(u32, u64)>) -> Store {
+    let limiter = Limiter::new(Strategy::LuaBucket, LimitSpec::default());
+    store_with(url, policy, breaker, limiter.into())
+}
+
+fn store_with(url: &str, policy: Policy, breaker: Option<(u32, u64)>, decider: Decider) -> Store {
     let settings = StoreSettings {
         budget: Duration::from_millis(250),
         policy,
@@ -42,8 +49,7 @@ fn store(url: &str, policy: Policy, breaker: Option<(u32, u64)>) -> Store {
         flaw: None,
         reconnect: Default::default(),
     };
-    let limiter = Limiter::new(Strategy::LuaBucket, LimitSpec::default());
-    Store::new(url, limiter, settings).unwrap()
+    Store::new(url, decider, settings).unwrap()
 }
 
 /// (answer, virtual time the check took)
@@ -134,4 +140,63 @@ async fn a_probe_given_up_by_its_caller_reopens_the_breaker() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     let (a, _) = timed(&s).await;
     assert_eq!(a.route, Route::Probe, "a later request may probe again");
+}
+
+/// A decider with a link of its own (as a limiter process is) that never answers.
+struct Silent;
+
+impl Decide for Silent {
+    fn link(&self) -> Link {
+        Link::Own
+    }
+
+    async fn decide<'a>(
+        &'a self,
+        con: Option<&'a mut MultiplexedConnection>,
+        _check: Check<'a>,
+    ) -> Attempt {
+        assert!(
+            con.is_none(),
+            "a decider with its own link is handed no connection"
+        );
+        std::future::pending().await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_decider_with_its_own_link_decides_without_the_stores_connection() {
+    // Nothing listens at the URL: a store that connected first would answer by policy.
+    let spec = LimitSpec {
+        capacity: 2,
+        window_ms: 3_600_000,
+        ..LimitSpec::default()
+    };
+    let s = store_with(
+        &dead_server(),
+        Policy::FailClosed,
+        None,
+        Decider::in_memory(spec),
+    );
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let (a, took) = timed(&s).await;
+        assert!(!a.reconnected && a.failure.is_none());
+        assert_eq!(took, Duration::ZERO);
+        seen.push(a.outcome);
+    }
+    assert_eq!(seen, [Outcome::Allowed, Outcome::Allowed, Outcome::Denied]);
+    assert_eq!(s.counters().connection_errors, 0);
+    // One that never answers is bounded by the budget like Redis is, and answered by policy.
+    let s = store_with(
+        &dead_server(),
+        Policy::FailOpen,
+        None,
+        Decider::Boxed(Arc::new(Silent)),
+    );
+    let (a, took) = timed(&s).await;
+    assert_eq!(
+        (a.outcome, a.failure),
+        (Outcome::DegradedAllowed, Some(Failure::Timeout))
+    );
+    assert_eq!(took, Duration::from_millis(250));
 }

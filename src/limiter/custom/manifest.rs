@@ -322,6 +322,7 @@ allowed = "element 0 == 1"
         let spec = crate::limiter::LimitSpec::default();
         let fill = super::super::template::Fill {
             key: "ratelab:race:abc:42:m:1",
+            cost: 1,
             spec: &spec,
             now_us: 0,
             request_id: String::new(),

@@ -14,7 +14,7 @@ pub mod template;
 
 use super::lua_log::LogMembers;
 use super::script::LuaScript;
-use super::{Attempt, Decision, Invocation, LimitSpec, LimiterError, Strategy};
+use super::{Attempt, Check, Decision, Invocation, LimitSpec, LimiterError, Strategy};
 use redis::aio::ConnectionLike;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -265,7 +265,7 @@ impl CustomName {
     pub fn state_key(self, key: &str, spec: &LimitSpec) -> String {
         match lookup(self.0) {
             Some(l) => {
-                let fill = l.fill(key, spec, String::new());
+                let fill = l.fill(Check::one(key), spec, String::new());
                 String::from_utf8_lossy(&l.def.keys[0].render(&fill)).into_owned()
             }
             None => key.to_string(),
@@ -282,12 +282,13 @@ pub(super) struct Loaded {
 }
 
 impl Loaded {
-    fn fill<'a>(&self, key: &'a str, spec: &'a LimitSpec, request_id: String) -> Fill<'a> {
+    fn fill<'a>(&self, check: Check<'a>, spec: &'a LimitSpec, request_id: String) -> Fill<'a> {
         let now_us = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_micros() as u64);
         Fill {
-            key,
+            key: check.key,
+            cost: check.cost,
             spec,
             now_us,
             request_id,
@@ -363,10 +364,10 @@ pub(super) async fn check(
     con: &mut impl ConnectionLike,
     loaded: &Loaded,
     script: &LuaScript,
-    key: &str,
+    check: Check<'_>,
     spec: &LimitSpec,
 ) -> Attempt {
-    let fill = loaded.fill(key, spec, loaded.members.next());
+    let fill = loaded.fill(check, spec, loaded.members.next());
     let mut call = script.call();
     for t in &loaded.def.keys {
         call = call.key(t.render(&fill));
@@ -478,7 +479,7 @@ pub async fn probe(
     };
     let mut admitted = 0;
     for call in 0..=PROBE_LIMIT {
-        let attempt = check(con, &loaded, &loaded.script, key, &spec).await;
+        let attempt = check(con, &loaded, &loaded.script, Check::one(key), &spec).await;
         match attempt.outcome {
             Ok(d) if call == 0 && !d.allowed => {
                 return Err(fail(

@@ -127,6 +127,8 @@ pub struct Template {
 /// What one call's templates are filled in from.
 pub struct Fill<'a> {
     pub key: &'a str,
+    /// What the request costs (`{cost}`): 1 for one request.
+    pub cost: u32,
     pub spec: &'a LimitSpec,
     /// The caller's clock, read once per call, in µs since the Unix epoch.
     pub now_us: u64,
@@ -229,7 +231,7 @@ fn value(p: Placeholder, fill: &Fill) -> Vec<u8> {
             _ => arg(window_ms as f64 / 1000.0),
         },
         Placeholder::RatePerS => arg(fill.rate_per_s),
-        Placeholder::Cost => arg(1),
+        Placeholder::Cost => arg(fill.cost),
         Placeholder::NowMs => arg(now_ms),
         Placeholder::NowUs => arg(fill.now_us),
         Placeholder::NowS => arg(fill.now_us / 1_000_000),
@@ -261,6 +263,7 @@ mod tests {
     fn fill(spec: &LimitSpec) -> Fill<'_> {
         Fill {
             key: "ratelab:race:abc:42:m:1",
+            cost: 1,
             spec,
             now_us: 1_700_000_123_456_789,
             request_id: "r-1".into(),
@@ -271,6 +274,17 @@ mod tests {
 
     fn text(t: &str, spec: &LimitSpec) -> String {
         String::from_utf8(Template::parse(t).unwrap().render(&fill(spec))).unwrap()
+    }
+
+    #[test]
+    fn cost_is_the_checks_cost() {
+        let spec = LimitSpec::default();
+        assert_eq!(text("{cost}", &spec), "1");
+        let five = Fill {
+            cost: 5,
+            ..fill(&spec)
+        };
+        assert_eq!(Template::parse("{cost}").unwrap().render(&five), b"5");
     }
 
     #[test]
