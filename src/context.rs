@@ -2,7 +2,7 @@
 
 use crate::load::ClientTimeouts;
 use crate::server::pin::PinPlan;
-use crate::server::{Endpoint, RedisServer, ServerError, ServerOptions, Target};
+use crate::server::{Endpoint, ServerError, ServerOptions, Target};
 use std::path::PathBuf;
 
 /// Which parameter set to run.
@@ -83,25 +83,6 @@ impl Ctx {
             tls: self.tls,
             ..ServerOptions::default()
         }
-    }
-
-    /// Starts a pinned server of our own, or wraps the user's `--redis-url`.
-    pub fn target(&self) -> Result<Target, ServerError> {
-        self.target_with(|_| {})
-    }
-
-    /// As [`Ctx::target`], with the managed server's options changed by `change` first (its
-    /// pinning, extra arguments).
-    pub fn target_with(
-        &self,
-        change: impl FnOnce(&mut ServerOptions),
-    ) -> Result<Target, ServerError> {
-        if let Some(target) = self.external()? {
-            return Ok(target);
-        }
-        let mut opts = self.server_options();
-        change(&mut opts);
-        Ok(Target::Managed(RedisServer::start(&opts)?))
     }
 
     /// The user's `--redis-url` server, when there is one: a standalone endpoint ratelab never
