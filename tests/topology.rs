@@ -96,6 +96,21 @@ fn serverless_body(s: &mut Session, _: &Params) -> Result<(), ExperimentError> {
     Ok(())
 }
 
+/// Declares a 3-node cluster: the frame hands it over whole, clients reach it by its nodes.
+fn cluster_body(s: &mut Session, _: &Params) -> Result<(), ExperimentError> {
+    assert!(matches!(s.target, Target::NoServer));
+    let cluster = s.cluster.as_ref().expect("the declared cluster");
+    assert_eq!(cluster.nodes().len(), 3);
+    let mut con = (cluster.nodes()[0].endpoint().connection()).phase(|| "connecting".into())?;
+    let info: String = redis::cmd("CLUSTER")
+        .arg("INFO")
+        .query(&mut con)
+        .phase(|| "INFO".into())?;
+    assert!(info.contains("cluster_state:ok"), "{info}");
+    *SEEN.lock().unwrap() = cluster.nodes().iter().map(|n| n.pid()).collect();
+    Err(PhaseError::Invalid("the body failed on purpose".into())).phase(|| "the body".into())
+}
+
 macro_rules! probe {
     ($name:ident, $topology:expr, $body:expr) => {
         struct $name;
@@ -121,14 +136,19 @@ probe!(
     panicking_body
 );
 probe!(Serverless, Topology::None, serverless_body);
+probe!(
+    Clustered,
+    Topology::Cluster {
+        nodes: 3,
+        create_attempts: 3,
+        ready_timeout: std::time::Duration::from_secs(30),
+    },
+    cluster_body
+);
 
-fn assert_all_gone() {
+fn assert_all_gone(servers: usize) {
     let seen = SEEN.lock().unwrap().clone();
-    assert_eq!(
-        seen.len(),
-        4,
-        "primary, replica, and the session's primary and replica"
-    );
+    assert_eq!(seen.len(), servers, "every server the body saw: {seen:?}");
     let alive: Vec<u32> = seen.into_iter().filter(|&p| common::pid_alive(p)).collect();
     assert!(alive.is_empty(), "left running: {alive:?}");
     let children = common::redis_children(std::process::id());
@@ -141,7 +161,17 @@ fn a_failing_body_leaves_no_server_of_its_topology_or_its_own() {
     let out = tempfile::tempdir().unwrap();
     let err = Failing.run(&common::ctx(out.path())).unwrap_err();
     assert!(format!("{err:#}").contains("the body"), "{err:#}");
-    assert_all_gone();
+    // The primary, its replica, and the primary and replica the body built through the session.
+    assert_all_gone(4);
+}
+
+#[test]
+fn a_declared_cluster_is_handed_over_whole_and_torn_down_after_a_failing_body() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let out = tempfile::tempdir().unwrap();
+    let err = Clustered.run(&common::ctx(out.path())).unwrap_err();
+    assert!(format!("{err:#}").contains("the body"), "{err:#}");
+    assert_all_gone(3);
 }
 
 #[test]
@@ -151,7 +181,7 @@ fn a_panicking_body_leaves_no_server_behind() {
     let ctx = common::ctx(out.path());
     let panicked = std::panic::catch_unwind(|| Panicking.run(&ctx));
     assert!(panicked.is_err());
-    assert_all_gone();
+    assert_all_gone(4);
 }
 
 #[test]
