@@ -7,7 +7,8 @@
 //!
 //! Method: the run's own primary and one replica of it, declared (`Topology::Replicated`) and built
 //! by the frame, ready once the replica's link is up and it has caught up. `calls` lua-bucket calls
-//! over `buckets` buckets in turn from a closed loop, with MONITOR on the replica and INFO commandstats sampled on both sides around the calls;
+//! over `buckets` buckets in turn from a closed loop, with MONITOR on the replica and INFO
+//! commandstats sampled on both sides around the calls;
 //! then `wait_caught_up`, then for every bucket HGETALL + PTTL on the primary and then on the
 //! replica, timed from the first send to the last reply (the only PTTL difference allowed).
 //!
