@@ -2,7 +2,7 @@
 
 use crate::load::ClientTimeouts;
 use crate::server::pin::PinPlan;
-use crate::server::{RedisServer, ServerError, ServerOptions, Target};
+use crate::server::{Endpoint, ServerError, ServerOptions, Target};
 use std::path::PathBuf;
 
 /// Which parameter set to run.
@@ -75,28 +75,24 @@ impl Ctx {
         }
     }
 
-    /// Starts a pinned server of our own, or wraps the user's `--redis-url`.
-    pub fn target(&self) -> Result<Target, ServerError> {
-        self.target_with(|_| {})
-    }
-
-    /// As [`Ctx::target`], with the managed server's options changed by `change` first (its
-    /// pinning, extra arguments).
-    pub fn target_with(
-        &self,
-        change: impl FnOnce(&mut ServerOptions),
-    ) -> Result<Target, ServerError> {
-        if let Some(url) = &self.redis_url {
-            return Ok(Target::External { url: url.clone() });
-        }
-        let mut opts = ServerOptions {
+    /// How the servers ratelab starts are started: this run's binary, Redis's CPUs, `--tls`.
+    pub fn server_options(&self) -> ServerOptions {
+        ServerOptions {
             binary: self.redis_server.clone(),
             cpus: self.pin.redis.clone(),
             tls: self.tls,
             ..ServerOptions::default()
+        }
+    }
+
+    /// The user's `--redis-url` server, when there is one: a standalone endpoint ratelab never
+    /// stops, flushes or reconfigures.
+    pub fn external(&self) -> Result<Option<Target>, ServerError> {
+        let Some(url) = &self.redis_url else {
+            return Ok(None);
         };
-        change(&mut opts);
-        Ok(Target::Managed(RedisServer::start(&opts)?))
+        let endpoint = Endpoint::from_url(url)?;
+        Ok(Some(Target::External { endpoint }))
     }
 
     /// Restricts the calling thread (the harness) to its share of the CPUs.

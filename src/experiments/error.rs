@@ -16,6 +16,10 @@ pub enum ExperimentError {
         "experiment `{id}` must own the server ({why}); it refuses to run against --redis-url"
     )]
     MustOwnServer { id: &'static str, why: &'static str },
+    #[error(
+        "experiment `{id}` runs on {topology} that ratelab starts; it refuses to run against --redis-url"
+    )]
+    NeedsOwnTopology { id: &'static str, topology: String },
     #[error("experiment `{id}` does not run with --tls: {why}")]
     NoManagedTls { id: &'static str, why: &'static str },
     #[error("{phase}")]

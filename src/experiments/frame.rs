@@ -1,135 +1,32 @@
 //! The frame every experiment runs in: resolve and check the parameters, refuse a server it may
-//! not own, start (or name) the server, record, run the body with a [`Session`], delete this
-//! run's keys whatever happened, then write meta.json and move the results into place.
+//! not own, build the topology the experiment declares (or name the user's server), record, run
+//! the body with a [`Session`], delete this run's keys whatever happened, then write meta.json and
+//! move the results into place. It knows experiments only through [`Definition`], never the list
+//! of them (registry.rs), so the registry sits above it.
 
-use super::error::{ExperimentError, Phase, PhaseError};
+use super::definition::Definition;
+use super::error::{ExperimentError, Phase};
 use super::limiters::LimiterRow;
 use super::params::{self, ParamError};
-use super::registry::Definition;
+use super::session::{Parts, Session};
 use crate::context::Ctx;
 use crate::limiter::Strategy;
-use crate::load::{CheckTally, ClosedLoop, OpenLoop, OpenSpec, WorkerSpec};
-use crate::record::{CsvSink, RunRecord};
-use crate::server::{ServerError, ServerOptions, Target};
-use serde::Serialize;
+use crate::record::RunRecord;
+use crate::server::{RedisMeta, ServerError, Target, Topology};
 use std::path::PathBuf;
+
+pub use super::definition::Validate;
+pub use super::session::{fail_on_errors, progress_bar};
 
 /// The experiment's parameter file in its results directory, as the run used it.
 pub const EXPERIMENT_TOML: &str = "experiment.toml";
 
-/// Parameters that can say what is wrong with them before anything starts.
-pub trait Validate {
-    /// A sentence naming the bad parameters, or Ok.
-    fn validate(&self) -> Result<(), String>;
-}
-
-/// What an experiment's body works with.
-pub struct Session<'a> {
-    /// The validated options.
-    pub ctx: &'a Ctx,
-    /// The server under test.
-    pub target: Target,
-    /// The staging directory and meta.json in the making.
-    pub run: RunRecord,
-    /// Prefix of every key this run writes; they are deleted at the end.
-    pub prefix: String,
-    id: &'static str,
-}
-
-impl<'a> Session<'a> {
-    /// Opens `name` in the staging directory for rows of type `R`, flushed one by one.
-    pub fn csv<R: Serialize>(&self, name: &str) -> Result<CsvSink<R>, ExperimentError> {
-        Ok(self.run.staging.csv(name)?)
-    }
-
-    /// Adds a sentence meta.json carries for the reader.
-    pub fn note(&mut self, text: impl Into<String>) {
-        self.run.note(text);
-    }
-
-    /// A key of this run: the prefix and `suffix`.
-    pub fn key(&self, suffix: impl std::fmt::Display) -> String {
-        format!("{}{suffix}", self.prefix)
-    }
-
-    /// `builtins` followed by the run's custom limiters (`--limiter`), each once: the strategies
-    /// an experiment that takes custom limiters runs.
-    pub fn with_limiters(&self, builtins: &[Strategy]) -> Vec<Strategy> {
-        let mut all = builtins.to_vec();
-        for &custom in &self.ctx.limiters {
-            if !all.contains(&custom) {
-                all.push(custom);
-            }
-        }
-        all
-    }
-
-    /// A progress bar labelled with the experiment, on a terminal only.
-    pub fn progress(&self, total: u64) -> indicatif::ProgressBar {
-        progress_bar(self.ctx, self.id, total)
-    }
-
-    /// A closed loop of `processes` workers running `spec` against this run's server, with the
-    /// run's worker binary, CPUs, seed and client timeouts.
-    pub fn closed_loop(&self, processes: usize, spec: WorkerSpec) -> ClosedLoop<'a> {
-        ClosedLoop {
-            exe: &self.ctx.worker_exe,
-            cpus: &self.ctx.pin.harness,
-            processes,
-            template: WorkerSpec {
-                url: self.target.url(),
-                seed: self.ctx.seed,
-                timeouts: self.ctx.timeouts,
-                ..spec
-            },
-        }
-    }
-
-    /// An open loop of `processes` workers running `spec` against this run's server, with the
-    /// run's worker binary, CPUs and client timeouts (the schedule's seed is the caller's).
-    pub fn open_loop(&self, processes: usize, spec: OpenSpec) -> OpenLoop<'a> {
-        OpenLoop {
-            exe: &self.ctx.worker_exe,
-            cpus: &self.ctx.pin.harness,
-            processes,
-            template: OpenSpec {
-                url: self.target.url(),
-                timeouts: self.ctx.timeouts,
-                ..spec
-            },
-        }
-    }
-
-    /// A run with failed checks is not a measurement: see [`fail_on_errors`].
-    pub fn fail_on_errors(&self, tally: &CheckTally) -> Result<(), PhaseError> {
-        fail_on_errors(&self.target, tally)
-    }
-
-    /// Replaces the server with a fresh one of the same build (the old one is stopped): for
-    /// experiments that need a clean server per setting. Only for experiments that own it.
-    pub fn fresh_server(&mut self) -> Result<(), ServerError> {
-        self.fresh_server_with(|_| {})
-    }
-
-    /// As [`Session::fresh_server`], the new server's options changed by `change` (pinning,
-    /// startup-only settings).
-    pub fn fresh_server_with(
-        &mut self,
-        change: impl FnOnce(&mut ServerOptions),
-    ) -> Result<(), ServerError> {
-        if !self.target.is_managed() {
-            return Err(ServerError::NotManaged(format!(
-                "{} starts fresh servers",
-                self.id
-            )));
-        }
-        self.target = self.ctx.target_with(change)?;
-        Ok(())
-    }
-}
-
-/// Resolves and validates `D`'s parameters for this context and checks its precondition.
-pub fn prepare<D: Definition>(ctx: &Ctx) -> Result<(D::Params, toml::Table), ExperimentError> {
+/// Resolves and validates `D`'s parameters for this context and checks its precondition;
+/// `takers` names the experiments that do take `--limiter`, for the error of one that does not.
+pub fn prepare<D: Definition>(
+    ctx: &Ctx,
+    takers: fn() -> String,
+) -> Result<(D::Params, toml::Table), ExperimentError> {
     let (params, table): (D::Params, _) = params::resolve(D::ID, D::TOML, ctx.profile, &ctx.sets)?;
     params.validate().map_err(|reason| ParamError::Invalid {
         experiment: D::ID.into(),
@@ -138,14 +35,16 @@ pub fn prepare<D: Definition>(ctx: &Ctx) -> Result<(D::Params, toml::Table), Exp
     if let (Some(why), Some(_)) = (D::MUST_OWN_SERVER, &ctx.redis_url) {
         return Err(ExperimentError::MustOwnServer { id: D::ID, why });
     }
+    if ctx.redis_url.is_some() && D::TOPOLOGY != Topology::Standalone {
+        return Err(ExperimentError::NeedsOwnTopology {
+            id: D::ID,
+            topology: D::TOPOLOGY.describe(),
+        });
+    }
     if !ctx.limiters.is_empty() && !D::TAKES_LIMITERS {
-        let takers: Vec<&str> = (super::ALL.iter())
-            .filter(|e| e.takes_limiters())
-            .map(|e| e.id())
-            .collect();
         return Err(ExperimentError::NoCustomLimiters {
             id: D::ID,
-            takers: takers.join(", "),
+            takers: takers(),
         });
     }
     // FUNCTION LOAD would leave a library in a server that is not ratelab's, outside its keys.
@@ -183,31 +82,32 @@ pub fn resolve<D: Definition>(
     params::resolve(D::ID, D::TOML, profile, sets).map(|(p, _)| p)
 }
 
-/// Runs `D` in the frame and returns its committed results directory.
-pub fn run<D: Definition>(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-    let (params, table) = prepare::<D>(ctx)?;
+/// Runs `D` in the frame and returns its committed results directory: its declared topology built
+/// (or the user's server named), the body run, this run's keys deleted whatever happened, and
+/// every server the frame built stopped when the session drops, on every exit path.
+pub fn run<D: Definition>(ctx: &Ctx, takers: fn() -> String) -> Result<PathBuf, ExperimentError> {
+    let (params, table) = prepare::<D>(ctx, takers)?;
     let info = params::info(D::TOML)?;
-    let target = ctx.target().phase(|| "starting redis-server".into())?;
+    let parts = build::<D>(ctx).phase(|| "starting redis-server".into())?;
     let prefix = format!(
         "ratelab:{}:{:x}:{}:",
         D::ID,
         crate::limiter::unix_ms(),
         std::process::id()
     );
+    let target = &parts.target;
     // A user's server: every permission the run needs, checked before anything is measured.
-    let checked_by = match &target {
-        Target::External { url } => Some(
-            crate::server::acl::preflight(url, D::ID, &prefix, D::ON_CLUSTER_NODE)
+    let checked_by = match target {
+        Target::External { endpoint } => Some(
+            crate::server::acl::preflight(&endpoint.url(), D::ID, &prefix, D::ON_CLUSTER_NODE)
                 .phase(|| "checking the --redis-url server and its user's permissions".into())?,
         ),
-        Target::Managed(_) => None,
+        Target::Managed(_) | Target::NoServer => None,
     };
-    let redis = target
-        .describe()
-        .phase(|| "reading the server's INFO and CONFIG".into())?;
+    let redis = describe(ctx, target).phase(|| "reading the server's INFO and CONFIG".into())?;
     // Before anything is recorded: a manifest that cannot work leaves no partial results.
-    let probes = probe_limiters(ctx, &target, &prefix);
-    let cleaned = target.delete_keys_with_prefix(&prefix);
+    let probes = probe_limiters(ctx, target, &prefix);
+    let cleaned = delete_keys(target, &prefix);
     let probes = probes?;
     cleaned.phase(|| "deleting the probes' keys".into())?;
     let mut run = RunRecord::begin(ctx, D::ID, &table, redis)?;
@@ -236,17 +136,52 @@ pub fn run<D: Definition>(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
     }
     let mut session = Session {
         ctx,
-        target,
+        target: parts.target,
+        replicas: parts.replicas,
+        cluster: parts.cluster,
         run,
         prefix,
         id: D::ID,
+        topology: D::TOPOLOGY,
     };
     let outcome = (D::BODY)(&mut session, &params);
     // Our keys only, whether the body succeeded or not; a managed server dies with them anyway.
-    let cleaned = session.target.delete_keys_with_prefix(&session.prefix);
+    let cleaned = delete_keys(&session.target, &session.prefix);
     outcome?;
     cleaned.phase(|| "deleting this run's keys".into())?;
     Ok(session.run.finish(ctx)?)
+}
+
+/// `D`'s declared topology, built with this run's binary, pinning and TLS, or the user's
+/// `--redis-url` server (a standalone endpoint, never stopped, flushed or reconfigured).
+fn build<D: Definition>(ctx: &Ctx) -> Result<Parts, ServerError> {
+    if let Some(external) = ctx.external()? {
+        return Ok(Parts {
+            target: external,
+            replicas: Vec::new(),
+            cluster: None,
+        });
+    }
+    Ok(Parts::from(D::TOPOLOGY.build(&ctx.server_options())?))
+}
+
+/// What meta.json says about the server. Without a server while the body runs (its own per
+/// trial), the build is described from a server started for that alone and stopped at once.
+fn describe(ctx: &Ctx, target: &Target) -> Result<RedisMeta, ServerError> {
+    match target {
+        Target::NoServer => {
+            Target::Managed(crate::server::RedisServer::start(&ctx.server_options())?).describe()
+        }
+        _ => target.describe(),
+    }
+}
+
+/// Deletes this run's keys on the target (nothing to delete without one).
+fn delete_keys(target: &Target, prefix: &str) -> Result<u64, ServerError> {
+    match target {
+        Target::NoServer => Ok(0),
+        _ => target.delete_keys_with_prefix(prefix),
+    }
 }
 
 /// Calls every custom limiter on a fresh key of the run before any measurement (see
@@ -263,7 +198,9 @@ fn probe_limiters(
         .enable_all()
         .build()
         .phase(|| "starting a runtime to probe custom limiters".into())?;
-    let url = target.url();
+    let endpoint = target
+        .endpoint()
+        .phase(|| "probing custom limiters".into())?;
     let mut out = Vec::new();
     for &limiter in &ctx.limiters {
         let Strategy::Custom(name) = limiter else {
@@ -274,7 +211,7 @@ fn probe_limiters(
         };
         let key = format!("{prefix}probe:{limiter}");
         let probe = runtime.block_on(async {
-            let client = redis::Client::open(url.as_str())?;
+            let client = endpoint.client()?;
             let mut con = client.get_multiplexed_async_connection().await?;
             // A mode without a fallback finds its script loaded, as its library's start-up does.
             crate::limiter::custom::initialise(&mut con, limiter).await?;
@@ -313,32 +250,4 @@ fn probe_limiters(
         out.push((row, note));
     }
     Ok(out)
-}
-
-/// A run with failed checks is not a measurement: a dead server is reported with its log,
-/// otherwise the first error is.
-pub fn fail_on_errors(target: &Target, tally: &CheckTally) -> Result<(), PhaseError> {
-    if tally.errors == 0 {
-        return Ok(());
-    }
-    target.check_alive()?;
-    Err(PhaseError::Invalid(format!(
-        "{} of {} checks failed; first error: {}",
-        tally.errors,
-        tally.total(),
-        tally.first_error.clone().unwrap_or_default()
-    )))
-}
-
-/// A progress bar on a terminal, nothing in CI or with --quiet.
-pub fn progress_bar(ctx: &Ctx, label: &str, total: u64) -> indicatif::ProgressBar {
-    if !ctx.progress {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(total);
-    let template = format!("{label} {{bar:40}} {{pos}}/{{len}} {{elapsed}}");
-    if let Ok(style) = indicatif::ProgressStyle::with_template(&template) {
-        bar.set_style(style);
-    }
-    bar
 }

@@ -1,7 +1,7 @@
 //! One measured load run: workers connected first, the server's counters sampled right before
 //! `go` and right after the last tally, and the workers' own CPU from their rusage.
 
-use super::frame::fail_on_errors;
+use super::session::fail_on_errors;
 use super::{ExperimentError, Phase};
 use crate::load::{CheckTally, ClosedLoop, Fleet};
 use crate::server::{ServerCost, ServerSample, Target};

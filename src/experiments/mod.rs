@@ -8,6 +8,7 @@ pub mod chaos;
 pub mod cluster;
 mod concurrency;
 pub mod cost;
+pub mod definition;
 pub mod describe;
 mod error;
 pub mod eviction;
@@ -24,12 +25,12 @@ pub mod race;
 pub mod registry;
 pub mod replication;
 pub mod scripts;
+pub mod session;
 pub mod tsmember;
 pub mod window_edge;
 
 pub use concurrency::Concurrency;
+pub use definition::{Body, Definition, Render, Summarize, Validate};
 pub use error::{ExperimentError, Phase, PhaseError};
-pub use frame::{Session, Validate};
-pub use registry::{
-    draw_all, find, write_report, Body, Definition, Experiment, Render, Summarize, ALL,
-};
+pub use registry::{draw_all, find, write_report, Experiment, ALL};
+pub use session::Session;

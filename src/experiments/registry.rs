@@ -2,66 +2,20 @@
 //! and `report` iterate. Adding an experiment: its module with a [`Definition`], its TOML, its
 //! claims in analysis/claims.toml, and one line in [`ALL`].
 
-use super::cluster;
-use super::describe;
+use super::definition::Definition;
 use super::error::ExperimentError;
-use super::eviction;
-use super::failover;
-use super::frame::{self, Session, Validate};
-use super::limiters::{self, Verdict, Verdicts};
+use super::frame;
+use super::limiters::{self, Verdict};
 use super::params::{self, ExperimentInfo, ParamError};
-use super::pods;
-use super::replication;
-use super::scripts;
 use super::{
-    atomic, bigkey, calibrate, chaos, cost, latency, memory, outage, race, tsmember, window_edge,
+    atomic, bigkey, calibrate, chaos, cluster, cost, describe, eviction, failover, latency, memory,
+    outage, pods, race, replication, scripts, tsmember, window_edge,
 };
 use crate::analysis::{AnalysisError, Section};
 use crate::charts::ChartError;
 use crate::context::{Ctx, Profile};
 use crate::record::Table;
-use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
-
-/// Everything about one experiment, in its own module.
-pub trait Definition: Sync + 'static {
-    /// The id on the command line and the results subdirectory.
-    const ID: &'static str;
-    /// `experiments/<id>.toml`, embedded: seeds, summary, notes, the quick and full profiles.
-    const TOML: &'static str;
-    /// Why it must own the server (it signals, restarts, flushes or reconfigures it), if it must.
-    const MUST_OWN_SERVER: Option<&'static str> = None;
-    /// Whether it runs custom limiters (`--limiter`) beside its built-in strategies.
-    const TAKES_LIMITERS: bool = false;
-    /// What its results say about each custom limiter, for REPORT.md's verdict table.
-    const VERDICTS: Verdicts = limiters::none;
-    /// Why `--tls` cannot apply to every server it starts (replicas and cluster nodes are started
-    /// without TLS), if it cannot.
-    const NO_MANAGED_TLS: Option<&'static str> = None;
-    /// Runs against a cluster node named by `--redis-url` (every other experiment refuses one).
-    const ON_CLUSTER_NODE: bool = false;
-    /// Its parameters.
-    type Params: DeserializeOwned + Validate;
-    /// What must hold on this machine before anything starts (a tool it runs), or why not.
-    fn precondition() -> Result<(), ExperimentError> {
-        Ok(())
-    }
-    /// The measurement, in the frame.
-    const BODY: Body<Self::Params>;
-    /// Its charts, drawn from its CSVs in `dir`.
-    const CHARTS: Render;
-    /// Its summary table(s) for REPORT.md, from its CSVs in `dir`.
-    const SUMMARY: Summarize;
-    /// Every CSV it writes, with the row type's columns.
-    fn tables() -> Vec<Table>;
-}
-
-/// An experiment's measurement: rows into the session's sinks.
-pub type Body<P> = fn(&mut Session, &P) -> Result<(), ExperimentError>;
-/// Draws an experiment's charts from its results directory.
-pub type Render = fn(&Path) -> Result<Vec<PathBuf>, ChartError>;
-/// Writes an experiment's summary for REPORT.md from its results directory.
-pub type Summarize = fn(&Path) -> Result<String, AnalysisError>;
 
 /// An experiment as the registry holds it (object-safe; every [`Definition`] is one).
 pub trait Experiment: Sync {
@@ -115,10 +69,10 @@ impl<D: Definition> Experiment for D {
         (D::VERDICTS)(dir)
     }
     fn prepare(&self, ctx: &Ctx) -> Result<(), ExperimentError> {
-        frame::prepare::<D>(ctx).map(|_| ())
+        frame::prepare::<D>(ctx, takers).map(|_| ())
     }
     fn run(&self, ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
-        frame::run::<D>(ctx)
+        frame::run::<D>(ctx, takers)
     }
     fn tables(&self) -> Vec<Table> {
         let mut tables = D::tables();
@@ -164,6 +118,15 @@ pub static ALL: &[&dyn Experiment] = &[
     &chaos::Chaos,
     &pods::Pods,
 ];
+
+/// The experiments that take `--limiter`, for the error of one that does not.
+fn takers() -> String {
+    let takers: Vec<&str> = (ALL.iter())
+        .filter(|e| e.takes_limiters())
+        .map(|e| e.id())
+        .collect();
+    takers.join(", ")
+}
 
 /// Looks an id up, or says which ids exist.
 pub fn find(id: &str) -> Result<&'static dyn Experiment, ExperimentError> {

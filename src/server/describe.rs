@@ -49,7 +49,7 @@ impl Target {
             .collect();
         let (managed, binary) = match self {
             Target::Managed(s) => (true, Some(s.binary().display().to_string())),
-            Target::External { .. } => (false, None),
+            Target::External { .. } | Target::NoServer => (false, None),
         };
         let (config, config_unreadable) = match config_snapshot(&mut con) {
             Ok(config) => (config.into_iter().collect(), None),

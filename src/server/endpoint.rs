@@ -144,7 +144,7 @@ fn certificates(url: &url::Url) -> Result<Option<redis::TlsCertificates>, redis:
     }))
 }
 
-fn invalid(detail: String) -> redis::RedisError {
+pub(super) fn invalid(detail: String) -> redis::RedisError {
     redis::RedisError::from((
         redis::ErrorKind::InvalidClientConfig,
         "bad server URL",
@@ -153,7 +153,7 @@ fn invalid(detail: String) -> redis::RedisError {
 }
 
 /// The TLS files a URL names.
-fn tls_files(url: &url::Url) -> TlsFiles {
+pub(super) fn tls_files(url: &url::Url) -> TlsFiles {
     let mut files = TlsFiles::default();
     for (name, value) in url.query_pairs() {
         let slot = match name.as_ref() {
@@ -167,12 +167,17 @@ fn tls_files(url: &url::Url) -> TlsFiles {
     files
 }
 
+/// True for the query parameters that name TLS files (ratelab's own, not the redis crate's).
+pub(super) fn is_tls_param(name: &str) -> bool {
+    [TLS_CA, TLS_CERT, TLS_KEY].contains(&name)
+}
+
 /// The URL without ratelab's own query parameters, as the redis crate takes it.
 fn strip_tls_params(url: &url::Url) -> String {
     let mut plain = url.clone();
     let kept: Vec<(String, String)> = url
         .query_pairs()
-        .filter(|(name, _)| ![TLS_CA, TLS_CERT, TLS_KEY].contains(&name.as_ref()))
+        .filter(|(name, _)| !is_tls_param(name))
         .map(|(n, v)| (n.into_owned(), v.into_owned()))
         .collect();
     plain.set_query(None);
@@ -221,7 +226,7 @@ pub fn tool_args(url: &str) -> Result<Vec<String>, redis::RedisError> {
 }
 
 /// `%XX` escapes of a URL's userinfo back to the bytes they stand for.
-fn percent_decode(text: &str) -> String {
+pub(super) fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

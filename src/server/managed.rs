@@ -4,6 +4,7 @@
 //! restarted by a supervisor; `persistence.rs` stops it gracefully instead, `replica.rs` starts
 //! one as a replica of another.
 
+use super::address::{Credentials, Endpoint};
 use super::spawn::{free_cluster_port, free_port, resolve_server_binary, spawn};
 use super::tls::{make_certs, ServerCerts};
 use super::{admin, admin_connection, cleanup, endpoint, Persistence, ServerError};
@@ -256,28 +257,21 @@ impl RedisServer {
         admin::info(&mut con, "persistence").is_ok_and(|info| info.get("loading") == Some("0"))
     }
 
-    /// The URL of this server: `redis://`, or `rediss://` naming its CA and client certificate,
-    /// with the password when it has one.
+    /// What a client needs to reach this server: loopback and its port, its password, its CA and
+    /// client certificate when it runs TLS.
+    pub fn endpoint(&self) -> Endpoint {
+        let mut endpoint = Endpoint::loopback(self.port);
+        endpoint.credentials = (self.opts.password.clone()).map(|password| Credentials {
+            username: String::new(),
+            password: Some(password),
+        });
+        endpoint.tls = self.certs().map(|certs| certs.client_files());
+        endpoint
+    }
+
+    /// The URL of this server (see [`Endpoint::url`]), for a worker's arguments or a tool.
     pub fn url(&self) -> String {
-        let certs = self.certs();
-        let scheme = if certs.is_some() { "rediss" } else { "redis" };
-        let plain = format!("{scheme}://127.0.0.1:{}/", self.port);
-        // Always parses (a loopback address and a port); the plain URL stands in if it did not.
-        let Ok(mut url) = url::Url::parse(&plain) else {
-            return plain;
-        };
-        if let Some(password) = &self.opts.password {
-            // Cannot fail: the URL has a host.
-            let _ = url.set_password(Some(password));
-        }
-        if let Some(certs) = certs {
-            let files = certs.client_files();
-            let mut query = url.query_pairs_mut();
-            for (name, file) in endpoint::tls_params(&files) {
-                query.append_pair(name, &file.to_string_lossy());
-            }
-        }
-        url.into()
+        self.endpoint().url()
     }
 
     /// Its CA and certificates (in its directory, kept across restarts), when it runs TLS.

@@ -2,6 +2,7 @@
 //! names with `--redis-url`, which the harness may use but never stops, flushes or reconfigures.
 
 pub mod acl;
+mod address;
 pub mod admin;
 mod cleanup;
 mod cluster;
@@ -20,7 +21,9 @@ mod slots;
 mod spawn;
 mod stats;
 pub mod tls;
+mod topology;
 
+pub use address::{Credentials, Endpoint};
 pub use cleanup::{
     install_interrupt_handler, interrupted, kill_all, register, registered,
     set_parent_death_signal, unregister,
@@ -37,6 +40,7 @@ pub use sched::{steal_ns_by_cpu, SchedCost, SchedSample};
 pub use sentinel::{RedisSentinels, SentinelOptions, SERVICE_NAME as SENTINEL_SERVICE};
 pub use slots::{key_slot, SlotMap, SlotRange, SLOTS};
 pub use stats::{command_stats, main_thread_cpu_us, ServerCost, ServerSample};
+pub use topology::{Deployment, Replicated, Topology};
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -103,6 +107,10 @@ pub enum ServerError {
         "this experiment must control the server ({0}); it refuses to run against --redis-url"
     )]
     NotManaged(String),
+    #[error(
+        "this experiment declared no server for its body (it builds its own per trial), yet asked for one"
+    )]
+    NoServer,
     #[error("unsupported server: {0}")]
     Unsupported(String),
     #[error(
@@ -196,21 +204,31 @@ pub enum ServerError {
 /// How the harness talks to a server, for timeouts it sets explicitly (never library defaults).
 pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A server to run against: owned (started, stopped, pinned by us) or external (only used).
+/// The server an experiment's clients write to: owned (started, stopped, pinned by us), external
+/// (only used), or none (a body that builds its own servers per trial, `Topology::None`).
 pub enum Target {
     /// Started by the harness; dropped means killed and reaped.
     Managed(RedisServer),
     /// Named by the user; never stopped, flushed or reconfigured.
-    External { url: String },
+    External { endpoint: Endpoint },
+    /// No server while the body runs; every use is an error that says so.
+    NoServer,
 }
 
 impl Target {
-    /// The `redis://` URL clients connect to.
-    pub fn url(&self) -> String {
+    /// What a client needs to reach the server.
+    pub fn endpoint(&self) -> Result<Endpoint, ServerError> {
         match self {
-            Target::Managed(server) => server.url(),
-            Target::External { url } => url.clone(),
+            Target::Managed(server) => Ok(server.endpoint()),
+            Target::External { endpoint } => Ok(endpoint.clone()),
+            Target::NoServer => Err(ServerError::NoServer),
         }
+    }
+
+    /// The `redis://` URL derived from [`Target::endpoint`], for a worker's arguments or a tool;
+    /// empty without a server (a worker given it fails, naming the URL).
+    pub fn url(&self) -> String {
+        self.endpoint().map(|e| e.url()).unwrap_or_default()
     }
 
     /// True when the harness owns the server and may break or reconfigure it.
@@ -223,6 +241,7 @@ impl Target {
         match self {
             Target::Managed(server) => Ok(server),
             Target::External { .. } => Err(ServerError::NotManaged(why.to_string())),
+            Target::NoServer => Err(ServerError::NoServer),
         }
     }
 
@@ -231,12 +250,13 @@ impl Target {
         match self {
             Target::Managed(server) => Ok(server),
             Target::External { .. } => Err(ServerError::NotManaged(why.to_string())),
+            Target::NoServer => Err(ServerError::NoServer),
         }
     }
 
     /// A blocking admin connection with explicit timeouts.
     pub fn connection(&self) -> Result<redis::Connection, ServerError> {
-        admin_connection(&self.url())
+        self.endpoint()?.connection()
     }
 
     /// Parsed `INFO <section>`.
@@ -250,7 +270,7 @@ impl Target {
     pub fn check_alive(&self) -> Result<(), ServerError> {
         match self {
             Target::Managed(server) => server.check_alive(),
-            Target::External { .. } => Ok(()),
+            Target::External { .. } | Target::NoServer => Ok(()),
         }
     }
 }

@@ -119,7 +119,7 @@ impl ServerSample {
         let commands = command_stats(&target.info("commandstats")?);
         let sched = match target {
             Target::Managed(server) => SchedSample::read(server.pid(), &server.options().cpus),
-            Target::External { .. } => None,
+            Target::External { .. } | Target::NoServer => None,
         };
         Ok(ServerSample {
             main_thread_cpu_us,

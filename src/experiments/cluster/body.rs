@@ -1,12 +1,13 @@
 //! cluster's measurement: the phases in order on the harness's own servers (one-redis on the run's
-//! server, then a managed cluster: cluster, bucket, reshard), or on the user's server.
+//! server, then a cluster built through the session: cluster, bucket, reshard), or on the user's
+//! server.
 
 use super::topology::Topology;
 use super::variants::{run_phase, Window};
 use super::{bucket, BucketRow, CallRow, CustomBucketRow, NodeRow, Params, PhaseRow, SetupRow};
-use crate::experiments::{ExperimentError, Phase, Session};
+use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::record::CsvSink;
-use crate::server::{ClusterOptions, RedisCluster, ServerOptions, SlotMap, Target};
+use crate::server::{Deployment, Endpoint, RedisCluster, SlotMap};
 use std::time::{Duration, Instant};
 
 /// The sinks every phase writes to.
@@ -33,11 +34,11 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         phases: s.csv("phases.csv")?,
     };
     let window = Window::new(p.limit, p.window_ms);
-    match &s.target {
-        Target::Managed(_) => managed(s, p, &window, &mut sinks),
-        Target::External { url } => {
-            let url = url.clone();
-            users_server(s, p, &window, &mut sinks, &url)
+    match s.target.is_managed() {
+        true => managed(s, p, &window, &mut sinks),
+        false => {
+            let endpoint = (s.target.endpoint()).phase(|| "reading the server's address".into())?;
+            users_server(s, p, &window, &mut sinks, &endpoint)
         }
     }
 }
@@ -49,21 +50,11 @@ fn managed(
     window: &Window,
     sinks: &mut Sinks,
 ) -> Result<(), ExperimentError> {
-    let mut single = Topology::single(&s.target.url(), s.ctx.timeouts);
+    let endpoint = (s.target.endpoint()).phase(|| "reading the server's address".into())?;
+    let mut single = Topology::single(&endpoint, s.ctx.timeouts);
     variants_phase(s, p, window, sinks, &mut single, "one-redis", "managed")?;
 
-    let opts = ClusterOptions {
-        nodes: p.nodes,
-        server: ServerOptions {
-            binary: s.ctx.redis_server.clone(),
-            cpus: s.ctx.pin.redis.clone(),
-            ..ServerOptions::default()
-        },
-        create_attempts: p.create_attempts,
-        ready_timeout: Duration::from_millis(p.ready_timeout_ms),
-    };
-    let cluster =
-        RedisCluster::start(&opts).phase(|| format!("starting a {}-node cluster", p.nodes))?;
+    let cluster = start_cluster(s, p).phase(|| format!("starting a {}-node cluster", p.nodes))?;
     let setup = cluster.setup();
     sinks.setup.write(&SetupRow {
         operation: "create".into(),
@@ -89,7 +80,7 @@ fn managed(
         setup.attempts,
         ms(setup.converge)
     ));
-    let first_node = cluster.nodes()[0].url();
+    let first_node = cluster.nodes()[0].endpoint();
     let mut topology =
         Topology::cluster(&first_node, s.ctx.timeouts).phase(|| "reading the slot map".into())?;
     write_map(&mut sinks.nodes, "cluster", topology.map.as_ref())?;
@@ -138,20 +129,36 @@ fn managed(
     Ok(())
 }
 
+/// The cluster of the later phases, built through the session like any topology.
+fn start_cluster(s: &Session, p: &Params) -> Result<RedisCluster, PhaseError> {
+    let topology = crate::server::Topology::Cluster {
+        nodes: p.nodes,
+        create_attempts: p.create_attempts,
+        ready_timeout: Duration::from_millis(p.ready_timeout_ms),
+    };
+    match s.build(&topology)? {
+        Deployment::Cluster(cluster) => Ok(cluster),
+        _ => Err(PhaseError::Invalid(format!(
+            "{} built as something else",
+            topology.describe()
+        ))),
+    }
+}
+
 /// A server the user runs: a cluster node (cluster and bucket) or one Redis (one-redis).
 fn users_server(
     s: &mut Session,
     p: &Params,
     window: &Window,
     sinks: &mut Sinks,
-    url: &str,
+    endpoint: &Endpoint,
 ) -> Result<(), ExperimentError> {
     let info = s
         .target
         .info("cluster")
         .phase(|| "reading INFO cluster".into())?;
     if info.get("cluster_enabled") != Some("1") {
-        let mut single = Topology::single(url, s.ctx.timeouts);
+        let mut single = Topology::single(endpoint, s.ctx.timeouts);
         variants_phase(s, p, window, sinks, &mut single, "one-redis", "user")?;
         let why = "--redis-url names a server without cluster mode";
         for phase in ["cluster", "bucket", "reshard"] {
@@ -165,7 +172,7 @@ fn users_server(
         "--redis-url names a cluster node, not one Redis without cluster mode",
     )?;
     let mut topology =
-        Topology::cluster(url, s.ctx.timeouts).phase(|| "reading the slot map".into())?;
+        Topology::cluster(endpoint, s.ctx.timeouts).phase(|| "reading the slot map".into())?;
     write_map(&mut sinks.nodes, "cluster", topology.map.as_ref())?;
     let measured = variants_phase(s, p, window, sinks, &mut topology, "cluster", "user")
         .and_then(|()| bucket_phase(s, p, sinks, &topology, "user"));

@@ -53,7 +53,8 @@ pub(super) fn run_strategy(
     let mut urls = Vec::new();
     let mut certs = None;
     for node in topology.addresses() {
-        let (url, node_certs) = crate::server::endpoint::cluster_node(&topology.url_of(&node))?;
+        let (url, node_certs) =
+            crate::server::endpoint::cluster_node(&topology.endpoint_of(&node).url())?;
         urls.push(url);
         certs = certs.or(node_certs);
     }
@@ -83,7 +84,7 @@ pub(super) fn run_strategy(
     // A mode without a fallback needs its script on every node first, as its library loads it.
     for node in topology.addresses() {
         rt.block_on(async {
-            let client = crate::server::endpoint::client(&topology.url_of(&node))?;
+            let client = topology.endpoint_of(&node).client()?;
             let mut con = client.get_multiplexed_async_connection().await?;
             crate::limiter::custom::initialise(&mut con, strategy).await
         })?;

@@ -4,7 +4,7 @@
 //! several slots is refused on a cluster).
 
 use crate::load::ClientTimeouts;
-use crate::server::{host_port, key_slot, ServerError, SlotMap};
+use crate::server::{key_slot, Endpoint, ServerError, SlotMap};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -14,32 +14,28 @@ pub(super) struct Topology {
     pub map: Option<SlotMap>,
     /// The single server's `host:port` (one-redis).
     single: String,
-    /// The URL of the server named first, other nodes reached with its credentials and db.
-    base_url: String,
+    /// The server named first; other nodes are reached with its credentials, db and TLS.
+    base: Endpoint,
     timeouts: ClientTimeouts,
     cons: BTreeMap<String, redis::Connection>,
 }
 
 impl Topology {
     /// One server without cluster mode.
-    pub fn single(url: &str, timeouts: ClientTimeouts) -> Topology {
+    pub fn single(endpoint: &Endpoint, timeouts: ClientTimeouts) -> Topology {
         Topology {
             map: None,
-            single: host_port(url),
-            base_url: url.to_string(),
+            single: endpoint.host_port(),
+            base: endpoint.clone(),
             timeouts,
             cons: BTreeMap::new(),
         }
     }
 
-    /// The cluster whose node `url` names, by the slot map that node reports now.
-    pub fn cluster(url: &str, timeouts: ClientTimeouts) -> Result<Topology, ServerError> {
-        let mut topology = Topology::single(url, timeouts);
-        let host = host_port(url)
-            .rsplit_once(':')
-            .map(|(h, _)| h.to_string())
-            .unwrap_or_default();
-        let map = SlotMap::read(topology.con(&host_port(url))?, &host)?;
+    /// The cluster whose node `endpoint` names, by the slot map that node reports now.
+    pub fn cluster(endpoint: &Endpoint, timeouts: ClientTimeouts) -> Result<Topology, ServerError> {
+        let mut topology = Topology::single(endpoint, timeouts);
+        let map = SlotMap::read(topology.con(&endpoint.host_port())?, &endpoint.host)?;
         topology.map = Some(map);
         Ok(topology)
     }
@@ -70,15 +66,15 @@ impl Topology {
     /// The connection to `node` (`host:port`), opened on first use.
     pub fn con(&mut self, node: &str) -> Result<&mut redis::Connection, redis::RedisError> {
         if !self.cons.contains_key(node) {
-            let con = connect(&node_url(&self.base_url, node), self.timeouts)?;
+            let con = connect(&self.endpoint_of(node), self.timeouts)?;
             self.cons.insert(node.to_string(), con);
         }
         Ok(self.cons.get_mut(node).expect("inserted above"))
     }
 
-    /// The URL of `node` with the credentials and database of the URL the run was given.
-    pub fn url_of(&self, node: &str) -> String {
-        node_url(&self.base_url, node)
+    /// `node` (`host:port`) with the credentials, database and TLS of the server named first.
+    pub fn endpoint_of(&self, node: &str) -> Endpoint {
+        at_node(&self.base, node)
     }
 
     /// Deletes every key starting with `prefix` on every node, one UNLINK per key.
@@ -142,8 +138,11 @@ impl Topology {
 }
 
 /// A blocking connection with the run's connect and response timeouts.
-fn connect(url: &str, timeouts: ClientTimeouts) -> Result<redis::Connection, redis::RedisError> {
-    let client = crate::server::endpoint::client(url)?;
+fn connect(
+    endpoint: &Endpoint,
+    timeouts: ClientTimeouts,
+) -> Result<redis::Connection, redis::RedisError> {
+    let client = endpoint.client()?;
     let con = client.get_connection_with_timeout(Duration::from_millis(timeouts.connect_ms))?;
     let response = Some(Duration::from_millis(timeouts.response_ms));
     con.set_read_timeout(response)?;
@@ -151,15 +150,16 @@ fn connect(url: &str, timeouts: ClientTimeouts) -> Result<redis::Connection, red
     Ok(con)
 }
 
-/// `redis://user:pw@host:port/db` with `host:port` replaced by `node`.
-pub(super) fn node_url(url: &str, node: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("redis", url));
-    let (auth, rest) = match rest.rsplit_once('@') {
-        Some((auth, rest)) => (format!("{auth}@"), rest),
-        None => (String::new(), rest),
-    };
-    let path = rest.find('/').map_or("/", |i| &rest[i..]);
-    format!("{scheme}://{auth}{node}{path}")
+/// `base` at `node` (`host:port`, as CLUSTER SLOTS and MONITOR name nodes); a node that is not an
+/// address stays `base`, and the connection error then names where it went.
+pub(super) fn at_node(base: &Endpoint, node: &str) -> Endpoint {
+    let parsed = node
+        .rsplit_once(':')
+        .and_then(|(host, port)| Some((host, port.parse().ok()?)));
+    match parsed {
+        Some((host, port)) => base.at(host.trim_matches(['[', ']']), port),
+        None => base.clone(),
+    }
 }
 
 #[cfg(test)]
@@ -167,15 +167,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn node_urls_keep_scheme_credentials_and_db() {
+    fn nodes_keep_scheme_credentials_db_and_tls() {
+        let at = |url: &str, node: &str| at_node(&Endpoint::from_url(url).unwrap(), node).url();
         assert_eq!(
-            node_url("redis://127.0.0.1:7000/", "127.0.0.1:7001"),
+            at("redis://127.0.0.1:7000/", "127.0.0.1:7001"),
             "redis://127.0.0.1:7001/"
         );
         assert_eq!(
-            node_url("redis://:pw@10.0.0.1:7000/2", "10.0.0.2:7003"),
+            at("redis://:pw@10.0.0.1:7000/2", "10.0.0.2:7003"),
             "redis://:pw@10.0.0.2:7003/2"
         );
-        assert_eq!(node_url("rediss://h:1", "g:2"), "rediss://g:2/");
+        assert_eq!(
+            at("rediss://h:1/?tls-ca=%2Fca", "g:2"),
+            "rediss://g:2/?tls-ca=%2Fca"
+        );
     }
 }

@@ -45,6 +45,7 @@ impl Definition for Failover {
     const TOML: &'static str = include_str!("../../../experiments/failover.toml");
     const MUST_OWN_SERVER: Option<&'static str> = Some(MUST_OWN);
     const NO_MANAGED_TLS: Option<&'static str> = Some("its replica is started without TLS");
+    const TOPOLOGY: crate::server::Topology = crate::server::Topology::None;
     type Params = Params;
 
     const BODY: Body<Params> = body::run;

@@ -1,28 +1,28 @@
-//! replication's measurement: a replica, the calls with the replica watched, the catch-up, then
-//! every bucket read on both sides.
+//! replication's measurement: on the primary and replica the frame built, the calls with the
+//! replica watched, the catch-up, then every bucket read on both sides.
 
 use super::compare::compare_buckets;
 use super::stream::{command_calls, stream_rows, Sides};
 use super::{BucketRow, Params, StreamRow, MUST_OWN};
-use crate::experiments::{ExperimentError, Phase, Session};
+use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{LimitSpec, Strategy};
 use crate::load::{run_closed_loop, KeyChoice, Stop, WorkerSpec};
 use crate::record::MonitorCapture;
-use crate::server::{host_port, wait_caught_up, RedisServer};
+use crate::server::wait_caught_up;
 use std::time::Duration;
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut bucket_rows = s.csv::<BucketRow>("replication.csv")?;
     let mut stream_sink = s.csv::<StreamRow>("stream.csv")?;
     let primary = (s.target.owned(MUST_OWN)).phase(|| "checking the server".into())?;
-    // Same binary, pinning and start timeout as the primary.
-    let replica = RedisServer::start_replica_of(primary, primary.options())
-        .phase(|| "starting the replica".into())?;
+    let replica = (s.replicas.first())
+        .ok_or_else(|| PhaseError::Invalid("the frame built no replica".into()))
+        .phase(|| "checking the replica".into())?;
     let sides = || "sampling INFO commandstats on both sides".to_string();
     let primary_before = command_calls(primary).phase(sides)?;
-    let replica_before = command_calls(&replica).phase(sides)?;
-    let monitor =
-        MonitorCapture::start(&replica.url()).phase(|| "starting MONITOR on the replica".into())?;
+    let replica_before = command_calls(replica).phase(sides)?;
+    let monitor = MonitorCapture::start(&replica.endpoint().url())
+        .phase(|| "starting MONITOR on the replica".into())?;
 
     let prefix = s.key("bucket:");
     let calls = || format!("{} lua-bucket calls over {} buckets", p.calls, p.buckets);
@@ -50,15 +50,15 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     s.fail_on_errors(&tally).phase(calls)?;
 
     let timeout = Duration::from_millis(p.catch_up_timeout_ms);
-    let catch_up = wait_caught_up(primary, &replica, timeout)
+    let catch_up = wait_caught_up(primary, replica, timeout)
         .phase(|| "waiting for the replica to catch up".into())?;
     let primary_after = command_calls(primary).phase(sides)?;
-    let replica_after = command_calls(&replica).phase(sides)?;
+    let replica_after = command_calls(replica).phase(sides)?;
     let seen = monitor
         .finish()
         .phase(|| "stopping MONITOR on the replica".into())?;
 
-    let rows = compare_buckets(primary, &replica, &prefix, p.buckets, catch_up)
+    let rows = compare_buckets(primary, replica, &prefix, p.buckets, catch_up)
         .phase(|| "reading every bucket on both sides".into())?;
     replica
         .check_alive()
@@ -72,7 +72,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         replica: (&replica_before, &replica_after),
     };
     // On the replica, MONITOR names the primary's link by the primary's address.
-    let link = host_port(&primary.url());
+    let link = primary.endpoint().host_port();
     for row in stream_rows(&calls_by_side, &seen, &link) {
         stream_sink.write(&row)?;
     }

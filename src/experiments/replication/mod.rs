@@ -5,9 +5,10 @@
 //! EXEC, never the script, so it never reads a clock of its own. After 10,000 calls over 100
 //! buckets every bucket should match, expiry included.
 //!
-//! Method: a replica of the run's own server (`RedisServer::start_replica_of`), ready once its link
-//! is up and it has caught up. `calls` lua-bucket calls over `buckets` buckets in turn from a closed
-//! loop, with MONITOR on the replica and INFO commandstats sampled on both sides around the calls;
+//! Method: the run's own primary and one replica of it, declared (`Topology::Replicated`) and built
+//! by the frame, ready once the replica's link is up and it has caught up. `calls` lua-bucket calls
+//! over `buckets` buckets in turn from a closed loop, with MONITOR on the replica and INFO
+//! commandstats sampled on both sides around the calls;
 //! then `wait_caught_up`, then for every bucket HGETALL + PTTL on the primary and then on the
 //! replica, timed from the first send to the last reply (the only PTTL difference allowed).
 //!
@@ -26,6 +27,7 @@ pub use rows::{BucketRow, StreamRow};
 
 use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
 use crate::record::Table;
+use crate::server::Topology;
 use serde::{Deserialize, Serialize};
 
 /// Why the experiment refuses `--redis-url`.
@@ -39,6 +41,7 @@ impl Definition for Replication {
     const TOML: &'static str = include_str!("../../../experiments/replication.toml");
     const MUST_OWN_SERVER: Option<&'static str> = Some(MUST_OWN);
     const NO_MANAGED_TLS: Option<&'static str> = Some("its replica is started without TLS");
+    const TOPOLOGY: Topology = Topology::Replicated { replicas: 1 };
     type Params = Params;
 
     const BODY: Body<Params> = body::run;

@@ -1,14 +1,14 @@
-//! scripts's survival matrix: per mode and event, a fresh server (and replica) with the script
-//! cached and the library loaded, the event, what is left, and how the first call goes.
+//! scripts's survival matrix: per mode and event, a fresh server (and replica) built through the
+//! session with the script cached and the library loaded, the event, what is left, and how the
+//! first call goes.
 
 use super::body::{bucket, bucket_script, libraries, load_scripts, script_exists};
 use super::rows::{CustomSurvivalRow, Event, SurvivalRow};
 use super::Params;
-use crate::context::Ctx;
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{Attempt, Invocation, Limiter, LimiterError, Strategy};
 use crate::load::ClientTimeouts;
-use crate::server::{self, Persistence, RedisServer, ServerOptions, ADMIN_TIMEOUT};
+use crate::server::{self, Deployment, Persistence, RedisServer, Topology, ADMIN_TIMEOUT};
 use redis::{ErrorKind, ServerErrorKind};
 use std::time::Instant;
 
@@ -25,7 +25,7 @@ pub(super) fn run(
     for &event in &p.events {
         for &mode in &p.survival_modes {
             let what = || format!("survival of {mode} after {}", event.name());
-            rows.write(&case(s.ctx, p, rt, mode, event).phase(what)?)?;
+            rows.write(&case(s, p, rt, mode, event).phase(what)?)?;
             bar.inc(1);
         }
     }
@@ -52,20 +52,21 @@ fn custom_run(
                     event.name()
                 )
             };
-            rows.write(&custom_case(s.ctx, p, rt, strategy, event).phase(what)?)?;
+            rows.write(&custom_case(s, p, rt, strategy, event).phase(what)?)?;
         }
     }
     Ok(())
 }
 
 fn custom_case(
-    ctx: &Ctx,
+    s: &Session,
     p: &Params,
     rt: &tokio::runtime::Runtime,
     strategy: Strategy,
     event: Event,
 ) -> Result<CustomSurvivalRow, PhaseError> {
-    let (mut primary, replica) = servers(ctx, event)?;
+    let ctx = s.ctx;
+    let (mut primary, replica) = servers(s, event)?;
     let limiter = Limiter::new(strategy, p.limit());
     // A mode without a fallback loads its script once at start-up, as its library does.
     rt.block_on(async {
@@ -101,25 +102,17 @@ fn custom_case(
 }
 
 /// A fresh primary persisting as `event` needs, and its replica if the event needs one.
-fn servers(ctx: &Ctx, event: Event) -> Result<(RedisServer, Option<RedisServer>), PhaseError> {
-    let opts = ServerOptions {
-        binary: ctx.redis_server.clone(),
-        cpus: ctx.pin.redis.clone(),
-        persistence: event.persistence(),
-        ..ServerOptions::default()
+fn servers(s: &Session, event: Event) -> Result<(RedisServer, Option<RedisServer>), PhaseError> {
+    let topology = Topology::Replicated {
+        replicas: usize::from(event.needs_replica()),
     };
-    let primary = RedisServer::start(&opts)?;
-    let replica = match event.needs_replica() {
-        true => Some(RedisServer::start_replica_of(
-            &primary,
-            &ServerOptions {
-                persistence: Persistence::None,
-                ..opts
-            },
-        )?),
-        false => None,
-    };
-    Ok((primary, replica))
+    match s.build_with(&topology, |o| o.persistence = event.persistence())? {
+        Deployment::Replicated(mut set) => Ok((set.primary, set.replicas.pop())),
+        _ => Err(PhaseError::Invalid(format!(
+            "{} built as something else",
+            topology.describe()
+        ))),
+    }
 }
 
 impl Event {
@@ -165,14 +158,15 @@ fn held(server: &RedisServer, hash: &str) -> Result<Held, PhaseError> {
 }
 
 fn case(
-    ctx: &Ctx,
+    s: &Session,
     p: &Params,
     rt: &tokio::runtime::Runtime,
     mode: Invocation,
     event: Event,
 ) -> Result<SurvivalRow, PhaseError> {
+    let ctx = s.ctx;
     // The replica is attached before anything is loaded: what reaches it is what replication carries.
-    let (mut primary, replica) = servers(ctx, event)?;
+    let (mut primary, replica) = servers(s, event)?;
     let limiter = bucket(p, mode)?;
     let (source, hash) = bucket_script(p);
     load_scripts(&mut primary.connection()?, source)?;

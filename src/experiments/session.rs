@@ -1,0 +1,200 @@
+//! What an experiment's body works with ([`Session`]): the servers of its declared topology as
+//! typed handles, sinks for its rows, its keys, its loops, and fresh servers per trial or setting.
+
+use super::error::{ExperimentError, PhaseError};
+use crate::context::Ctx;
+use crate::limiter::Strategy;
+use crate::load::{CheckTally, ClosedLoop, OpenLoop, OpenSpec, WorkerSpec};
+use crate::record::{CsvSink, RunRecord};
+use crate::server::{
+    Deployment, RedisCluster, RedisServer, ServerError, ServerOptions, Target, Topology,
+};
+use serde::Serialize;
+
+/// What an experiment's body works with.
+pub struct Session<'a> {
+    /// The validated options.
+    pub ctx: &'a Ctx,
+    /// The server clients write to: the declared standalone server or primary, the user's
+    /// (`--redis-url`), or none (`Topology::None`, and a declared cluster: see `cluster`).
+    pub target: Target,
+    /// The declared topology's replicas of `target` (`Topology::Replicated`), caught up.
+    pub replicas: Vec<RedisServer>,
+    /// The declared cluster (`Topology::Cluster`).
+    pub cluster: Option<RedisCluster>,
+    /// The staging directory and meta.json in the making.
+    pub run: RunRecord,
+    /// Prefix of every key this run writes; they are deleted at the end.
+    pub prefix: String,
+    pub(super) id: &'static str,
+    pub(super) topology: Topology,
+}
+
+/// A built deployment as a session holds it: the writable server apart.
+pub(super) struct Parts {
+    pub target: Target,
+    pub replicas: Vec<RedisServer>,
+    pub cluster: Option<RedisCluster>,
+}
+
+impl From<Deployment> for Parts {
+    fn from(built: Deployment) -> Self {
+        let (target, replicas, cluster) = match built {
+            Deployment::None => (Target::NoServer, Vec::new(), None),
+            Deployment::Standalone(server) => (Target::Managed(server), Vec::new(), None),
+            Deployment::Replicated(set) => (Target::Managed(set.primary), set.replicas, None),
+            Deployment::Cluster(cluster) => (Target::NoServer, Vec::new(), Some(cluster)),
+        };
+        Parts {
+            target,
+            replicas,
+            cluster,
+        }
+    }
+}
+
+impl<'a> Session<'a> {
+    /// Opens `name` in the staging directory for rows of type `R`, flushed one by one.
+    pub fn csv<R: Serialize>(&self, name: &str) -> Result<CsvSink<R>, ExperimentError> {
+        Ok(self.run.staging.csv(name)?)
+    }
+
+    /// Adds a sentence meta.json carries for the reader.
+    pub fn note(&mut self, text: impl Into<String>) {
+        self.run.note(text);
+    }
+
+    /// A key of this run: the prefix and `suffix`.
+    pub fn key(&self, suffix: impl std::fmt::Display) -> String {
+        format!("{}{suffix}", self.prefix)
+    }
+
+    /// `builtins` followed by the run's custom limiters (`--limiter`), each once: the strategies
+    /// an experiment that takes custom limiters runs.
+    pub fn with_limiters(&self, builtins: &[Strategy]) -> Vec<Strategy> {
+        let mut all = builtins.to_vec();
+        for &custom in &self.ctx.limiters {
+            if !all.contains(&custom) {
+                all.push(custom);
+            }
+        }
+        all
+    }
+
+    /// A progress bar labelled with the experiment, on a terminal only.
+    pub fn progress(&self, total: u64) -> indicatif::ProgressBar {
+        progress_bar(self.ctx, self.id, total)
+    }
+
+    /// A closed loop of `processes` workers running `spec` against this run's server (its URL
+    /// derived from the target's endpoint here, where the workers get their arguments), with the
+    /// run's worker binary, CPUs, seed and client timeouts.
+    pub fn closed_loop(&self, processes: usize, spec: WorkerSpec) -> ClosedLoop<'a> {
+        ClosedLoop {
+            exe: &self.ctx.worker_exe,
+            cpus: &self.ctx.pin.harness,
+            processes,
+            template: WorkerSpec {
+                url: self.target.url(),
+                seed: self.ctx.seed,
+                timeouts: self.ctx.timeouts,
+                ..spec
+            },
+        }
+    }
+
+    /// An open loop of `processes` workers running `spec` against this run's server, with the
+    /// run's worker binary, CPUs and client timeouts (the schedule's seed is the caller's).
+    pub fn open_loop(&self, processes: usize, spec: OpenSpec) -> OpenLoop<'a> {
+        OpenLoop {
+            exe: &self.ctx.worker_exe,
+            cpus: &self.ctx.pin.harness,
+            processes,
+            template: OpenSpec {
+                url: self.target.url(),
+                timeouts: self.ctx.timeouts,
+                ..spec
+            },
+        }
+    }
+
+    /// A run with failed checks is not a measurement: see [`fail_on_errors`].
+    pub fn fail_on_errors(&self, tally: &CheckTally) -> Result<(), PhaseError> {
+        fail_on_errors(&self.target, tally)
+    }
+
+    /// Builds `topology` afresh with this run's binary, pinning and TLS, for one trial or setting;
+    /// it is the caller's, stopped when dropped. Only for experiments that own their servers.
+    pub fn build(&self, topology: &Topology) -> Result<Deployment, ServerError> {
+        self.build_with(topology, |_| {})
+    }
+
+    /// As [`Session::build`], every server's options changed by `change` first (persistence,
+    /// pinning, startup-only settings).
+    pub fn build_with(
+        &self,
+        topology: &Topology,
+        change: impl FnOnce(&mut ServerOptions),
+    ) -> Result<Deployment, ServerError> {
+        if self.ctx.redis_url.is_some() {
+            let why = format!("{} starts {} of its own", self.id, topology.describe());
+            return Err(ServerError::NotManaged(why));
+        }
+        let mut opts = self.ctx.server_options();
+        change(&mut opts);
+        topology.build(&opts)
+    }
+
+    /// Replaces the declared topology with a fresh one of the same build (the old one stopped once
+    /// the new one is up): for experiments that need clean servers per setting.
+    pub fn fresh_server(&mut self) -> Result<(), ServerError> {
+        self.fresh_server_with(|_| {})
+    }
+
+    /// As [`Session::fresh_server`], the new servers' options changed by `change` (pinning,
+    /// startup-only settings).
+    pub fn fresh_server_with(
+        &mut self,
+        change: impl FnOnce(&mut ServerOptions),
+    ) -> Result<(), ServerError> {
+        if !self.target.is_managed() {
+            return Err(ServerError::NotManaged(format!(
+                "{} starts fresh servers",
+                self.id
+            )));
+        }
+        let parts = Parts::from(self.build_with(&self.topology, change)?);
+        self.target = parts.target;
+        self.replicas = parts.replicas;
+        self.cluster = parts.cluster;
+        Ok(())
+    }
+}
+
+/// A run with failed checks is not a measurement: a dead server is reported with its log,
+/// otherwise the first error is.
+pub fn fail_on_errors(target: &Target, tally: &CheckTally) -> Result<(), PhaseError> {
+    if tally.errors == 0 {
+        return Ok(());
+    }
+    target.check_alive()?;
+    Err(PhaseError::Invalid(format!(
+        "{} of {} checks failed; first error: {}",
+        tally.errors,
+        tally.total(),
+        tally.first_error.clone().unwrap_or_default()
+    )))
+}
+
+/// A progress bar on a terminal, nothing in CI or with --quiet.
+pub fn progress_bar(ctx: &Ctx, label: &str, total: u64) -> indicatif::ProgressBar {
+    if !ctx.progress {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    let template = format!("{label} {{bar:40}} {{pos}}/{{len}} {{elapsed}}");
+    if let Ok(style) = indicatif::ProgressStyle::with_template(&template) {
+        bar.set_style(style);
+    }
+    bar
+}
