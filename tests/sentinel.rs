@@ -5,7 +5,9 @@
 mod common;
 
 use common::{pid_alive, wait_for};
-use ratelab::server::{RedisSentinels, RedisServer, SentinelOptions, ServerError, ServerOptions};
+use ratelab::server::{
+    Deployment, RedisSentinels, RedisServer, SentinelOptions, ServerError, ServerOptions, Topology,
+};
 use std::time::{Duration, Instant};
 
 fn primary_and_replica() -> (RedisServer, RedisServer) {
@@ -117,4 +119,45 @@ fn a_quorum_larger_than_the_sentinels_is_refused_before_starting_any() {
         .err()
         .expect("refused");
     assert!(err.to_string().contains("quorum of 4 among 3"), "{err}");
+}
+
+/// The declared topology: built whole, its writable server follows the Sentinels' failover, and
+/// every process (primary, replica, Sentinels) is gone once the deployment is dropped.
+#[test]
+fn a_sentinel_topology_follows_its_failover_and_leaves_nothing_running() {
+    let topology = Topology::Sentinel {
+        replicas: 1,
+        sentinels: 3,
+        quorum: 2,
+        down_after: Duration::from_millis(1000),
+        failover_timeout: Duration::from_secs(5),
+    };
+    let built = topology
+        .build(&ServerOptions::default())
+        .expect("the topology starts");
+    let Deployment::Sentinel(watched) = &built else {
+        panic!("a Sentinel topology built {}", topology.describe());
+    };
+    let first = watched.set.primary.port();
+    let replica = watched.set.replicas[0].port();
+    assert_eq!(built.writable().map(RedisServer::port), Some(first));
+    watched
+        .sentinels
+        .failover()
+        .expect("SENTINEL FAILOVER is accepted");
+    assert!(
+        wait_for(Duration::from_secs(30), || built
+            .writable()
+            .map(RedisServer::port)
+            == Some(replica)),
+        "the writable server never became the replica"
+    );
+    let mut pids: Vec<u32> = built.servers().iter().map(|s| s.pid()).collect();
+    pids.extend(watched.sentinels.pids());
+    assert_eq!(pids.len(), 5);
+    drop(built);
+    assert!(
+        pids.iter().all(|&p| !pid_alive(p)),
+        "a process outlived its deployment"
+    );
 }

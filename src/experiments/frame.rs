@@ -139,6 +139,7 @@ pub fn run<D: Definition>(ctx: &Ctx, takers: fn() -> String) -> Result<PathBuf, 
         target: parts.target,
         replicas: parts.replicas,
         cluster: parts.cluster,
+        sentinels: parts.sentinels,
         run,
         prefix,
         id: D::ID,
@@ -160,6 +161,7 @@ fn build<D: Definition>(ctx: &Ctx) -> Result<Parts, ServerError> {
             target: external,
             replicas: Vec::new(),
             cluster: None,
+            sentinels: None,
         });
     }
     Ok(Parts::from(D::TOPOLOGY.build(&ctx.server_options())?))

@@ -7,7 +7,8 @@ use crate::limiter::Strategy;
 use crate::load::{CheckTally, ClosedLoop, OpenLoop, OpenSpec, WorkerSpec};
 use crate::record::{CsvSink, RunRecord};
 use crate::server::{
-    Deployment, RedisCluster, RedisServer, ServerError, ServerOptions, Target, Topology,
+    Deployment, RedisCluster, RedisSentinels, RedisServer, ServerError, ServerOptions, Target,
+    Topology,
 };
 use serde::Serialize;
 
@@ -22,6 +23,9 @@ pub struct Session<'a> {
     pub replicas: Vec<RedisServer>,
     /// The declared cluster (`Topology::Cluster`).
     pub cluster: Option<RedisCluster>,
+    /// The Sentinels watching `target` and `replicas` (`Topology::Sentinel`); after a failover
+    /// they name the primary, which `target` no longer is.
+    pub sentinels: Option<RedisSentinels>,
     /// The staging directory and meta.json in the making.
     pub run: RunRecord,
     /// Prefix of every key this run writes; they are deleted at the end.
@@ -35,20 +39,31 @@ pub(super) struct Parts {
     pub target: Target,
     pub replicas: Vec<RedisServer>,
     pub cluster: Option<RedisCluster>,
+    pub sentinels: Option<RedisSentinels>,
 }
 
 impl From<Deployment> for Parts {
     fn from(built: Deployment) -> Self {
+        let mut sentinels = None;
         let (target, replicas, cluster) = match built {
             Deployment::None => (Target::NoServer, Vec::new(), None),
             Deployment::Standalone(server) => (Target::Managed(server), Vec::new(), None),
             Deployment::Replicated(set) => (Target::Managed(set.primary), set.replicas, None),
+            Deployment::Sentinel(watched) => {
+                sentinels = Some(watched.sentinels);
+                (
+                    Target::Managed(watched.set.primary),
+                    watched.set.replicas,
+                    None,
+                )
+            }
             Deployment::Cluster(cluster) => (Target::NoServer, Vec::new(), Some(cluster)),
         };
         Parts {
             target,
             replicas,
             cluster,
+            sentinels,
         }
     }
 }
@@ -167,6 +182,7 @@ impl<'a> Session<'a> {
         self.target = parts.target;
         self.replicas = parts.replicas;
         self.cluster = parts.cluster;
+        self.sentinels = parts.sentinels;
         Ok(())
     }
 }

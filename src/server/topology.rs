@@ -1,12 +1,15 @@
 //! What an experiment runs against, declared once ([`Topology`]) and built by the frame before
 //! its body, or per trial or setting through the session: no server, one server, a primary with
-//! caught-up replicas, or an N-node cluster. Every process of a [`Deployment`] is a managed
+//! caught-up replicas, the same watched by Sentinels, or an N-node cluster. Every process of a [`Deployment`] is a managed
 //! server, registered for cleanup when spawned (`cleanup.rs`: SIGINT, SIGTERM, the harness's
 //! SIGKILL) and killed and reaped on drop (success, error, panic). A new shape (Sentinels) is a
 //! variant here, one in [`Deployment`], and its builder in a file of its own, like `cluster.rs`.
 
 use super::address::Endpoint;
-use super::{ClusterOptions, Persistence, RedisCluster, RedisServer, ServerError, ServerOptions};
+use super::{
+    ClusterOptions, Persistence, RedisCluster, RedisSentinels, RedisServer, SentinelOptions,
+    ServerError, ServerOptions,
+};
 use std::time::Duration;
 
 /// The servers an experiment needs.
@@ -18,6 +21,18 @@ pub enum Topology {
     Standalone,
     /// A primary and `replicas` replicas of it, each linked and caught up.
     Replicated { replicas: usize },
+    /// A primary and `replicas` replicas watched by `sentinels` Sentinels, every Sentinel
+    /// seeing the primary, its replicas and the other Sentinels (seed 003's failover drill).
+    Sentinel {
+        replicas: usize,
+        sentinels: usize,
+        /// Sentinels that must agree the primary is down.
+        quorum: usize,
+        /// `down-after-milliseconds`.
+        down_after: Duration,
+        /// `failover-timeout`.
+        failover_timeout: Duration,
+    },
     /// A Redis Cluster of `nodes` primaries, every node agreeing on the slot map.
     Cluster {
         nodes: usize,
@@ -36,6 +51,8 @@ pub enum Deployment {
     Standalone(RedisServer),
     /// A primary and its replicas.
     Replicated(Replicated),
+    /// A primary and its replicas, and the Sentinels watching them.
+    Sentinel(Watched),
     /// A cluster.
     Cluster(RedisCluster),
 }
@@ -44,6 +61,13 @@ pub enum Deployment {
 pub struct Replicated {
     pub primary: RedisServer,
     pub replicas: Vec<RedisServer>,
+}
+
+/// A primary and its replicas under Sentinels. After a failover the primary is whichever
+/// server the Sentinels name ([`Deployment::writable`] asks them).
+pub struct Watched {
+    pub set: Replicated,
+    pub sentinels: RedisSentinels,
 }
 
 impl Topology {
@@ -55,6 +79,12 @@ impl Topology {
             Topology::Standalone => Deployment::Standalone(RedisServer::start(server)?),
             Topology::Replicated { replicas } => {
                 Deployment::Replicated(Replicated::start(server, *replicas)?)
+            }
+            Topology::Sentinel { replicas, .. } => {
+                let set = Replicated::start(server, *replicas)?;
+                let sentinels =
+                    RedisSentinels::start(&set.primary, *replicas, &self.sentinel_options(server))?;
+                Deployment::Sentinel(Watched { set, sentinels })
             }
             Topology::Cluster {
                 nodes,
@@ -75,7 +105,37 @@ impl Topology {
             Topology::None => "no server".into(),
             Topology::Standalone => "one server".into(),
             Topology::Replicated { replicas } => format!("a primary and {replicas} replica(s)"),
+            Topology::Sentinel {
+                replicas,
+                sentinels,
+                ..
+            } => format!("a primary and {replicas} replica(s) watched by {sentinels} Sentinels"),
             Topology::Cluster { nodes, .. } => format!("a {nodes}-node cluster"),
+        }
+    }
+
+    /// The Sentinels' options: `server`'s binary and pinning, this topology's settings.
+    fn sentinel_options(&self, server: &ServerOptions) -> SentinelOptions {
+        let defaults = SentinelOptions {
+            binary: server.binary.clone(),
+            cpus: server.cpus.clone(),
+            ..SentinelOptions::default()
+        };
+        match self {
+            Topology::Sentinel {
+                sentinels,
+                quorum,
+                down_after,
+                failover_timeout,
+                ..
+            } => SentinelOptions {
+                count: *sentinels,
+                quorum: *quorum,
+                down_after: *down_after,
+                failover_timeout: *failover_timeout,
+                ..defaults
+            },
+            _ => defaults,
         }
     }
 }
@@ -108,6 +168,7 @@ impl Deployment {
             Deployment::None => None,
             Deployment::Standalone(server) => Some(server),
             Deployment::Replicated(set) => Some(&set.primary),
+            Deployment::Sentinel(watched) => Some(watched.primary_now()),
             Deployment::Cluster(cluster) => cluster.nodes().first(),
         }
     }
@@ -117,7 +178,7 @@ impl Deployment {
         match self {
             Deployment::None => Vec::new(),
             Deployment::Standalone(server) => vec![server],
-            Deployment::Replicated(set) => {
+            Deployment::Replicated(set) | Deployment::Sentinel(Watched { set, .. }) => {
                 std::iter::once(&set.primary).chain(&set.replicas).collect()
             }
             Deployment::Cluster(cluster) => cluster.nodes().iter().collect(),
@@ -130,5 +191,17 @@ impl Deployment {
             Deployment::Cluster(cluster) => cluster.check_alive(),
             other => other.servers().iter().try_for_each(|s| s.check_alive()),
         }
+    }
+}
+
+impl Watched {
+    /// The server the Sentinels name as the primary now; the first primary if none answers (a
+    /// caller writing there learns from its error, as a client of a failing Sentinel would).
+    pub fn primary_now(&self) -> &RedisServer {
+        let named = self.sentinels.primary_port().ok();
+        std::iter::once(&self.set.primary)
+            .chain(&self.set.replicas)
+            .find(|s| Some(s.port()) == named)
+            .unwrap_or(&self.set.primary)
     }
 }
