@@ -4,6 +4,7 @@
 use super::rows::{BinRow, Drill, DrillRow};
 use super::service::{Fate, Request, Sample, Trace};
 use crate::analysis::stats;
+use crate::load::drill::Bins;
 use crate::store::Outcome;
 use hdrhistogram::Histogram;
 
@@ -118,13 +119,13 @@ pub fn bins(spec: &Spec, trace: &Trace, windows: &[Window]) -> Vec<BinRow> {
     if windows.is_empty() {
         return Vec::new();
     }
-    let bin = spec.bin_ms.max(1) * 1_000_000;
     let end = (trace.requests.iter().map(|r| r.end_ns))
         .chain(windows.iter().map(|w| w.end_ns))
         .max()
         .unwrap_or(0);
-    let n = end.div_ceil(bin).max(1) as usize;
-    let at = |t: u64| ((t / bin) as usize).min(n - 1);
+    let bins = Bins::spanning(0, end as i64, spec.bin_ms.max(1) * 1_000_000);
+    let at = |t: u64| bins.index_clamped(t as i64);
+    let n = bins.count;
     let mut offered = vec![0u64; n];
     let mut dropped = vec![0u64; n];
     let mut served: Vec<Served> = (0..n).map(|_| Served::new()).collect();
@@ -141,9 +142,10 @@ pub fn bins(spec: &Spec, trace: &Trace, windows: &[Window]) -> Vec<BinRow> {
         let b = &mut busy[at(s.t_ns)];
         *b = (b.0.max(s.busy), b.1 + s.busy, b.2 + 1, b.3.max(s.waiting));
     }
+    let bin = bins.width_ns;
     (0..n)
         .map(|i| {
-            let t = i as u64 * bin;
+            let t = bins.start_of(i) as u64;
             let [p50_ms, p99_ms, max_ms] = served[i].percentiles();
             let c = served[i].counts;
             let (busy_max, busy_sum, samples, queue_max) = busy[i];
