@@ -8,6 +8,7 @@ use crate::fault;
 use crate::record::RunRecord;
 use crate::server::{RedisServer, ServerError};
 use crate::store::Store;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
@@ -56,14 +57,15 @@ fn main_runs(
     let mut suspended = 0;
     for label in runs {
         let what = || format!("{label}");
-        let key = format!("{prefix}{label}");
+        let key: Rc<str> = format!("{prefix}{label}").into();
         let store = Store::new(&server.url(), p.limiter(), p.settings(label))
             .map_err(|e| PhaseError::Invalid(format!("store: {}", crate::errors::one_line(&e))))
             .phase(what)?;
+        let store = Rc::new(store);
         let mut driver = phases::Driver {
             rt,
-            store: &store,
-            key: &key,
+            store: Rc::clone(&store),
+            key,
             label,
             interval: Duration::from_millis(p.interval_ms),
             checks: &mut checks,
