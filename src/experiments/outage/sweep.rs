@@ -142,7 +142,9 @@ fn one(
     let interval = Duration::from_millis(p.interval_ms);
     let hung = fault::suspend(server)?;
     let until = Duration::from_millis(p.sweep_hung_ms + jitter_ms);
-    let drill = Drill::<PhaseError>::new(hung.at, paced(interval, Stop::At(until)));
+    // A timer as precise as the thread's sleep the sweep was measured with: a 2 ms pace on
+    // tokio's ms ticks would run about 3 ms apart.
+    let drill = Drill::<PhaseError>::new(hung.at, paced(interval, Stop::At(until))).precise();
     let request = checker(&store, &key, drill.stopper());
     let ran = rt.block_on(drill.run(request))?;
     let hung_at = hung.at;

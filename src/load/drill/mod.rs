@@ -9,7 +9,8 @@
 //! It runs on the caller's current-thread runtime: requests are local tasks on a `LocalSet` the
 //! engine makes, so a request owns what it uses (`Rc`, `Arc`); the plan runs inline, so a fault
 //! may borrow the experiment's state (a proxy, an admin connection) for the drill's length.
-//! Timers are tokio's (whole ms): what the drills measure is ms, and their old loops used them.
+//! Requests start by tokio's timers (whole ms) unless the drill asks for the precise one
+//! ([`Drill::precise`]); faults always fire by tokio's.
 
 mod bins;
 mod run;
@@ -173,6 +174,7 @@ pub struct Drill<'a, E> {
     plan: Vec<Fault<'a, E>>,
     hold: Option<Duration>,
     stopper: Stopper,
+    precise: bool,
 }
 
 impl<'a, E: 'a> Drill<'a, E> {
@@ -186,6 +188,7 @@ impl<'a, E: 'a> Drill<'a, E> {
             plan: Vec::new(),
             hold: None,
             stopper: Stopper::default(),
+            precise: false,
         }
     }
 
@@ -208,6 +211,13 @@ impl<'a, E: 'a> Drill<'a, E> {
     /// window after the last fault).
     pub fn hold_until(mut self, after_origin: Duration) -> Self {
         self.hold = Some(after_origin);
+        self
+    }
+
+    /// Starts requests by a µs-precise timer (load's timerfd) instead of tokio's whole-ms ticks:
+    /// a pace of a few ms would otherwise stretch by up to a ms per request.
+    pub fn precise(mut self) -> Self {
+        self.precise = true;
         self
     }
 

@@ -2,6 +2,7 @@
 //! closed loop: one per client), the plan inline beside them, then every request awaited.
 
 use super::{Arrival, Call, Closed, Drill, Fired, Ran, Record, Schedule, Stop, Stopper, When};
+use crate::load::timer::PreciseTimer;
 use crate::load::LoadError;
 use std::cell::RefCell;
 use std::future::Future;
@@ -14,6 +15,7 @@ type Records<O> = Rc<RefCell<Vec<Record<O>>>>;
 /// What the issuers share.
 struct Issue<F, O> {
     origin: Instant,
+    precise: bool,
     request: F,
     records: Records<O>,
     stopper: Stopper,
@@ -44,6 +46,7 @@ impl<'a, E: 'a> Drill<'a, E> {
     {
         let issue = Rc::new(Issue {
             origin: self.origin,
+            precise: self.precise,
             request,
             records: Rc::default(),
             stopper: self.stopper.clone(),
@@ -111,9 +114,10 @@ where
     Fut: Future<Output = O> + 'static,
 {
     let mut tasks = JoinSet::new();
+    let timer = Timer::new(issue.precise)?;
     for (seq, arrival) in arrivals.into_iter().enumerate() {
         let intended = issue.origin + Duration::from_nanos(arrival.at_ns);
-        tokio::time::sleep_until(intended.into()).await;
+        timer.sleep_until(intended).await?;
         if issue.stopper.stopped() {
             break;
         }
@@ -151,6 +155,7 @@ where
     F: Fn(Call) -> Fut,
     Fut: Future<Output = O>,
 {
+    let timer = Timer::new(issue.precise)?;
     let mut next = issue.origin.max(Instant::now());
     for seq in 0.. {
         let intended = match closed.pace {
@@ -164,7 +169,7 @@ where
         if done {
             break;
         }
-        tokio::time::sleep_until(intended.into()).await;
+        timer.sleep_until(intended).await?;
         if issue.stopper.stopped() {
             break;
         }
@@ -186,6 +191,29 @@ where
         issue.records.borrow_mut().push(r);
     }
     Ok(())
+}
+
+/// How an issuer waits for a start.
+enum Timer {
+    Tokio,
+    Precise(PreciseTimer),
+}
+
+impl Timer {
+    fn new(precise: bool) -> Result<Timer, LoadError> {
+        Ok(match precise {
+            true => Timer::Precise(PreciseTimer::new()?),
+            false => Timer::Tokio,
+        })
+    }
+
+    async fn sleep_until(&self, at: Instant) -> Result<(), LoadError> {
+        match self {
+            Timer::Tokio => tokio::time::sleep_until(at.into()).await,
+            Timer::Precise(timer) => timer.sleep_until(at).await?,
+        }
+        Ok(())
+    }
 }
 
 fn record<O>(origin: Instant, call: Call, start: Instant, out: O) -> Record<O> {
