@@ -119,15 +119,12 @@ pub fn bins(spec: &Spec, trace: &Trace, windows: &[Window]) -> Vec<BinRow> {
     if windows.is_empty() {
         return Vec::new();
     }
-    let end = (trace.requests.iter().map(|r| r.end_ns))
-        .chain(windows.iter().map(|w| w.end_ns))
-        .max()
-        .unwrap_or(0);
-    let bins = Bins::spanning(0, end as i64, spec.bin_ms.max(1) * 1_000_000);
+    let ends = (trace.requests.iter().map(|r| r.end_ns)).chain(windows.iter().map(|w| w.end_ns));
+    let end = ends.max().unwrap_or(0) as i64;
+    let bins = Bins::spanning(0, end, spec.bin_ms.max(1) * 1_000_000);
     let at = |t: u64| bins.index_clamped(t as i64);
     let n = bins.count;
-    let mut offered = vec![0u64; n];
-    let mut dropped = vec![0u64; n];
+    let (mut offered, mut dropped) = (vec![0u64; n], vec![0u64; n]);
     let mut served: Vec<Served> = (0..n).map(|_| Served::new()).collect();
     for r in &trace.requests {
         offered[at(r.intended_ns)] += 1;
@@ -142,7 +139,6 @@ pub fn bins(spec: &Spec, trace: &Trace, windows: &[Window]) -> Vec<BinRow> {
         let b = &mut busy[at(s.t_ns)];
         *b = (b.0.max(s.busy), b.1 + s.busy, b.2 + 1, b.3.max(s.waiting));
     }
-    let bin = bins.width_ns;
     (0..n)
         .map(|i| {
             let t = bins.start_of(i) as u64;
@@ -165,7 +161,7 @@ pub fn bins(spec: &Spec, trace: &Trace, windows: &[Window]) -> Vec<BinRow> {
                 denied: c[Outcome::Denied as usize],
                 degraded: c[Outcome::DegradedAllowed as usize]
                     + c[Outcome::DegradedDenied as usize],
-                fail_open_counter: counter_at(&trace.samples, t + bin)
+                fail_open_counter: counter_at(&trace.samples, t + bins.width_ns)
                     .saturating_sub(counter_at(&trace.samples, t)),
                 busy_max,
                 busy_mean: busy_sum as f64 / samples.max(1) as f64,
