@@ -259,6 +259,8 @@ struct Admin {
     replica: MultiplexedConnection,
 }
 
+/// The trial as a drill (crate::load::drill): every key's checks on the open-loop schedule, the
+/// plan's faults (the lagging link's cut, the promotion) at their instants, then the reading.
 async fn timeline(
     ctx: &Ctx,
     p: &Params,
