@@ -8,12 +8,13 @@
 
 mod common;
 
-use ratelab::experiments::chaos::service::{serve, ServiceSpec, Trace};
+use ratelab::experiments::chaos::service::{Service, ServiceSpec, Trace};
 use ratelab::experiments::chaos::tally::{drills, Spec, Window};
-use ratelab::experiments::chaos::{Drill, DrillRow};
+use ratelab::experiments::chaos::{Drill as ChaosDrill, DrillRow};
 use ratelab::fault::{Direction, Fault, Proxy};
 use ratelab::limiter::{LimitSpec, Limiter, Strategy};
-use ratelab::load::Arrivals;
+use ratelab::load::drill::{Drill, Schedule, When};
+use ratelab::load::{Arrivals, LoadError};
 use ratelab::server::RedisServer;
 use ratelab::store::{Flaw, Outcome, Policy, Store, StoreSettings};
 use std::net::SocketAddr;
@@ -52,8 +53,9 @@ fn clients(server: &RedisServer) -> usize {
     list.lines().count()
 }
 
-/// 400 req/s for 1.6 s through the proxy, blackholed (to the server) from 0.3 s to 1.3 s; the
-/// blackhole window's row. The proxy and the store are dropped before it returns.
+/// 400 req/s for 1.6 s through the proxy, blackholed (to the server) from 0.3 s to 1.3 s, on the
+/// drill engine as chaos runs it; the blackhole window's row. The proxy and the store are dropped
+/// before it returns.
 fn blackhole_drill(server: &RedisServer, timeout: Duration) -> DrillRow {
     let rt = runtime();
     let (trace, window): (Trace, Window) = rt.block_on(async {
@@ -85,17 +87,32 @@ fn blackhole_drill(server: &RedisServer, timeout: Duration) -> DrillRow {
         }
         .schedule(3);
         let t0 = Instant::now();
-        let service = tokio::spawn(serve(Arc::clone(&s), spec, schedule, 3, t0));
-        tokio::time::sleep_until(t0 + Duration::from_millis(300)).await;
-        let start = proxy.set(Fault::Blackhole(Direction::ToServer));
-        tokio::time::sleep_until(t0 + Duration::from_millis(1300)).await;
-        let end = proxy.heal();
-        let trace = service.await.unwrap();
-        let ns = |at: std::time::Instant| at.duration_since(t0.into_std()).as_nanos() as u64;
+        let service = Service::new(Arc::clone(&s), spec, 3, t0);
+        let sampler = tokio::spawn(Arc::clone(&service).sample_until_finished());
+        let serving = Arc::clone(&service);
+        let ran = Drill::<LoadError>::new(t0.into_std(), Schedule::open(schedule))
+            .fault(
+                When::At(Duration::from_millis(300)),
+                "blackhole",
+                || async {
+                    proxy.set(Fault::Blackhole(Direction::ToServer));
+                    Ok(())
+                },
+            )
+            .fault(When::At(Duration::from_millis(1300)), "heal", || async {
+                proxy.heal();
+                Ok(())
+            })
+            .run(move |call| serving.request(call))
+            .await
+            .unwrap();
+        let trace = service.finish(&ran.records.iter().collect::<Vec<_>>());
+        sampler.await.unwrap();
+        let spans = ran.spans(ran.end_ns);
         let window = Window {
-            drill: Drill::Blackhole,
-            start_ns: ns(start),
-            end_ns: ns(end),
+            drill: ChaosDrill::Blackhole,
+            start_ns: spans[1].start_ns,
+            end_ns: spans[1].end_ns,
         };
         (trace, window)
     });
@@ -108,7 +125,7 @@ fn blackhole_drill(server: &RedisServer, timeout: Duration) -> DrillRow {
         bin_ms: 100,
     };
     let baseline = Window {
-        drill: Drill::Baseline,
+        drill: ChaosDrill::Baseline,
         start_ns: 0,
         end_ns: window.start_ns,
     };

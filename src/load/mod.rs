@@ -3,8 +3,10 @@
 //! Open loop: requests start on a seeded schedule whatever the replies do, latency counted from
 //! the intended start (`open`, `schedule`). Pods: open-loop workers that send what they admit to
 //! a loopback sink standing for the protected resource, which counts what arrived (`pod`, `sink`).
+//! Drills: a schedule and a plan of faults at planned instants, every request recorded (`drill`).
 
 mod closed;
+pub mod drill;
 pub mod latency;
 mod open;
 mod open_worker;

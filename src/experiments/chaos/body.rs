@@ -3,11 +3,12 @@
 //! after-drill check; rows written per sequence.
 
 use super::rows::{AfterRow, Drill, SwitchRow};
-use super::service::{serve, ServiceSpec, Trace};
+use super::service::{Served, Service, ServiceSpec, Trace};
 use super::tally::{self, Window};
 use super::Params;
 use crate::experiments::{ExperimentError, Phase as _, PhaseError, Session};
 use crate::fault::{Fault, Proxy};
+use crate::load::drill::{self as engine, Ran, Schedule, When};
 use crate::load::Arrivals;
 use crate::store::{Flaw, Outcome, Policy, Store, StoreSettings};
 use std::net::SocketAddr;
@@ -158,37 +159,22 @@ impl Sequence<'_> {
         }
         let t0 = Instant::now() + LEAD;
         let plan = Plan::of(p, self.flaws.iter().any(Option::is_some));
-        let mut services = Vec::new();
-        for (i, (name, store)) in stores.iter().enumerate() {
-            let spec = ServiceSpec {
-                workers: p.workers,
-                queue_max: p.queue_max,
-                queue_wait: Duration::from_millis(p.queue_wait_ms),
-                work: Duration::from_millis(p.work_ms),
-                keys: p.keys,
-                key_prefix: format!("{}{name}:", self.prefix),
-                sample_every: Duration::from_millis(p.sample_ms),
-            };
-            let seed = self.seed.wrapping_mul(31).wrapping_add(i as u64);
-            let schedule = Arrivals::Poisson {
-                rate_per_s: p.rate_per_s,
-                duration_ms: plan.total_ms(),
-            }
-            .schedule(seed);
-            services.push(tokio::spawn(serve(
-                Arc::clone(store),
-                spec,
-                schedule,
-                seed,
-                t0,
-            )));
-        }
-        let bounds = drive(&proxy, t0, &plan, p).await;
+        let (services, schedules) = self.services(&stores, &plan, t0);
+        let samplers: Vec<_> = (services.iter())
+            .map(|s| tokio::spawn(Arc::clone(s).sample_until_finished()))
+            .collect();
+        let serving = services.clone();
+        let ran = (plan.drill(&proxy, t0.into_std(), Schedule::streams(schedules), p))
+            .run(move |call| serving[call.tag as usize].request(call))
+            .await?;
         let mut traces = Vec::new();
-        for service in services {
-            let trace = service
+        for (i, (service, sampler)) in services.iter().zip(samplers).enumerate() {
+            let mine: Vec<_> = ran.records.iter().filter(|r| r.tag == i as u64).collect();
+            let trace = service.finish(&mine);
+            // The sampler only ever sleeps and samples: it cannot fail but by a panic.
+            sampler
                 .await
-                .map_err(|e| PhaseError::Invalid(format!("the service task failed: {e}")))?;
+                .map_err(|e| PhaseError::Invalid(format!("the pool's sampler failed: {e}")))?;
             traces.push(trace);
         }
         proxy.heal();
@@ -201,26 +187,49 @@ impl Sequence<'_> {
             counters.push(format!("{name} store counters {c}"));
             clients.push((name.clone(), trace, after));
         }
-        let t0_std = t0.into_std();
         let switches = (proxy.switches().iter())
-            .map(|s| (signed_ms(s.at, t0_std), s.fault.to_string()))
+            .map(|s| (ran.ns(s.at) as f64 / 1e6, s.fault.to_string()))
             .collect();
         let accepted = proxy.accepted();
         drop(proxy);
         Ok(SequenceOut {
             clients,
-            windows: bounds,
+            windows: plan.windows(&ran),
             switches,
             accepted,
             counters: counters.join("; "),
         })
     }
-}
 
-fn signed_ms(at: std::time::Instant, t0: std::time::Instant) -> f64 {
-    match at.checked_duration_since(t0) {
-        Some(d) => d.as_secs_f64() * 1e3,
-        None => -(t0.duration_since(at).as_secs_f64() * 1e3),
+    /// A service per client, and its Poisson schedule over the whole plan.
+    fn services(
+        &self,
+        stores: &[(String, Arc<Store>)],
+        plan: &Plan,
+        t0: Instant,
+    ) -> (Vec<Arc<Service>>, Vec<Vec<u64>>) {
+        let p = self.p;
+        let mut services = Vec::new();
+        let mut schedules = Vec::new();
+        for (i, (name, store)) in stores.iter().enumerate() {
+            let spec = ServiceSpec {
+                workers: p.workers,
+                queue_max: p.queue_max,
+                queue_wait: Duration::from_millis(p.queue_wait_ms),
+                work: Duration::from_millis(p.work_ms),
+                keys: p.keys,
+                key_prefix: format!("{}{name}:", self.prefix),
+                sample_every: Duration::from_millis(p.sample_ms),
+            };
+            let seed = self.seed.wrapping_mul(31).wrapping_add(i as u64);
+            let arrivals = Arrivals::Poisson {
+                rate_per_s: p.rate_per_s,
+                duration_ms: plan.total_ms(),
+            };
+            schedules.push(arrivals.schedule(seed));
+            services.push(Service::new(Arc::clone(store), spec, seed, t0));
+        }
+        (services, schedules)
     }
 }
 
@@ -251,46 +260,62 @@ impl Plan {
     fn total_ms(&self) -> u64 {
         self.windows.iter().map(|w| w.1).sum()
     }
+
+    /// The drill: every window after the baseline opens with its proxy switch, and the drill
+    /// lasts until the last window's planned end.
+    fn drill<'a>(
+        &self,
+        proxy: &'a Proxy,
+        t0: std::time::Instant,
+        schedule: Schedule,
+        p: &'a Params,
+    ) -> engine::Drill<'a, PhaseError> {
+        let mut drill = engine::Drill::new(t0, schedule);
+        let mut planned = 0;
+        for &(window, len) in &self.windows {
+            if window != Drill::Baseline {
+                let at = When::At(Duration::from_millis(planned));
+                drill = drill.fault(at, window.to_string(), move || switch(proxy, window, p));
+            }
+            planned += len;
+        }
+        drill.hold_until(Duration::from_millis(planned))
+    }
+
+    /// Each window as it really was: from its switch to the next one, the last to its planned
+    /// end; ns after the schedule's start.
+    fn windows(&self, ran: &Ran<Served>) -> Vec<Window> {
+        let spans = ran.spans(self.total_ms() * 1_000_000);
+        (self.windows.iter().zip(spans))
+            .map(|(&(drill, _), span)| Window {
+                drill,
+                start_ns: span.start_ns,
+                end_ns: span.end_ns,
+            })
+            .collect()
+    }
 }
 
-/// Switches the proxy on the plan's timeline; returns each window as it really was, from the
-/// switch instants, in ns after `t0`.
-async fn drive(proxy: &Proxy, t0: Instant, plan: &Plan, p: &Params) -> Vec<Window> {
-    let t0_std = t0.into_std();
-    let mut starts = Vec::new();
-    let mut planned = 0;
-    for (drill, len) in &plan.windows {
-        tokio::time::sleep_until(t0 + Duration::from_millis(planned)).await;
-        let at = match drill {
-            Drill::Baseline => t0_std,
-            Drill::Blackhole => proxy.set(Fault::Blackhole(p.blackhole_direction)),
-            Drill::Latency => proxy.set(Fault::Delay {
-                fixed: Duration::from_millis(p.injected_ms),
-                jitter: Duration::from_millis(p.jitter_ms),
-            }),
-            Drill::AfterBlackhole | Drill::AfterLatency => proxy.heal(),
-            Drill::Reset => {
-                let at = proxy.set(Fault::Reset);
-                let reset_by = Instant::now() + RESET_WAIT;
-                while proxy.live_pumps() > 0 && Instant::now() < reset_by {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-                proxy.heal();
-                at
+/// Switches the proxy to what `window` tests.
+async fn switch(proxy: &Proxy, window: Drill, p: &Params) -> Result<(), PhaseError> {
+    match window {
+        Drill::Baseline => {}
+        Drill::Blackhole => drop(proxy.set(Fault::Blackhole(p.blackhole_direction))),
+        Drill::Latency => drop(proxy.set(Fault::Delay {
+            fixed: Duration::from_millis(p.injected_ms),
+            jitter: Duration::from_millis(p.jitter_ms),
+        })),
+        Drill::AfterBlackhole | Drill::AfterLatency => drop(proxy.heal()),
+        Drill::Reset => {
+            proxy.set(Fault::Reset);
+            let reset_by = Instant::now() + RESET_WAIT;
+            while proxy.live_pumps() > 0 && Instant::now() < reset_by {
+                tokio::time::sleep(Duration::from_millis(1)).await;
             }
-        };
-        starts.push((*drill, (signed_ms(at, t0_std).max(0.0) * 1e6) as u64));
-        planned += len;
+            proxy.heal();
+        }
     }
-    tokio::time::sleep_until(t0 + Duration::from_millis(planned)).await;
-    let ends = (starts.iter().skip(1).map(|s| s.1)).chain([planned * 1_000_000]);
-    (starts.iter().zip(ends))
-        .map(|(&(drill, start_ns), end_ns)| Window {
-            drill,
-            start_ns,
-            end_ns,
-        })
-        .collect()
+    Ok(())
 }
 
 async fn warm_up(store: &Store, key: &str) -> Result<(), PhaseError> {

@@ -14,8 +14,10 @@
 //! proxy. Per store timeout a sequence: baseline, blackhole, healed, +latency on every reply,
 //! healed, every connection reset once then healed; traffic throughout; then the after-drill
 //! check. The misconfigured clients (store flaws) run one sequence side by side, each its own
-//! service. Every request is recorded (intended start, end, answer), the pool sampled every few
-//! ms, every fault switch timed; then binned and summed per drill window (chaos/tally.rs).
+//! service. A sequence is one drill (crate::load::drill): the services' requests its schedule, the
+//! proxy's switches its plan. Every request is recorded (intended start, end, answer), the pool
+//! sampled every few ms, every fault switch timed; then binned and summed per drill window
+//! (chaos/tally.rs).
 //!
 //! Writes `chaos/chaos.csv` (one row per bin per client), `chaos/drills.csv` (one row per drill
 //! window per client), `chaos/after.csv` (one row per client), `chaos/switches.csv` (one row per

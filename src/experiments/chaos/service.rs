@@ -2,16 +2,17 @@
 //! request's latency counts from its intended start); each takes a free worker, or waits for one
 //! in a bounded queue and is dropped when the queue is full or it waited `queue_wait`; a worker
 //! asks the limiter through the store (its timeout and fail-open), then does `work` (a sleep: what
-//! matters is that the worker is occupied), then takes the next request. Everything is recorded
-//! raw (one record per request, a sample of the pool every few ms) and binned afterwards.
+//! matters is that the worker is occupied), then takes the next request. The drill engine
+//! (crate::load::drill) starts and records the requests; the service samples its pool every few
+//! ms beside them, and everything is binned afterwards.
 
+use crate::load::drill::{Call, Record};
 use crate::load::rng::SplitMix64;
 use crate::store::{Outcome, Store};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 /// Random stream of key choice (the schedule has its own).
@@ -42,7 +43,7 @@ pub enum Fate {
     Error,
 }
 
-/// One request, in ns after the schedule's start.
+/// One request, in ns after the schedule's start (the drill's record, read for the tally).
 #[derive(Debug, Clone, Copy)]
 pub struct Request {
     pub intended_ns: u64,
@@ -63,6 +64,28 @@ pub struct Sample {
     pub fail_open: u64,
 }
 
+/// What the service's worker did with a request: when it took a worker and when the limiter
+/// answered (None: dropped first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Served {
+    pub worker_ns: Option<u64>,
+    pub answered_ns: Option<u64>,
+    pub fate: Fate,
+}
+
+impl Request {
+    /// The drill's record of a request as the tally reads it.
+    pub fn of(r: &Record<Served>) -> Request {
+        Request {
+            intended_ns: r.intended_ns,
+            worker_ns: r.out.worker_ns.unwrap_or(r.end_ns),
+            answered_ns: r.out.answered_ns.unwrap_or(r.end_ns),
+            end_ns: r.end_ns,
+            fate: r.out.fate,
+        }
+    }
+}
+
 /// Everything the service saw.
 #[derive(Debug, Default)]
 pub struct Trace {
@@ -74,17 +97,35 @@ pub struct Trace {
     pub first_error: Option<String>,
 }
 
-struct Shared {
+/// One service: its pool, its store, its trace.
+pub struct Service {
     spec: ServiceSpec,
     store: Arc<Store>,
     pool: Semaphore,
     busy: AtomicUsize,
     waiting: AtomicUsize,
     t0: Instant,
+    keys: Mutex<SplitMix64>,
+    done: AtomicBool,
     trace: Mutex<Trace>,
 }
 
-impl Shared {
+impl Service {
+    /// A service whose clock starts at `t0` (the drill's origin); keys drawn from `seed`.
+    pub fn new(store: Arc<Store>, spec: ServiceSpec, seed: u64, t0: Instant) -> Arc<Service> {
+        Arc::new(Service {
+            pool: Semaphore::new(spec.workers),
+            spec,
+            store,
+            busy: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
+            t0,
+            keys: Mutex::new(SplitMix64::new(seed, KEY_STREAM)),
+            done: AtomicBool::new(false),
+            trace: Mutex::new(Trace::default()),
+        })
+    }
+
     fn ns(&self) -> u64 {
         self.t0.elapsed().as_nanos() as u64
     }
@@ -101,98 +142,84 @@ impl Shared {
             fail_open: self.store.counters().degraded_allowed,
         }
     }
-}
 
-/// Serves `schedule` (intended starts, ns after `t0`) until every request is finished or dropped.
-pub async fn serve(
-    store: Arc<Store>,
-    spec: ServiceSpec,
-    schedule: Vec<u64>,
-    seed: u64,
-    t0: Instant,
-) -> Trace {
-    let shared = Arc::new(Shared {
-        pool: Semaphore::new(spec.workers),
-        spec,
-        store,
-        busy: AtomicUsize::new(0),
-        waiting: AtomicUsize::new(0),
-        t0,
-        trace: Mutex::new(Trace::default()),
-    });
-    let done = Arc::new(AtomicBool::new(false));
-    let sampler = tokio::spawn(sample_until(Arc::clone(&shared), Arc::clone(&done)));
-    let mut rng = SplitMix64::new(seed, KEY_STREAM);
-    let mut requests = JoinSet::new();
-    for intended_ns in schedule {
-        tokio::time::sleep_until(t0 + Duration::from_nanos(intended_ns)).await;
-        let key = format!("{}{}", shared.spec.key_prefix, rng.below(shared.spec.keys));
-        requests.spawn(request(Arc::clone(&shared), intended_ns, key));
-        while requests.try_join_next().is_some() {}
-    }
-    while requests.join_next().await.is_some() {}
-    done.store(true, Ordering::Relaxed);
-    // The sampler only ever sleeps and samples: it cannot fail but by a panic, already reported.
-    let _ = sampler.await;
-    let last = shared.sample();
-    let mut trace = std::mem::take(&mut *shared.trace());
-    trace.samples.push(last);
-    trace
-}
-
-async fn sample_until(shared: Arc<Shared>, done: Arc<AtomicBool>) {
-    let mut tick = tokio::time::interval(shared.spec.sample_every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    while !done.load(Ordering::Relaxed) {
-        tick.tick().await;
-        let s = shared.sample();
-        shared.trace().samples.push(s);
-    }
-}
-
-async fn request(shared: Arc<Shared>, intended_ns: u64, key: String) {
-    let intended = shared.t0 + Duration::from_nanos(intended_ns);
-    let finish = |fate, worker_ns: Option<u64>, answered_ns: Option<u64>| {
-        let end_ns = shared.ns();
-        shared.trace().requests.push(Request {
-            intended_ns,
-            worker_ns: worker_ns.unwrap_or(end_ns),
-            answered_ns: answered_ns.unwrap_or(end_ns),
-            end_ns,
-            fate,
-        });
-    };
-    let permit = match shared.pool.try_acquire() {
-        Ok(permit) => permit,
-        Err(_) => {
-            // The semaphore is fair: a waiter is served in arrival order, never overtaken.
-            if shared.waiting.load(Ordering::Relaxed) >= shared.spec.queue_max {
-                return finish(Fate::Dropped, None, None);
-            }
-            shared.waiting.fetch_add(1, Ordering::Relaxed);
-            let deadline = intended + shared.spec.queue_wait;
-            let got = tokio::time::timeout_at(deadline, shared.pool.acquire()).await;
-            shared.waiting.fetch_sub(1, Ordering::Relaxed);
-            match got {
-                Ok(Ok(permit)) => permit,
-                _ => return finish(Fate::Dropped, None, None),
-            }
+    /// Samples the pool every `sample_every` until [`finish`](Self::finish).
+    pub async fn sample_until_finished(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(self.spec.sample_every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        while !self.done.load(Ordering::Relaxed) {
+            tick.tick().await;
+            let s = self.sample();
+            self.trace().samples.push(s);
         }
-    };
-    let worker_ns = shared.ns();
-    if shared.busy.fetch_add(1, Ordering::Relaxed) + 1 == shared.spec.workers {
-        shared.trace().all_busy_ns.push(worker_ns);
     }
-    let answer = shared.store.check(&key).await;
-    let answered_ns = shared.ns();
-    tokio::time::sleep(shared.spec.work).await;
-    shared.busy.fetch_sub(1, Ordering::Relaxed);
-    drop(permit);
-    match answer {
-        Ok(a) => finish(Fate::Served(a.outcome), Some(worker_ns), Some(answered_ns)),
-        Err(e) => {
-            shared.trace().first_error.get_or_insert(e.to_string());
-            finish(Fate::Error, Some(worker_ns), Some(answered_ns))
+
+    /// Stops the sampler; the trace so far, its requests from the drill's `records` (this
+    /// service's own), with one last sample.
+    pub fn finish(&self, records: &[&Record<Served>]) -> Trace {
+        self.done.store(true, Ordering::Relaxed);
+        let last = self.sample();
+        let mut trace = std::mem::take(&mut *self.trace());
+        trace.samples.push(last);
+        trace.requests = records.iter().map(|r| Request::of(r)).collect();
+        trace
+    }
+
+    /// One request of the drill (the key is drawn when it arrives, in schedule order).
+    pub fn request(self: &Arc<Self>, call: Call) -> impl std::future::Future<Output = Served> {
+        let key = format!("{}{}", self.spec.key_prefix, self.next_key());
+        let service = Arc::clone(self);
+        async move { service.serve(call.intended_ns, key).await }
+    }
+
+    fn next_key(&self) -> u64 {
+        let mut rng = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        rng.below(self.spec.keys)
+    }
+
+    async fn serve(&self, intended_ns: u64, key: String) -> Served {
+        let dropped = Served {
+            worker_ns: None,
+            answered_ns: None,
+            fate: Fate::Dropped,
+        };
+        let permit = match self.pool.try_acquire() {
+            Ok(permit) => permit,
+            Err(_) => {
+                // The semaphore is fair: a waiter is served in arrival order, never overtaken.
+                if self.waiting.load(Ordering::Relaxed) >= self.spec.queue_max {
+                    return dropped;
+                }
+                self.waiting.fetch_add(1, Ordering::Relaxed);
+                let deadline = self.t0 + Duration::from_nanos(intended_ns) + self.spec.queue_wait;
+                let got = tokio::time::timeout_at(deadline, self.pool.acquire()).await;
+                self.waiting.fetch_sub(1, Ordering::Relaxed);
+                match got {
+                    Ok(Ok(permit)) => permit,
+                    _ => return dropped,
+                }
+            }
+        };
+        let worker_ns = self.ns();
+        if self.busy.fetch_add(1, Ordering::Relaxed) + 1 == self.spec.workers {
+            self.trace().all_busy_ns.push(worker_ns);
+        }
+        let answer = self.store.check(&key).await;
+        let answered_ns = self.ns();
+        tokio::time::sleep(self.spec.work).await;
+        self.busy.fetch_sub(1, Ordering::Relaxed);
+        drop(permit);
+        let fate = match answer {
+            Ok(a) => Fate::Served(a.outcome),
+            Err(e) => {
+                self.trace().first_error.get_or_insert(e.to_string());
+                Fate::Error
+            }
+        };
+        Served {
+            worker_ns: Some(worker_ns),
+            answered_ns: Some(answered_ns),
+            fate,
         }
     }
 }

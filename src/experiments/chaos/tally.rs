@@ -4,6 +4,7 @@
 use super::rows::{BinRow, Drill, DrillRow};
 use super::service::{Fate, Request, Sample, Trace};
 use crate::analysis::stats;
+use crate::load::drill::Bins;
 use crate::store::Outcome;
 use hdrhistogram::Histogram;
 
@@ -118,15 +119,12 @@ pub fn bins(spec: &Spec, trace: &Trace, windows: &[Window]) -> Vec<BinRow> {
     if windows.is_empty() {
         return Vec::new();
     }
-    let bin = spec.bin_ms.max(1) * 1_000_000;
-    let end = (trace.requests.iter().map(|r| r.end_ns))
-        .chain(windows.iter().map(|w| w.end_ns))
-        .max()
-        .unwrap_or(0);
-    let n = end.div_ceil(bin).max(1) as usize;
-    let at = |t: u64| ((t / bin) as usize).min(n - 1);
-    let mut offered = vec![0u64; n];
-    let mut dropped = vec![0u64; n];
+    let ends = (trace.requests.iter().map(|r| r.end_ns)).chain(windows.iter().map(|w| w.end_ns));
+    let end = ends.max().unwrap_or(0) as i64;
+    let bins = Bins::spanning(0, end, spec.bin_ms.max(1) * 1_000_000);
+    let at = |t: u64| bins.index_clamped(t as i64);
+    let n = bins.count;
+    let (mut offered, mut dropped) = (vec![0u64; n], vec![0u64; n]);
     let mut served: Vec<Served> = (0..n).map(|_| Served::new()).collect();
     for r in &trace.requests {
         offered[at(r.intended_ns)] += 1;
@@ -143,7 +141,7 @@ pub fn bins(spec: &Spec, trace: &Trace, windows: &[Window]) -> Vec<BinRow> {
     }
     (0..n)
         .map(|i| {
-            let t = i as u64 * bin;
+            let t = bins.start_of(i) as u64;
             let [p50_ms, p99_ms, max_ms] = served[i].percentiles();
             let c = served[i].counts;
             let (busy_max, busy_sum, samples, queue_max) = busy[i];
@@ -163,7 +161,7 @@ pub fn bins(spec: &Spec, trace: &Trace, windows: &[Window]) -> Vec<BinRow> {
                 denied: c[Outcome::Denied as usize],
                 degraded: c[Outcome::DegradedAllowed as usize]
                     + c[Outcome::DegradedDenied as usize],
-                fail_open_counter: counter_at(&trace.samples, t + bin)
+                fail_open_counter: counter_at(&trace.samples, t + bins.width_ns)
                     .saturating_sub(counter_at(&trace.samples, t)),
                 busy_max,
                 busy_mean: busy_sum as f64 / samples.max(1) as f64,

@@ -3,6 +3,8 @@
 //! Windows are aligned to the Unix clock, as the fixed window names its counters, so a window
 //! is the same span for the limiter and for the count.
 
+use crate::load::drill::Bins;
+
 /// What became of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answer {
@@ -95,28 +97,28 @@ pub struct Bin {
 /// Bins of `bin_ms` over the frame's span, all keys summed.
 pub fn bins(frame: &Frame, checks: &[Check], bin_ms: u64) -> Vec<Bin> {
     let (lo, hi) = frame.span();
-    let width = bin_ms.max(1) as f64;
-    let n = ((hi - lo) / width).ceil() as usize;
-    let mut out: Vec<Bin> = (0..n)
+    // On a clock starting at the span's start, in ns: the Unix clock's ms would lose the ns.
+    let ns = |unix_ms: f64| ((unix_ms - lo) * 1e6).floor() as i64;
+    let bins = Bins::spanning(0, ns(hi), bin_ms.max(1) * 1_000_000);
+    let mut out: Vec<Bin> = (0..bins.count)
         .map(|i| Bin {
-            t_ms: lo + i as f64 * width - frame.switch_unix_ms,
+            t_ms: lo + bins.start_of(i) as f64 / 1e6 - frame.switch_unix_ms,
             ..Bin::default()
         })
         .collect();
-    for c in checks {
-        if c.sent_unix_ms < lo || c.sent_unix_ms >= hi {
-            continue;
+    for (b, inside) in out
+        .iter_mut()
+        .zip(bins.sort(checks, |c| ns(c.sent_unix_ms)))
+    {
+        for c in inside {
+            b.sent += 1;
+            match c.answer {
+                Answer::Admitted => b.admitted += 1,
+                Answer::Denied => b.denied += 1,
+                Answer::Error => b.errors += 1,
+            }
+            b.noscript += u64::from(c.noscript);
         }
-        let Some(b) = out.get_mut(((c.sent_unix_ms - lo) / width) as usize) else {
-            continue;
-        };
-        b.sent += 1;
-        match c.answer {
-            Answer::Admitted => b.admitted += 1,
-            Answer::Denied => b.denied += 1,
-            Answer::Error => b.errors += 1,
-        }
-        b.noscript += u64::from(c.noscript);
     }
     out
 }

@@ -9,14 +9,15 @@ use crate::context::Ctx;
 use crate::experiments::PhaseError;
 use crate::fault::{Direction, Fault, Proxy, ProxyThread};
 use crate::limiter::{Invocation, LimitSpec, Limiter, Strategy};
+use crate::load::drill::{Arrival, Drill, Ran, Schedule, When};
 use crate::load::rng::SplitMix64;
 use crate::server::{Persistence, RedisServer, ServerError, ServerOptions};
 use redis::aio::MultiplexedConnection;
+use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio::task::JoinSet;
 
 /// Connections per side; a key always uses the same one (`key % CONNECTIONS`).
 const CONNECTIONS: usize = 8;
@@ -124,7 +125,7 @@ pub fn run(
         replica: replica.url(),
         proxy: link.proxy(),
     };
-    let out = rt.block_on(timeline(ctx, p, case, &sides, Arc::new(limiter), seed));
+    let out = rt.block_on(timeline(ctx, p, case, &sides, limiter, seed));
     drop(link);
     out
 }
@@ -163,25 +164,28 @@ async fn offset(con: &mut MultiplexedConnection, field: &str) -> Result<i64, Pha
         .map_err(|_| PhaseError::Invalid(format!("INFO replication {field} is `{text}`")))
 }
 
-/// The shared state of the load.
+/// The clients' side of the load: connections to both servers, and which one checks use.
 struct Load {
-    limiter: Arc<Limiter>,
+    limiter: Limiter,
     old: Vec<MultiplexedConnection>,
     new: Vec<MultiplexedConnection>,
     switched: AtomicBool,
-    clock: Clock,
     names: Vec<String>,
-    checks: Mutex<Vec<(Check, f64)>>,
+}
+
+/// What one check returned.
+struct Sent {
+    answer: Answer,
+    noscript: bool,
+    after_switch: bool,
 }
 
 impl Load {
-    async fn check(self: Arc<Self>, key: u32, intended: Instant) {
+    async fn check(self: Arc<Self>, key: u32) -> Sent {
         let after_switch = self.switched.load(Ordering::SeqCst);
         let side = if after_switch { &self.new } else { &self.old };
         let mut con = side[key as usize % CONNECTIONS].clone();
-        let sent = Instant::now();
-        let attempt = self
-            .limiter
+        let attempt = (self.limiter)
             .attempt(&mut con, &self.names[key as usize])
             .await;
         let answer = match attempt.outcome {
@@ -189,16 +193,22 @@ impl Load {
             Ok(_) => Answer::Denied,
             Err(_) => Answer::Error,
         };
-        let check = Check {
-            key,
-            sent_unix_ms: self.clock.unix(sent),
+        Sent {
             answer,
             noscript: attempt.noscript,
             after_switch,
-        };
-        let lag_ms = sent.saturating_duration_since(intended).as_secs_f64() * 1e3;
-        let mut all = self.checks.lock().unwrap_or_else(|p| p.into_inner());
-        all.push((check, lag_ms));
+        }
+    }
+
+    /// One check per connection on a key of its own (connect, cache the script).
+    async fn warm_up(&self) -> Result<(), PhaseError> {
+        for con in &self.old {
+            let attempt = (self.limiter)
+                .attempt(&mut con.clone(), "ratelab:failover:warm")
+                .await;
+            (attempt.outcome).map_err(|e| PhaseError::Invalid(format!("warm-up check: {e}")))?;
+        }
+        Ok(())
     }
 }
 
@@ -230,101 +240,134 @@ fn schedule(p: &Params, case: Case, seed: u64, span_ms: f64) -> Vec<(f64, u32)> 
     out
 }
 
+/// The instants the promotion left behind, on the Unix clock (ms) or the monotonic one.
+#[derive(Default)]
+struct Promotion {
+    /// Where the replica's copy ends: the link's cut (lagging), the primary's offset read just
+    /// before (replicated), minus infinity (wiped: nothing survives); NaN: nothing lost.
+    cut_unix: f64,
+    sent: Option<Instant>,
+    promoted: Option<Instant>,
+    switched: Option<Instant>,
+    replica_offset: i64,
+    replica_keys: u64,
+}
+
+/// The admin connections the plan uses.
+struct Admin {
+    primary: MultiplexedConnection,
+    replica: MultiplexedConnection,
+}
+
+/// The trial as a drill (crate::load::drill): every key's checks on the open-loop schedule, the
+/// plan's faults (the lagging link's cut, the promotion) at their instants, then the reading.
 async fn timeline(
     ctx: &Ctx,
     p: &Params,
     case: Case,
     sides: &Sides<'_>,
-    limiter: Arc<Limiter>,
+    limiter: Limiter,
     seed: u64,
 ) -> Result<Measured, PhaseError> {
-    let names = (0..case.keys)
-        .map(|k| format!("ratelab:failover:k{k}"))
-        .collect();
     let load = Arc::new(Load {
         limiter,
         old: connect(&sides.primary, ctx).await?,
         new: connect(&sides.replica, ctx).await?,
         switched: AtomicBool::new(false),
-        clock: Clock::now(),
-        names,
-        checks: Mutex::new(Vec::new()),
+        names: (0..case.keys)
+            .map(|k| format!("ratelab:failover:k{k}"))
+            .collect(),
     });
-    let mut admin_primary = load.old[0].clone();
-    let mut admin_replica = crate::server::endpoint::client(sides.replica.as_str())?
-        .get_multiplexed_async_connection_with_config(&ctx.timeouts.config())
-        .await?;
-    // Warm-up: one check per connection on a key of its own (connect, cache the script).
-    for con in &load.old {
-        let attempt = load
-            .limiter
-            .attempt(&mut con.clone(), "ratelab:failover:warm")
-            .await;
-        attempt
-            .outcome
-            .map_err(|e| PhaseError::Invalid(format!("warm-up check: {e}")))?;
-    }
-    // The switch at `phase` of a window, after the settling windows and the pre windows.
-    let w = p.window_ms as f64;
+    let mut admin = Admin {
+        primary: load.old[0].clone(),
+        replica: crate::server::endpoint::client(sides.replica.as_str())?
+            .get_multiplexed_async_connection_with_config(&ctx.timeouts.config())
+            .await?,
+    };
+    load.warm_up().await?;
+    let clock = Clock::now();
     let start = Instant::now() + LEAD;
-    let start_unix = load.clock.unix(start);
+    let (switch_ms, end_ms) = switch_and_end(p, case, clock.unix(start));
+    let arrivals = (schedule(p, case, seed, end_ms).into_iter())
+        .map(|(t_ms, key)| Arrival {
+            at_ns: (t_ms * 1e6) as u64,
+            tag: u64::from(key),
+        })
+        .collect();
+    let promotion = RefCell::new(Promotion {
+        cut_unix: f64::NAN,
+        ..Promotion::default()
+    });
+    let promote_at = Duration::from_secs_f64(switch_ms / 1e3);
+    let mut drill = Drill::new(start, Schedule::Open(arrivals));
+    if case.variant == Variant::Lagging {
+        let cut_at = promote_at.saturating_sub(Duration::from_millis(p.lag_ms));
+        drill = drill.fault(When::At(cut_at), "cut the link", || async {
+            let at = sides.proxy.set(Fault::Blackhole(Direction::Both));
+            promotion.borrow_mut().cut_unix = clock.unix(at);
+            Ok(())
+        });
+    }
+    let (switching, checking) = (Arc::clone(&load), Arc::clone(&load));
+    let ran = drill
+        .fault(When::At(promote_at), "promote", || {
+            promote(&mut admin, case, switching, &promotion, clock)
+        })
+        .run(move |call| Arc::clone(&checking).check(call.tag as u32))
+        .await?;
+    let primary_offset = offset(&mut admin.primary, "master_repl_offset").await?;
+    measured(
+        case,
+        &ran,
+        clock.unix(start),
+        promotion.into_inner(),
+        primary_offset,
+        clock,
+    )
+}
+
+/// The switch and the end of the load, ms after the start `start_unix`: the switch at `phase` of a
+/// window after the settling windows and the pre windows; the end a tenth of a window, at least
+/// 100 ms, past the last counted one, so checks keep coming until it has closed even when the
+/// generator runs late (20 ms at quick's 200 ms windows was not).
+fn switch_and_end(p: &Params, case: Case, start_unix: f64) -> (f64, f64) {
+    let w = p.window_ms as f64;
     let settle = settle_windows(case.strategy, case.offered) as f64;
     let first = ((start_unix / w).floor() + settle + p.pre_windows as f64) * w;
     let switch_unix = first + p.switch_phase * w;
-    // A tenth of a window, at least 100 ms, past the last counted one: checks keep coming until
-    // it has closed, even when the generator runs late (20 ms at quick's 200 ms windows was not).
     let end_unix = first + p.post_windows as f64 * w + (0.1 * w).max(100.0);
-    let plan = schedule(p, case, seed, end_unix - start_unix);
-    let requests = plan.len() as u64;
-    let driver = tokio::spawn({
-        let load = Arc::clone(&load);
-        async move {
-            let mut tasks = JoinSet::new();
-            for (t_ms, key) in plan {
-                let intended = start + Duration::from_secs_f64(t_ms / 1e3);
-                tokio::time::sleep_until(intended.into()).await;
-                tasks.spawn(Arc::clone(&load).check(key, intended));
-                while tasks.try_join_next().is_some() {}
-            }
-            while tasks.join_next().await.is_some() {}
-        }
-    });
-    let promote_at = load.clock.instant(switch_unix);
-    let lag = Duration::from_secs_f64(p.lag_ms as f64 / 1e3);
-    let mut cut_unix = f64::NAN;
-    if case.variant == Variant::Lagging {
-        tokio::time::sleep_until(promote_at.checked_sub(lag).unwrap_or(promote_at).into()).await;
-        let at = sides.proxy.set(Fault::Blackhole(Direction::Both));
-        cut_unix = load.clock.unix(at);
-    }
-    tokio::time::sleep_until(promote_at.into()).await;
+    (switch_unix - start_unix, end_unix - start_unix)
+}
+
+/// The plan's fault: the replica caught up (replicated), promoted, checked, flushed (wiped), and
+/// every client moved to it.
+async fn promote(
+    admin: &mut Admin,
+    case: Case,
+    load: Arc<Load>,
+    notes: &RefCell<Promotion>,
+    clock: Clock,
+) -> Result<(), PhaseError> {
     if case.variant == Variant::Replicated {
         // The replica reaches the primary's offset of now: only what follows can be lost.
-        cut_unix = load.clock.unix(Instant::now());
-        let target = offset(&mut admin_primary, "master_repl_offset").await?;
-        let waited = Instant::now();
-        while offset(&mut admin_replica, "slave_repl_offset").await? < target {
-            if waited.elapsed() > PROMOTE_TIMEOUT {
-                return Err(PhaseError::Invalid("the replica never caught up".into()));
-            }
-            tokio::time::sleep(Duration::from_micros(200)).await;
-        }
+        notes.borrow_mut().cut_unix = clock.unix(Instant::now());
+        catch_up(admin).await?;
     }
     let sent = Instant::now();
     redis::cmd("REPLICAOF")
         .arg("NO")
         .arg("ONE")
-        .query_async::<()>(&mut admin_replica)
+        .query_async::<()>(&mut admin.replica)
         .await?;
-    while info_field(&mut admin_replica, "role").await? != "master" {
+    while info_field(&mut admin.replica, "role").await? != "master" {
         if sent.elapsed() > PROMOTE_TIMEOUT {
             return Err(PhaseError::Invalid("the replica was not promoted".into()));
         }
         tokio::time::sleep(Duration::from_micros(200)).await;
     }
     let promoted = Instant::now();
-    let replica_offset = offset(&mut admin_replica, "master_repl_offset").await?;
-    let replica_keys: u64 = redis::cmd("DBSIZE").query_async(&mut admin_replica).await?;
+    let replica_offset = offset(&mut admin.replica, "master_repl_offset").await?;
+    let replica_keys: u64 = redis::cmd("DBSIZE").query_async(&mut admin.replica).await?;
     // Every key was written long before the promotion: a replica without them never got the
     // stream, and its "state loss" would be the harness's, not the variant's.
     if replica_keys < case.keys {
@@ -334,31 +377,61 @@ async fn timeline(
         )));
     }
     if case.variant == Variant::Wiped {
-        cut_unix = f64::NEG_INFINITY;
-        redis::cmd("FLUSHALL")
-            .arg("SYNC")
-            .query_async::<()>(&mut admin_replica)
+        notes.borrow_mut().cut_unix = f64::NEG_INFINITY;
+        (redis::cmd("FLUSHALL").arg("SYNC"))
+            .query_async::<()>(&mut admin.replica)
             .await?;
     }
     load.switched.store(true, Ordering::SeqCst);
-    let switched = Instant::now();
-    driver
-        .await
-        .map_err(|e| PhaseError::Invalid(format!("the load task failed: {e}")))?;
-    let primary_offset = offset(&mut admin_primary, "master_repl_offset").await?;
-    let raw = std::mem::take(&mut *load.checks.lock().unwrap_or_else(|p| p.into_inner()));
-    if raw.len() as u64 != requests {
-        return Err(PhaseError::Invalid(format!(
-            "{} of {requests} checks were recorded",
-            raw.len()
-        )));
+    let mut n = notes.borrow_mut();
+    (n.sent, n.promoted, n.switched) = (Some(sent), Some(promoted), Some(Instant::now()));
+    (n.replica_offset, n.replica_keys) = (replica_offset, replica_keys);
+    Ok(())
+}
+
+/// Waits until the replica has the primary's offset of now.
+async fn catch_up(admin: &mut Admin) -> Result<(), PhaseError> {
+    let target = offset(&mut admin.primary, "master_repl_offset").await?;
+    let waited = Instant::now();
+    while offset(&mut admin.replica, "slave_repl_offset").await? < target {
+        if waited.elapsed() > PROMOTE_TIMEOUT {
+            return Err(PhaseError::Invalid("the replica never caught up".into()));
+        }
+        tokio::time::sleep(Duration::from_micros(200)).await;
     }
-    let send_lag_max_ms = raw.iter().map(|c| c.1).fold(0.0, f64::max);
-    let mut checks: Vec<Check> = raw.into_iter().map(|c| c.0).collect();
+    Ok(())
+}
+
+/// The trial's reading of the drill: every check on the Unix clock, what the old primary
+/// admitted after the cut, how the first call after the switch went.
+fn measured(
+    case: Case,
+    ran: &Ran<Sent>,
+    start_unix: f64,
+    n: Promotion,
+    primary_offset: i64,
+    clock: Clock,
+) -> Result<Measured, PhaseError> {
+    let (Some(sent), Some(promoted), Some(switched)) = (n.sent, n.promoted, n.switched) else {
+        return Err(PhaseError::Invalid("the promotion never ran".into()));
+    };
+    let mut checks: Vec<Check> = (ran.records.iter())
+        .map(|r| Check {
+            key: r.tag as u32,
+            sent_unix_ms: start_unix + r.start_ns as f64 / 1e6,
+            answer: r.out.answer,
+            noscript: r.out.noscript,
+            after_switch: r.out.after_switch,
+        })
+        .collect();
     checks.sort_by(|a, b| a.sent_unix_ms.total_cmp(&b.sent_unix_ms));
+    let send_lag_max_ms = (ran.records.iter())
+        .map(|r| r.start_ns.saturating_sub(r.intended_ns) as f64 / 1e6)
+        .fold(0.0, f64::max);
     let mut lost_admits = vec![0u64; case.keys as usize];
-    let lost = (checks.iter())
-        .filter(|c| !c.after_switch && c.answer == Answer::Admitted && c.sent_unix_ms >= cut_unix);
+    let lost = (checks.iter()).filter(|c| {
+        !c.after_switch && c.answer == Answer::Admitted && c.sent_unix_ms >= n.cut_unix
+    });
     for c in lost {
         if let Some(count) = lost_admits.get_mut(c.key as usize) {
             *count += 1;
@@ -372,17 +445,16 @@ async fn timeline(
     let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1e3;
     Ok(Measured {
         checks,
-        switch_unix_ms: load.clock.unix(switched),
+        switch_unix_ms: clock.unix(switched),
         promote_ms: ms(sent, promoted),
         switch_after_promote_ms: ms(sent, switched),
-        lag_ms: if case.variant == Variant::Lagging {
-            ms(load.clock.instant(cut_unix), sent)
-        } else {
-            0.0
+        lag_ms: match case.variant {
+            Variant::Lagging => ms(clock.instant(n.cut_unix), sent),
+            _ => 0.0,
         },
-        lost_repl_bytes: primary_offset - replica_offset,
+        lost_repl_bytes: primary_offset - n.replica_offset,
         lost_admits,
-        replica_keys,
+        replica_keys: n.replica_keys,
         first_call: first_call.to_string(),
         send_lag_max_ms,
     })

@@ -8,6 +8,7 @@ use crate::fault;
 use crate::record::RunRecord;
 use crate::server::{RedisServer, ServerError};
 use crate::store::Store;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
@@ -56,23 +57,22 @@ fn main_runs(
     let mut suspended = 0;
     for label in runs {
         let what = || format!("{label}");
-        let key = format!("{prefix}{label}");
-        let store = Store::new(&server.url(), p.limiter(), p.settings(label))
+        let store = (Store::new(&server.url(), p.limiter(), p.settings(label)))
+            .map(Rc::new)
             .map_err(|e| PhaseError::Invalid(format!("store: {}", crate::errors::one_line(&e))))
             .phase(what)?;
         let mut driver = phases::Driver {
             rt,
-            store: &store,
-            key: &key,
+            store: Rc::clone(&store),
+            key: format!("{prefix}{label}").into(),
             label,
             interval: Duration::from_millis(p.interval_ms),
             checks: &mut checks,
         };
         driver.warm_up(p.warmup).phase(what)?;
-        let checks_per_phase = p.checks_per_phase(label);
         let mut measure = |phase: Phase, fault_at: Instant| -> Result<(), ExperimentError> {
-            let row = driver.phase(phase, fault_at, checks_per_phase);
-            let row = row.phase(|| format!("{label}, {phase} phase"))?;
+            let row = (driver.phase(phase, fault_at, p.checks_per_phase(label)))
+                .phase(|| format!("{label}, {phase} phase"))?;
             suspended += row.suspended_checks;
             phase_rows.write(&row)?;
             bar.inc(1);

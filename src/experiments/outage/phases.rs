@@ -1,10 +1,15 @@
-//! One phase of an outage run: checks on a fixed schedule, a row per check as it is measured, and
-//! the phase's summary (counts, median / p99 / max, the first normal answer after the fault).
+//! One phase of an outage run: checks on a fixed schedule (a closed-loop drill of one client,
+//! crate::load::drill), a row per check, and the phase's summary (counts, median / p99 / max, the
+//! first normal answer after the fault). The breaker sweep's drills use the same request.
 
 use super::rows::{CheckRow, Phase, PhaseRow, RunLabel};
 use crate::experiments::PhaseError;
+use crate::load::drill::{Call, Closed, Drill, Schedule, Stop, Stopper};
 use crate::record::{suspend_offset_ns, CsvSink};
-use crate::store::{Failure, Outcome, Route, Store};
+use crate::store::{Answer, Failure, Outcome, Route, Store};
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// How long warm-up waits for Redis's first answer.
@@ -16,11 +21,59 @@ const SUSPEND_NS: i128 = 10_000_000;
 /// Runs checks for one store and records them.
 pub struct Driver<'a> {
     pub rt: &'a tokio::runtime::Runtime,
-    pub store: &'a Store,
-    pub key: &'a str,
+    pub store: Rc<Store>,
+    pub key: Rc<str>,
     pub label: RunLabel,
     pub interval: Duration,
     pub checks: &'a mut CsvSink<CheckRow>,
+}
+
+/// What one check of an outage drill returned.
+pub struct Checked {
+    pub answer: Result<Answer, String>,
+    /// CLOCK_BOOTTIME - CLOCK_MONOTONIC grew during it: the machine slept.
+    pub suspended: bool,
+}
+
+impl Checked {
+    /// The store's answer; its error fails the drill's reading.
+    pub fn answer(&self) -> Result<&Answer, PhaseError> {
+        (self.answer.as_ref()).map_err(|e| PhaseError::Invalid(e.clone()))
+    }
+}
+
+/// A drill's one client, checking an interval apart (or right after a check that ran over),
+/// until `stop`.
+pub fn paced(interval: Duration, stop: Stop) -> Schedule {
+    Schedule::Closed(Closed {
+        clients: 1,
+        pace: Some(interval),
+        stop,
+    })
+}
+
+/// The request of outage's drills: one check of `store`; an error (a limiter bug, never
+/// expected) stops the drill and fails its reading.
+pub fn checker(
+    store: &Rc<Store>,
+    key: &Rc<str>,
+    stopper: Stopper,
+) -> impl Fn(Call) -> Pin<Box<dyn Future<Output = Checked>>> {
+    let (store, key) = (Rc::clone(store), Rc::clone(key));
+    move |_| {
+        let (store, key, stopper) = (Rc::clone(&store), Rc::clone(&key), stopper.clone());
+        Box::pin(async move {
+            let slept_before = suspend_offset_ns();
+            let answer = store.check(&key).await.map_err(|e| e.to_string());
+            if answer.is_err() {
+                stopper.stop();
+            }
+            Checked {
+                answer,
+                suspended: suspend_offset_ns() - slept_before > SUSPEND_NS,
+            }
+        })
+    }
 }
 
 impl Driver<'_> {
@@ -31,7 +84,7 @@ impl Driver<'_> {
         let started = Instant::now();
         let mut i = 0;
         loop {
-            let answer = self.rt.block_on(self.store.check(self.key));
+            let answer = self.rt.block_on(self.store.check(&self.key));
             let answer = answer.map_err(|e| PhaseError::Invalid(e.to_string()))?;
             i += 1;
             if i >= n && answer.outcome.is_normal() {
@@ -49,61 +102,44 @@ impl Driver<'_> {
         }
     }
 
-    /// `n` checks, each starting an interval after the previous one started, or as soon as it
-    /// ended if it ran over; `fault_at` is when the phase's fault took effect, the origin of
-    /// `at_ms` and of the time to the first normal answer.
+    /// `n` checks paced by the interval, as a drill whose clock starts at `fault_at`, when the
+    /// phase's fault took effect: the origin of `at_ms` and of the time to the first normal answer.
     pub fn phase(
         &mut self,
         phase: Phase,
         fault_at: Instant,
         n: u64,
     ) -> Result<PhaseRow, PhaseError> {
+        let drill = Drill::<PhaseError>::new(fault_at, paced(self.interval, Stop::Requests(n)));
+        let request = checker(&self.store, &self.key, drill.stopper());
+        let ran = self.rt.block_on(drill.run(request))?;
         let (policy, breaker, k, cooldown_ms) = self.label.columns();
-        let reconnect = self.label.reconnect;
         let mut acc = Acc::default();
-        let (store, key, interval, checks) =
-            (self.store, self.key, self.interval, &mut *self.checks);
-        self.rt.block_on(async {
-            let mut next = tokio::time::Instant::now();
-            for seq in 0..n {
-                tokio::time::sleep_until(next).await;
-                // No catching up after a slow check: a burst of back-to-back checks would let the
-                // breaker's cooldown pass in fewer checks than the schedule says.
-                next = (next + interval).max(tokio::time::Instant::now());
-                let slept_before = suspend_offset_ns();
-                let t0 = Instant::now();
-                let answer = store.check(key).await;
-                let took = t0.elapsed();
-                let answer = answer.map_err(|e| PhaseError::Invalid(e.to_string()))?;
-                let row = CheckRow {
-                    policy,
-                    breaker: breaker.to_string(),
-                    k,
-                    cooldown_ms,
-                    reconnect,
-                    phase,
-                    seq,
-                    at_ms: ms(t0.saturating_duration_since(fault_at)),
-                    latency_us: took.as_secs_f64() * 1e6,
-                    outcome: answer.outcome,
-                    route: answer.route,
-                    failure: answer.failure,
-                    breaker_state: answer.breaker,
-                    reconnected: answer.reconnected,
-                    script_reloaded: answer.script_reloaded,
-                    suspended: suspend_offset_ns() - slept_before > SUSPEND_NS,
-                };
-                checks.write(&row)?;
-                acc.add(&row);
-            }
-            Ok::<(), PhaseError>(())
-        })?;
+        for r in &ran.records {
+            let answer = r.out.answer()?;
+            let row = CheckRow {
+                policy,
+                breaker: breaker.to_string(),
+                k,
+                cooldown_ms,
+                reconnect: self.label.reconnect,
+                phase,
+                seq: r.seq,
+                at_ms: r.start_ns as f64 / 1e6,
+                latency_us: (r.end_ns - r.start_ns) as f64 / 1e3,
+                outcome: answer.outcome,
+                route: answer.route,
+                failure: answer.failure,
+                breaker_state: answer.breaker,
+                reconnected: answer.reconnected,
+                script_reloaded: answer.script_reloaded,
+                suspended: r.out.suspended,
+            };
+            self.checks.write(&row)?;
+            acc.add(&row);
+        }
         Ok(acc.row(self.label, phase))
     }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }
 
 /// Running totals of a phase.

@@ -7,18 +7,22 @@
 //! checks until the first normal answer and `sweep_after_checks` more. Policy fail-open (the
 //! policy changes answers, not timings).
 
+use super::phases::{checker, paced};
 use super::{Params, RunLabel};
 use crate::context::Ctx;
 use crate::experiments::frame::progress_bar;
 use crate::experiments::{ExperimentError, Phase as _, PhaseError};
 use crate::fault;
 use crate::limiter::unix_ms;
+use crate::load::drill::{Drill, Stop};
 use crate::load::rng::SplitMix64;
 use crate::record::suspend_offset_ns;
 use crate::record::RunRecord;
 use crate::server::RedisServer;
 use crate::store::{Failure, Policy, Route, Store};
 use serde::{Deserialize, Serialize};
+use std::cell::Cell;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// One sweep point in one trial.
@@ -90,7 +94,8 @@ pub(super) fn run(
     Ok(suspended)
 }
 
-/// One hang and recovery with a fresh store.
+/// One hang and recovery with a fresh store: a drill of checks while Redis is stopped, SIGCONT,
+/// and a drill of checks until the first normal answer and `sweep_after_checks` more.
 fn one(
     p: &Params,
     rt: &tokio::runtime::Runtime,
@@ -99,14 +104,13 @@ fn one(
     trial: u32,
     jitter_ms: u64,
 ) -> Result<SweepRow, PhaseError> {
-    let store = Store::new(
-        &server.url(),
-        p.limiter(),
-        p.settings(RunLabel::new(Policy::FailOpen, point)),
-    )
-    .map_err(|e| PhaseError::Invalid(format!("store: {}", crate::errors::one_line(&e))))?;
-    let key = format!("ratelab:outage:sweep:{:x}", unix_ms());
-    let interval = Duration::from_millis(p.interval_ms);
+    let settings = p.settings(RunLabel::new(Policy::FailOpen, point));
+    let store = Store::new(&server.url(), p.limiter(), settings)
+        .map_err(|e| PhaseError::Invalid(format!("store: {}", crate::errors::one_line(&e))))?;
+    let (store, key): (_, Rc<str>) = (
+        Rc::new(store),
+        format!("ratelab:outage:sweep:{:x}", unix_ms()).into(),
+    );
     let mut row = SweepRow {
         breaker: if point.is_some() { "on" } else { "off" }.into(),
         k: point.map_or(0, |b| b.0),
@@ -123,64 +127,80 @@ fn one(
         blind_ms: None,
         suspended_checks: 0,
     };
-    let check = |row: &mut SweepRow| {
-        let slept = suspend_offset_ns();
-        let t0 = Instant::now();
-        let answer = rt.block_on(store.check(&key));
-        let done = Instant::now();
-        row.suspended_checks += u64::from(suspend_offset_ns() - slept > 10_000_000);
-        let answer = answer.map_err(|e| PhaseError::Invalid(e.to_string()))?;
-        Ok::<_, PhaseError>((answer, t0, done))
-    };
     for _ in 0..3 {
-        if !check(&mut row)?.0.outcome.is_normal() {
+        let slept = suspend_offset_ns();
+        let answer = rt
+            .block_on(store.check(&key))
+            .map_err(|e| PhaseError::Invalid(e.to_string()));
+        row.suspended_checks += u64::from(suspend_offset_ns() - slept > 10_000_000);
+        if !answer?.outcome.is_normal() {
             return Err(PhaseError::Invalid(
                 "Redis did not answer before the hang".into(),
             ));
         }
     }
-
+    let interval = Duration::from_millis(p.interval_ms);
     let hung = fault::suspend(server)?;
-    let until = hung.at + Duration::from_millis(p.sweep_hung_ms + jitter_ms);
-    let mut next = Instant::now();
-    while next < until {
-        sleep_until(next);
-        let (a, t0, done) = check(&mut row)?;
-        // As in the phases: the next check an interval after this one started, or right after it.
-        next = (next + interval).max(done);
+    let until = Duration::from_millis(p.sweep_hung_ms + jitter_ms);
+    // A timer as precise as the thread's sleep the sweep was measured with: a 2 ms pace on
+    // tokio's ms ticks would run about 3 ms apart.
+    let drill = Drill::<PhaseError>::new(hung.at, paced(interval, Stop::At(until))).precise();
+    let request = checker(&store, &key, drill.stopper());
+    let ran = rt.block_on(drill.run(request))?;
+    let hung_at = hung.at;
+    let resumed = hung.resume()?;
+    row.hung_ms = (resumed - hung_at).as_secs_f64() * 1e3;
+    for r in &ran.records {
+        let a = r.out.answer()?;
         row.hung_checks += 1;
         row.paid_budget +=
             u64::from(a.route == Route::Redis && a.failure == Some(Failure::Timeout));
         row.probes += u64::from(a.route == Route::Probe);
-        row.hung_cost_ms += (done - t0).as_secs_f64() * 1e3;
+        row.hung_cost_ms += (r.end_ns - r.start_ns) as f64 / 1e6;
+        row.suspended_checks += u64::from(r.out.suspended);
     }
-    let hung_at = hung.at;
-    let resumed = hung.resume()?;
-    row.hung_ms = (resumed - hung_at).as_secs_f64() * 1e3;
-
-    let cooldown = Duration::from_millis(row.cooldown_ms + p.probe_budget_ms);
-    let deadline = resumed + cooldown + Duration::from_secs(2);
-    let mut after = 0;
-    let mut next = Instant::now();
-    while after <= p.sweep_after_checks && Instant::now() < deadline {
-        sleep_until(next);
-        let (a, _, done) = check(&mut row)?;
-        next = (next + interval).max(done);
-        match (a.outcome.is_normal(), row.blind_ms) {
-            (true, None) => row.blind_ms = Some((done - resumed).as_secs_f64() * 1e3),
-            (true, Some(_)) => after += 1,
-            (false, None) => row.blind_checks += 1,
-            // Policy answers after recovery would mean the breaker flapped: count them as blind.
-            (false, Some(_)) => row.blind_checks += 1,
-        }
-    }
+    recovery(p, rt, (&store, &key), resumed, &mut row)?;
     Ok(row)
 }
 
-/// Sleeps until `at` (at once if it has passed): the sweep's checks keep a fixed schedule.
-fn sleep_until(at: Instant) {
-    let now = Instant::now();
-    if at > now {
-        std::thread::sleep(at - now);
+/// After SIGCONT: checks until the first normal answer and `sweep_after_checks` more, or until a
+/// breaker cycle and 2 s have passed; the checks answered by policy before the first normal one
+/// ("blind"), and the time to it.
+fn recovery(
+    p: &Params,
+    rt: &tokio::runtime::Runtime,
+    (store, key): (&Rc<Store>, &Rc<str>),
+    resumed: Instant,
+    row: &mut SweepRow,
+) -> Result<(), PhaseError> {
+    let cycle = Duration::from_millis(row.cooldown_ms + p.probe_budget_ms);
+    let stop = Stop::At(cycle + Duration::from_secs(2));
+    let drill =
+        Drill::<PhaseError>::new(resumed, paced(Duration::from_millis(p.interval_ms), stop));
+    let (stopper, normals) = (drill.stopper(), Rc::new(Cell::new(0)));
+    let check = checker(store, key, stopper.clone());
+    let enough = p.sweep_after_checks + 2;
+    let request = move |call| {
+        let (checked, stopper, normals) = (check(call), stopper.clone(), Rc::clone(&normals));
+        async move {
+            let c = checked.await;
+            normals.set(
+                normals.get() + u64::from(c.answer.as_ref().is_ok_and(|a| a.outcome.is_normal())),
+            );
+            if normals.get() >= enough {
+                stopper.stop();
+            }
+            c
+        }
+    };
+    for r in &rt.block_on(drill.run(request))?.records {
+        row.suspended_checks += u64::from(r.out.suspended);
+        match (r.out.answer()?.outcome.is_normal(), row.blind_ms) {
+            (true, None) => row.blind_ms = Some(r.end_ns as f64 / 1e6),
+            (true, Some(_)) => {}
+            // Policy answers after recovery would mean the breaker flapped: count them as blind.
+            (false, _) => row.blind_checks += 1,
+        }
     }
+    Ok(())
 }

@@ -7,6 +7,7 @@ use super::rows::FlushRow;
 use super::Params;
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{library, Invocation, Limiter};
+use crate::load::drill::{Bins, Closed, Drill, Schedule, Stop, When};
 use crate::load::latency::new_histogram;
 use crate::load::rng::SplitMix64;
 use crate::load::{ClientTimeouts, KeyChoice};
@@ -42,8 +43,7 @@ pub(super) fn run(
                 reload_after: (!mode.has_fallback())
                     .then(|| Duration::from_millis(p.reload_after_ms)),
             };
-            let local = tokio::task::LocalSet::new();
-            let timeline = rt.block_on(local.run_until(drive(&plan))).phase(what)?;
+            let timeline = rt.block_on(drive(&plan)).phase(what)?;
             for row in timeline.bins(mode, run, p.bin_ms).phase(what)? {
                 rows.write(&row)?;
             }
@@ -78,28 +78,26 @@ struct Plan {
     reload_after: Option<Duration>,
 }
 
-/// One check as it ended.
-#[derive(Debug, Clone, Copy)]
+/// One check as it ended, ns after the start of the run.
+#[derive(Debug, Clone)]
 struct Check {
-    /// ns from the start of the run to the check's end.
     end_ns: u64,
     latency_ns: u64,
     decided: bool,
     noscript: bool,
     round_trips: u32,
+    /// The error the user saw, when there was no decision.
+    error: Option<String>,
 }
 
-/// What a run recorded: every check, error texts where they changed, and the instants that matter.
+/// What a run recorded, ns after its start: every check and the instants that matter.
 struct Timeline {
     /// The flush command sent.
     flush: String,
-    started: Instant,
-    ended: Instant,
-    flushed: Instant,
-    reloaded: Option<Instant>,
+    end_ns: i64,
+    flushed_ns: i64,
+    reloaded_ns: Option<i64>,
     checks: Vec<Check>,
-    /// (end_ns, text) of each error whose text differs from the error before it.
-    error_texts: Vec<(u64, String)>,
 }
 
 async fn connect(plan: &Plan) -> Result<MultiplexedConnection, redis::RedisError> {
@@ -107,65 +105,87 @@ async fn connect(plan: &Plan) -> Result<MultiplexedConnection, redis::RedisError
     (client.get_multiplexed_async_connection_with_config(&plan.timeouts.config())).await
 }
 
-/// Runs the clients and the flush (and reload) beside them; needs a `LocalSet`.
+/// One closed-loop client: its own connection and key stream.
+struct Client {
+    con: MultiplexedConnection,
+    rng: SplitMix64,
+}
+
+/// Runs the clients (closed loop, back to back) and the flush (and reload) as a drill.
 async fn drive(plan: &Plan) -> Result<Timeline, PhaseError> {
-    let mut cons = Vec::with_capacity(plan.clients);
-    for _ in 0..plan.clients {
-        cons.push(connect(plan).await?);
+    let mut clients = Vec::with_capacity(plan.clients);
+    for i in 0..plan.clients {
+        let con = connect(plan).await?;
+        let rng = SplitMix64::new(plan.seed, i as u64);
+        clients.push(RefCell::new(Client { con, rng }));
     }
-    let mut admin = connect(plan).await?;
-    let started = Instant::now();
-    let end = started + plan.before + plan.after;
-    let shared = Rc::new(RefCell::new(Recorded::default()));
-    let mut tasks = Vec::new();
-    for (i, con) in cons.into_iter().enumerate() {
-        let client = Client {
-            limiter: plan.limiter.clone(),
-            key_prefix: plan.key_prefix.clone(),
-            keys: plan.keys,
-            rng: SplitMix64::new(plan.seed, i as u64),
-            started,
-            end,
-            recorded: shared.clone(),
-        };
-        tasks.push(tokio::task::spawn_local(client.run(con)));
-    }
+    let admin = connect(plan).await?;
     let mode = plan.limiter.invocation();
-    tokio::time::sleep_until((started + plan.before).into()).await;
-    let flushed = Instant::now();
-    (redis::cmd(container(mode)).arg("FLUSH"))
-        .query_async::<()>(&mut admin)
-        .await?;
-    let mut reloaded = None;
+    let schedule = Schedule::Closed(Closed {
+        clients: plan.clients,
+        pace: None,
+        stop: Stop::At(plan.before + plan.after),
+    });
+    let mut drill =
+        Drill::new(Instant::now(), schedule).fault(When::At(plan.before), "flush", || {
+            flush(admin.clone(), mode)
+        });
     if let Some(after) = plan.reload_after {
-        tokio::time::sleep_until((flushed + after).into()).await;
-        reloaded = Some(Instant::now());
-        reload(&mut admin, &plan.limiter).await?;
+        drill = drill.fault(When::AfterPrevious(after), "reload", || {
+            reload(admin.clone(), &plan.limiter)
+        });
     }
-    for task in tasks {
-        task.await
-            .map_err(|e| PhaseError::Invalid(format!("a client task failed: {e}")))?;
-    }
-    let Recorded {
-        checks,
-        error_texts,
-    } = shared.take();
+    let (limiter, prefix, keys) = (
+        Rc::new(plan.limiter.clone()),
+        plan.key_prefix.clone(),
+        plan.keys,
+    );
+    let ran = drill
+        .run(move |call| {
+            let mut client = clients[call.client].borrow_mut();
+            let key = KeyChoice::indexed(&prefix, client.rng.below(keys));
+            check(Rc::clone(&limiter), client.con.clone(), key)
+        })
+        .await?;
+    let at = |name| ran.fault(name).map(|f| f.started_ns as i64);
     Ok(Timeline {
         flush: format!("{} FLUSH", container(mode)),
-        started,
-        ended: end,
-        flushed,
-        reloaded,
-        checks,
-        error_texts,
+        end_ns: (plan.before + plan.after).as_nanos() as i64,
+        flushed_ns: at("flush").unwrap_or_default(),
+        reloaded_ns: at("reload"),
+        checks: (ran.records.into_iter())
+            .map(|r| Check {
+                end_ns: r.end_ns,
+                latency_ns: r.end_ns - r.start_ns,
+                ..r.out
+            })
+            .collect(),
     })
 }
 
+/// One check of a client: its decision, or the error the user saw.
+async fn check(limiter: Rc<Limiter>, mut con: MultiplexedConnection, key: String) -> Check {
+    let attempt = limiter.attempt(&mut con, &key).await;
+    Check {
+        end_ns: 0,
+        latency_ns: 0,
+        decided: attempt.outcome.is_ok(),
+        noscript: attempt.noscript,
+        round_trips: attempt.round_trips,
+        error: attempt.outcome.err().map(|e| e.to_string()),
+    }
+}
+
+/// The plan's fault: SCRIPT FLUSH, or FUNCTION FLUSH for FCALL.
+async fn flush(mut admin: MultiplexedConnection, mode: Invocation) -> Result<(), PhaseError> {
+    (redis::cmd(container(mode)).arg("FLUSH"))
+        .query_async::<()>(&mut admin)
+        .await?;
+    Ok(())
+}
+
 /// What an operator does once the errors start: cache the script, or load the library, again.
-async fn reload(
-    con: &mut MultiplexedConnection,
-    limiter: &Limiter,
-) -> Result<(), redis::RedisError> {
+async fn reload(mut con: MultiplexedConnection, limiter: &Limiter) -> Result<(), PhaseError> {
     let load = match (limiter.invocation().uses_function(), limiter.script()) {
         (true, _) => redis::cmd("FUNCTION")
             .arg("LOAD")
@@ -175,89 +195,37 @@ async fn reload(
         (false, Some((source, _))) => redis::cmd("SCRIPT").arg("LOAD").arg(source).take(),
         (false, None) => return Ok(()),
     };
-    load.query_async::<String>(con).await.map(drop)
-}
-
-/// One closed-loop client: one check at a time on its own connection until the end.
-struct Client {
-    limiter: Limiter,
-    key_prefix: String,
-    keys: u64,
-    rng: SplitMix64,
-    started: Instant,
-    end: Instant,
-    recorded: Rc<RefCell<Recorded>>,
-}
-
-/// What the clients of a run record, shared: single-threaded, so a plain cell.
-#[derive(Default)]
-struct Recorded {
-    checks: Vec<Check>,
-    /// (end_ns, text) of each error whose text differs from the error recorded before it.
-    error_texts: Vec<(u64, String)>,
-}
-
-impl Client {
-    async fn run(mut self, mut con: MultiplexedConnection) {
-        while Instant::now() < self.end {
-            let key = KeyChoice::indexed(&self.key_prefix, self.rng.below(self.keys));
-            let start = Instant::now();
-            let attempt = self.limiter.attempt(&mut con, &key).await;
-            let done = Instant::now();
-            let check = Check {
-                end_ns: done.duration_since(self.started).as_nanos() as u64,
-                latency_ns: done.duration_since(start).as_nanos() as u64,
-                decided: attempt.outcome.is_ok(),
-                noscript: attempt.noscript,
-                round_trips: attempt.round_trips,
-            };
-            let mut recorded = self.recorded.borrow_mut();
-            recorded.checks.push(check);
-            if let Err(e) = attempt.outcome {
-                let text = e.to_string();
-                let texts = &mut recorded.error_texts;
-                if texts.last().is_none_or(|(_, last)| *last != text) {
-                    texts.push((check.end_ns, text));
-                }
-            }
-        }
-    }
+    load.query_async::<String>(&mut con).await?;
+    Ok(())
 }
 
 impl Timeline {
     /// One row per whole bin of `bin_ms` inside the run, counted from the instant the flush
     /// was sent (partial bins at either end are left out).
     fn bins(&self, mode: Invocation, run: u32, bin_ms: u64) -> Result<Vec<FlushRow>, PhaseError> {
-        let bin_ns = (bin_ms * 1_000_000) as i64;
-        let ns = |at: Instant| at.saturating_duration_since(self.started).as_nanos() as i64;
-        let flushed_ns = ns(self.flushed);
-        let first = (-flushed_ns).div_euclid(bin_ns) + 1;
-        let last = (ns(self.ended) - flushed_ns).div_euclid(bin_ns) - 1;
-        let mut bins: Vec<Vec<&Check>> = vec![Vec::new(); (last - first + 1).max(0) as usize];
-        for c in &self.checks {
-            let bin = (c.end_ns as i64 - flushed_ns).div_euclid(bin_ns);
-            if (first..=last).contains(&bin) {
-                bins[(bin - first) as usize].push(c);
-            }
-        }
-        let reload_at_ms =
-            (self.reloaded).map(|at| at.duration_since(self.flushed).as_secs_f64() * 1e3);
-        let mut rows = Vec::with_capacity(bins.len());
-        for (i, inside) in bins.iter().enumerate() {
+        let bins = Bins::whole_around(self.flushed_ns, 0, self.end_ns, bin_ms * 1_000_000);
+        let reload_at_ms = (self.reloaded_ns).map(|at| (at - self.flushed_ns) as f64 / 1e6);
+        let mut rows = Vec::with_capacity(bins.count);
+        for (i, inside) in bins
+            .sort(&self.checks, |c| c.end_ns as i64)
+            .iter()
+            .enumerate()
+        {
             let mut latency = new_histogram()?;
             for c in inside {
                 latency.saturating_record(c.latency_ns.max(1));
             }
             let decided = inside.iter().filter(|c| c.decided).count() as u64;
-            let first_error = (inside.iter().find(|c| !c.decided))
-                .and_then(|c| self.error_text_at(c.end_ns))
+            let first_error = (inside.iter().filter(|c| !c.decided))
+                .min_by_key(|c| c.end_ns)
+                .and_then(|c| c.error.clone())
                 .unwrap_or_default();
             rows.push(FlushRow {
                 mode,
                 fallback: mode.fallback().to_string(),
                 flush: self.flush.clone(),
                 run,
-                t_ms: (first + i as i64) * bin_ms as i64,
+                t_ms: (bins.start_of(i) - self.flushed_ns) / 1_000_000,
                 bin_ms,
                 decisions: decided,
                 errors: inside.len() as u64 - decided,
@@ -272,13 +240,6 @@ impl Timeline {
         }
         Ok(rows)
     }
-
-    /// The text of the error that ended at `end_ns`: the last one recorded at or before it.
-    fn error_text_at(&self, end_ns: u64) -> Option<String> {
-        (self.error_texts.iter().rev())
-            .find(|(at, _)| *at <= end_ns)
-            .map(|(_, text)| text.clone())
-    }
 }
 
 fn quantile_us(h: &Histogram<u64>, q: f64) -> Option<f64> {
@@ -289,34 +250,34 @@ fn quantile_us(h: &Histogram<u64>, q: f64) -> Option<f64> {
 mod tests {
     use super::*;
 
+    const MS: u64 = 1_000_000;
+
     fn check(end_ms: u64, decided: bool) -> Check {
         Check {
-            end_ns: end_ms * 1_000_000,
+            end_ns: end_ms * MS,
             latency_ns: 200_000,
             decided,
             noscript: false,
             round_trips: 1,
+            error: (!decided).then(|| format!("NOSCRIPT at {end_ms}")),
         }
     }
 
     #[test]
     fn bins_count_from_the_flush_and_drop_partial_ones() {
-        let started = Instant::now();
-        let ms = |n: u64| started + Duration::from_millis(n);
         // Flush sent 1,005 ms in, run ended at 1,500 ms: whole bins from -1000 to +400.
         let timeline = Timeline {
             flush: "SCRIPT FLUSH".into(),
-            started,
-            ended: ms(1500),
-            flushed: ms(1005),
-            reloaded: Some(ms(1255)),
+            end_ns: 1500 * MS as i64,
+            flushed_ns: 1005 * MS as i64,
+            reloaded_ns: Some(1255 * MS as i64),
             checks: vec![
                 check(2, true),
                 check(10, true),
                 check(1004, true),
+                check(1008, false),
                 check(1006, false),
             ],
-            error_texts: vec![(1006 * 1_000_000, "NOSCRIPT".into())],
         };
         let rows = timeline.bins(Invocation::Evalsha, 0, 100).unwrap();
         let t: Vec<i64> = rows.iter().map(|r| r.t_ms).collect();
@@ -325,7 +286,8 @@ mod tests {
         assert_eq!((rows[0].decisions, rows[9].decisions), (1, 1));
         assert_eq!(
             (rows[10].errors, rows[10].first_error.as_str()),
-            (1, "NOSCRIPT")
+            (2, "NOSCRIPT at 1006"),
+            "the first error to end in the bin"
         );
         assert_eq!(rows[5].p99_us, None, "an empty bin has no latency");
         assert!((rows[0].reload_at_ms.unwrap() - 250.0).abs() < 1e-6);
