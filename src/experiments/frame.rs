@@ -197,7 +197,7 @@ pub fn run<D: Definition>(ctx: &Ctx) -> Result<PathBuf, ExperimentError> {
     // A user's server: every permission the run needs, checked before anything is measured.
     let checked_by = match &target {
         Target::External { url } => Some(
-            crate::server::acl::preflight(url, D::ID, &prefix, D::ON_CLUSTER_NODE)
+            crate::server::acl::preflight(url, D::ID, &prefix, D::ON_CLUSTER_NODE, D::PERMISSIONS)
                 .phase(|| "checking the --redis-url server and its user's permissions".into())?,
         ),
         Target::Managed(_) => None,

@@ -40,6 +40,10 @@ pub trait Definition: Sync + 'static {
     const NO_MANAGED_TLS: Option<&'static str> = None;
     /// Runs against a cluster node named by `--redis-url` (every other experiment refuses one).
     const ON_CLUSTER_NODE: bool = false;
+    /// The permissions beyond every run's that it needs on a `--redis-url` server.
+    const PERMISSIONS: &'static [crate::server::acl::Extra] = &[];
+    /// What its results say about the machine, for REPORT.md's machine-dependent figures.
+    const MACHINE_FACT: Option<crate::analysis::MachineFact> = None;
     /// Its parameters.
     type Params: DeserializeOwned + Validate;
     /// What must hold on this machine before anything starts (a tool it runs), or why not.
@@ -87,6 +91,8 @@ pub trait Experiment: Sync {
     fn charts(&self, dir: &Path) -> Result<Vec<PathBuf>, ChartError>;
     /// Its summary for REPORT.md from the CSVs in `dir`.
     fn summary(&self, dir: &Path) -> Result<String, AnalysisError>;
+    /// What its results say about the machine, if anything.
+    fn machine_fact(&self) -> Option<crate::analysis::MachineFact>;
     /// Every parameter with its type, values, unit and meaning (`ratelab params`).
     fn parameters(
         &self,
@@ -134,6 +140,9 @@ impl<D: Definition> Experiment for D {
     }
     fn summary(&self, dir: &Path) -> Result<String, AnalysisError> {
         (D::SUMMARY)(dir)
+    }
+    fn machine_fact(&self) -> Option<crate::analysis::MachineFact> {
+        D::MACHINE_FACT
     }
     fn parameters(
         &self,
@@ -219,6 +228,7 @@ pub fn write_report(
                 .unwrap_or_default(),
             summary: Box::new(move |d| e.summary(d)),
             not_run: not_run.iter().find(|n| n.0 == e.id()).map(|n| n.1.clone()),
+            machine_fact: e.machine_fact(),
         })
         .collect();
     // What the experiments say about custom limiters; a bad CSV leaves its cells out.

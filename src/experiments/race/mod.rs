@@ -24,6 +24,7 @@ use super::limiters::Verdicts;
 use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
 use crate::limiter::Strategy;
 use crate::record::Table;
+use crate::server::acl::Extra;
 use serde::{Deserialize, Serialize};
 
 /// The race experiment.
@@ -35,6 +36,8 @@ impl Definition for Race {
     type Params = Params;
     const TAKES_LIMITERS: bool = true;
     const VERDICTS: Verdicts = report::verdicts;
+    /// The trace records the order in which the server ran the commands.
+    const PERMISSIONS: &'static [Extra] = &[Extra::Monitor];
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
