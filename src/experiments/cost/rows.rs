@@ -20,12 +20,15 @@ pub struct CostRow {
     pub clients: usize,
     /// Keys the clients spread their decisions over (a sliding log's: log_entries / limit).
     pub keys: u64,
-    /// The limit per window (a bucket's capacity) and the window, ms.
+    /// The limit per window (a bucket's capacity).
     pub limit: u64,
+    /// The window of the window limiters and the sliding log (GCRA: its period); buckets refill
+    /// per second instead.
     pub window_ms: u64,
     /// Sliding log only: mean and smallest ZCARD of its keys after the run (filled to `limit`
     /// before it; a log at its limit holds `limit`).
     pub log_entries_per_key: Option<f64>,
+    /// Sliding log only: the smallest ZCARD of its keys after the run.
     pub log_entries_min: Option<u64>,
     pub duration_s: f64,
     pub decisions: u64,

@@ -26,9 +26,13 @@ pub struct RaceRow {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TraceRow {
     pub seq: usize,
+    /// When the server ran the command: MONITOR's timestamp, seconds since the Unix epoch.
     pub time_s: f64,
+    /// The connection that sent it, as MONITOR names it (`ip:port`).
     pub client: String,
+    /// The command's name as the client sent it (HMGET, HSET, EVALSHA, ...).
     pub command: String,
+    /// Its arguments, space-separated.
     pub args: String,
     /// True when the command touched the traced bucket (the rest is connection set-up).
     pub on_trace_key: bool,
