@@ -1,7 +1,14 @@
 //! atomic's CSV schema.
 
 use crate::limiter::Strategy;
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `atomic.csv`: One row per trial.
+pub const ATOMIC: CsvFile<AtomicRow> = CsvFile::new("atomic.csv");
+
+/// `round_trips.csv`: One row per run of GETs.
+pub const ROUND_TRIPS: CsvFile<RoundTripRow> = CsvFile::new("round_trips.csv");
 
 /// One trial.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

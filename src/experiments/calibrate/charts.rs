@@ -2,15 +2,15 @@
 //! redis-benchmark's, one dot per pair of back-to-back runs, with the ratelab/redis-benchmark
 //! ratio above each command, so a slow harness cannot pass for a slow limiter.
 
+use super::CALIBRATE;
+use crate::charts::read_file;
 use std::path::{Path, PathBuf};
 
 use super::CalibrateRow;
 use crate::charts::bars::{self, si, BarChart};
 use crate::charts::spec::{color, Bar, Marker, Slot, BLACK};
-use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::charts::{index_of, mean, write_spec, ChartError};
 
-/// The CSV the calibrate experiment writes into its dir.
-pub(crate) const CSV_NAME: &str = "calibrate.csv";
 /// The ratio above each command is `OURS / REFERENCE` (mean ops/s).
 const OURS: &str = "ratelab";
 const REFERENCE: &str = "redis-benchmark";
@@ -63,7 +63,7 @@ fn ratio(g: &Grouped, c: usize) -> Option<f64> {
 
 /// Renders `dir/calibrate.csv` into `dir/calibrate.svg` and `dir/calibrate.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let g = group(&read_csv::<CalibrateRow>(&dir.join(CSV_NAME))?);
+    let g = group(&read_file(&CALIBRATE, dir)?);
     write_spec(dir, "calibrate", &bars::spec(chart(&g)))
 }
 
@@ -120,7 +120,7 @@ EVALSHA,redis-benchmark,0,16,520000,52000,3.1,6.0,10,50,1,7,80
     fn renders_svg_and_png_with_commands_tools_and_ratio() {
         let tmp = tempfile::tempdir().unwrap();
         let csv = format!("{HEADER}\n{ROWS}");
-        let dir = csv_dir(tmp.path(), "calibrate", CSV_NAME, &csv);
+        let dir = csv_dir(tmp.path(), "calibrate", CALIBRATE.name(), &csv);
         let paths = render(&dir).unwrap();
         assert_eq!(
             paths,
@@ -144,7 +144,12 @@ EVALSHA,redis-benchmark,0,16,520000,52000,3.1,6.0,10,50,1,7,80
     #[test]
     fn header_only_is_empty() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = csv_dir(tmp.path(), "calibrate", CSV_NAME, &format!("{HEADER}\n"));
+        let dir = csv_dir(
+            tmp.path(),
+            "calibrate",
+            CALIBRATE.name(),
+            &format!("{HEADER}\n"),
+        );
         let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }

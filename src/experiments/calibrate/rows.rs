@@ -1,6 +1,10 @@
 //! calibrate's CSV schema.
 
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `calibrate.csv`: One row per run of one tool.
+pub const CALIBRATE: CsvFile<CalibrateRow> = CsvFile::new("calibrate.csv");
 
 /// One run of one tool.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -2,15 +2,15 @@
 //! decisions/s with Redis busy % (`cost_throughput.svg`); one bar per strategy and variant,
 //! one dot per run so run-to-run spread shows.
 
+use super::COST;
+use crate::charts::read_file;
 use std::path::{Path, PathBuf};
 
 use super::CostRow;
 use crate::charts::bars::{self, si, BarChart};
 use crate::charts::spec::{color, Bar, Marker, Rgb, Slot, BLACK, RED};
-use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::charts::{index_of, mean, write_spec, ChartError};
 
-/// The CSV the cost experiment writes into its dir.
-pub(crate) const CSV_NAME: &str = "cost.csv";
 /// The baseline strategy: a single GET, the cheapest thing Redis can answer.
 const BASELINE: &str = "get";
 const GREY: Rgb = Rgb(127, 127, 127);
@@ -75,7 +75,7 @@ fn colors<'a>(labels: &'a [Label]) -> Vec<Rgb> {
 
 /// Renders `dir/cost.csv` into `cost.svg/.png` and `cost_throughput.svg/.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let labels = group(&read_csv::<CostRow>(&dir.join(CSV_NAME))?);
+    let labels = group(&read_file(&COST, dir)?);
     let colors = colors(&labels);
     let mut written = write_spec(dir, "cost", &bars::spec(relative_chart(&labels, &colors)))?;
     let throughput = bars::spec(throughput_chart(&labels, &colors));
@@ -183,7 +183,12 @@ lua-log,L=100,1,1,redis-rs,8,1,100,1000,100,99,1,1000,21000,900,100,0,40000,40.0
     #[test]
     fn renders_both_charts_with_labels() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = csv_dir(tmp.path(), "cost", CSV_NAME, &format!("{HEADER}\n{ROWS}"));
+        let dir = csv_dir(
+            tmp.path(),
+            "cost",
+            COST.name(),
+            &format!("{HEADER}\n{ROWS}"),
+        );
         let paths = render(&dir).unwrap();
         let names = [
             "cost.svg",
@@ -206,7 +211,7 @@ lua-log,L=100,1,1,redis-rs,8,1,100,1000,100,99,1,1000,21000,900,100,0,40000,40.0
         let tmp = tempfile::tempdir().unwrap();
         let err = render(&tmp.path().join("cost")).unwrap_err();
         assert!(matches!(err, ChartError::Missing(_)), "{err}");
-        let dir = csv_dir(tmp.path(), "cost", CSV_NAME, &format!("{HEADER}\n"));
+        let dir = csv_dir(tmp.path(), "cost", COST.name(), &format!("{HEADER}\n"));
         let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }

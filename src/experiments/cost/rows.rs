@@ -1,7 +1,11 @@
 //! cost's CSV schema.
 
 use crate::limiter::Strategy;
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `cost.csv`: One row per measured run.
+pub const COST: CsvFile<CostRow> = CsvFile::new("cost.csv");
 
 /// One measured run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -2,16 +2,16 @@
 //! without an expiry) that survived the pressure; and what the limiter let through afterwards
 //! beyond an exact bucket, per user, against a full bucket's capacity.
 
+use super::{CELLS, USERS};
+use crate::charts::read_file;
 use std::path::{Path, PathBuf};
 
 use super::{CellRow, UserClass, UserRow};
 use crate::charts::bars::{self, si, BarChart};
 use crate::charts::spec::{color, Bar, Marker, Slot};
-use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::charts::{index_of, mean, write_spec, ChartError};
 use crate::record::csv_text;
 
-const KEYS_CSV: &str = "keys.csv";
-const USERS_CSV: &str = "eviction.csv";
 const CLASSES: [&str; 3] = [
     "limiter buckets",
     "cache keys with expiry",
@@ -25,8 +25,8 @@ const CLASSES_OF_USERS: [(UserClass, &str); 2] = [
 /// Renders `eviction.svg`/`.png` from keys.csv and `eviction_overadmission.svg`/`.png` from
 /// eviction.csv.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let cells = read_csv::<CellRow>(&dir.join(KEYS_CSV))?;
-    let users = read_csv::<UserRow>(&dir.join(USERS_CSV))?;
+    let cells = read_file(&CELLS, dir)?;
+    let users = read_file(&USERS, dir)?;
     let mut out = write_spec(dir, "eviction", &bars::spec(survival(&cells)))?;
     out.extend(write_spec(
         dir,

@@ -1,6 +1,13 @@
 //! eviction's CSV schemas and the choices its rows name.
 
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `eviction.csv`: One row per limiter user per (layout, policy, trial).
+pub const USERS: CsvFile<UserRow> = CsvFile::new("eviction.csv");
+
+/// `keys.csv`: One row per (layout, policy, trial).
+pub const CELLS: CsvFile<CellRow> = CsvFile::new("keys.csv");
 
 /// Where the limiter's keys live relative to the cache data that pushes the store past maxmemory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

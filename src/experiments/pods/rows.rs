@@ -1,7 +1,14 @@
 //! The pods experiment's rows: one per run per second (pods.csv), one per run (runs.csv).
 
 use super::PodStrategy;
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `pods.csv`: One row per run per second.
+pub const SECONDS: CsvFile<PodsSecondRow> = CsvFile::new("pods.csv");
+
+/// `runs.csv`: One row per run.
+pub const RUNS: CsvFile<PodsRunRow> = CsvFile::new("runs.csv");
 
 /// Where a second lies in its run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,6 +1,8 @@
 //! The race chart: admitted requests per (processes x in-flight) configuration and strategy,
 //! one dot per trial, against the configured limit; it shows which limiters leak under races.
 
+use super::RACE;
+use crate::charts::read_file;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -9,10 +11,8 @@ use crate::charts::spec::{
     color, dots, limit_line, path, tag, Axis, Chart, Layer, Marker, Plot, Range, Ticks,
 };
 use crate::charts::spec::{BLACK, RED};
-use crate::charts::{read_csv, write_spec, ChartError};
+use crate::charts::{write_spec, ChartError};
 
-/// The CSV the race experiment writes into its dir.
-pub(crate) const CSV_NAME: &str = "race.csv";
 const SIZE: (u32, u32) = (1200, 700);
 const MARGIN_LEFT: u32 = 10;
 /// Room right of the plot for the red "limit" tag.
@@ -99,7 +99,7 @@ pub(crate) fn group(rows: &[RaceRow]) -> Grouped {
 
 /// Renders `dir/race.csv` into `dir/race.svg` and `dir/race.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let grouped = group(&read_csv::<RaceRow>(&dir.join(CSV_NAME))?);
+    let grouped = group(&read_file(&RACE, dir)?);
     write_spec(dir, "race", &chart(&grouped))
 }
 

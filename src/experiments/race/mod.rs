@@ -18,7 +18,7 @@ mod charts;
 mod report;
 mod rows;
 
-pub use rows::{RaceRow, TraceRow};
+pub use rows::{RaceRow, TraceRow, RACE, TRACE};
 
 use super::limiters::Verdicts;
 use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
@@ -44,10 +44,7 @@ impl Definition for Race {
     const SUMMARY: Summarize = report::summary;
 
     fn tables() -> Vec<Table> {
-        vec![
-            Table::of::<RaceRow>("race.csv"),
-            Table::of::<TraceRow>("trace.csv"),
-        ]
+        vec![RACE.table(), TRACE.table()]
     }
 }
 

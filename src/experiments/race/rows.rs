@@ -1,7 +1,14 @@
 //! race's CSV schema.
 
 use crate::limiter::Strategy;
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `race.csv`: One row per trial.
+pub const RACE: CsvFile<RaceRow> = CsvFile::new("race.csv");
+
+/// `trace.csv`: One row per command MONITOR saw.
+pub const TRACE: CsvFile<TraceRow> = CsvFile::new("trace.csv");
 
 /// One trial.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -1,7 +1,14 @@
 //! tsmember's CSV schema.
 
 use crate::limiter::{LogClock, LogMember, Strategy};
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `tsmember.csv`: One row per run.
+pub const TSMEMBER: CsvFile<TsmemberRow> = CsvFile::new("tsmember.csv");
+
+/// `tsmember_custom.csv`: One row per run of a custom limiter.
+pub const CUSTOM: CsvFile<CustomRow> = CsvFile::new("tsmember_custom.csv");
 
 /// One run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -2,15 +2,15 @@
 //! per trial) beside what a continuous refill of L/s could admit over the same span, against the
 //! limit: the fixed window's edge burst stands at 2x, the smoothing strategies near 1x.
 
+use super::WINDOW_EDGE;
+use crate::charts::read_file;
 use std::path::{Path, PathBuf};
 
 use super::WindowEdgeRow;
 use crate::charts::bars::{self, si, BarChart};
 use crate::charts::spec::{color, Bar, Marker, Rgb, Slot, BLACK, RED};
-use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::charts::{index_of, mean, write_spec, ChartError};
 
-/// The CSV the window-edge experiment writes into its dir.
-pub(crate) const CSV_NAME: &str = "window-edge.csv";
 const GREY: Rgb = Rgb(150, 150, 150);
 
 /// One strategy's trials.
@@ -44,7 +44,7 @@ pub(crate) fn group(rows: &[WindowEdgeRow]) -> Vec<Strategy> {
 
 /// Renders `dir/window-edge.csv` into `dir/window-edge.svg` and `dir/window-edge.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let strategies = group(&read_csv::<WindowEdgeRow>(&dir.join(CSV_NAME))?);
+    let strategies = group(&read_file(&WINDOW_EDGE, dir)?);
     write_spec(dir, "window-edge", &bars::spec(chart(&strategies)))
 }
 
@@ -102,7 +102,7 @@ incr-window,1,100,200,194,100,94,194,1.94,90,109,0,250
         let dir = csv_dir(
             tmp.path(),
             "window-edge",
-            CSV_NAME,
+            WINDOW_EDGE.name(),
             &format!("{HEADER}\n{ROWS}"),
         );
         let paths = render(&dir).unwrap();
@@ -119,7 +119,12 @@ incr-window,1,100,200,194,100,94,194,1.94,90,109,0,250
     #[test]
     fn header_only_is_empty() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = csv_dir(tmp.path(), "window-edge", CSV_NAME, &format!("{HEADER}\n"));
+        let dir = csv_dir(
+            tmp.path(),
+            "window-edge",
+            WINDOW_EDGE.name(),
+            &format!("{HEADER}\n"),
+        );
         let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }

@@ -1,7 +1,14 @@
 //! window-edge's CSV schema.
 
 use crate::limiter::Strategy;
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `window-edge.csv`: One row per trial of one strategy.
+pub const WINDOW_EDGE: CsvFile<WindowEdgeRow> = CsvFile::new("window-edge.csv");
+
+/// `requests.csv`: One row per request.
+pub const REQUESTS: CsvFile<RequestRow> = CsvFile::new("requests.csv");
 
 /// One trial of one strategy.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
