@@ -12,6 +12,7 @@ mod png;
 mod render;
 pub(crate) mod spec;
 pub(crate) mod stacked;
+pub(crate) mod trials;
 
 pub use png::svg_to_png;
 

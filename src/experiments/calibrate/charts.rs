@@ -7,8 +7,9 @@ use crate::charts::read_file;
 use std::path::{Path, PathBuf};
 
 use super::CalibrateRow;
-use crate::charts::bars::{self, si, BarChart};
-use crate::charts::spec::{color, Bar, Marker, Slot, BLACK};
+use crate::charts::bars::si;
+use crate::charts::spec::{color, Marker, BLACK};
+use crate::charts::trials::{self, Category, Column, TrialChart};
 use crate::charts::{index_of, mean, write_spec, ChartError};
 
 /// The ratio above each command is `OURS / REFERENCE` (mean ops/s).
@@ -64,18 +65,22 @@ fn ratio(g: &Grouped, c: usize) -> Option<f64> {
 /// Renders `dir/calibrate.csv` into `dir/calibrate.svg` and `dir/calibrate.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     let g = group(&read_file(&CALIBRATE, dir)?);
-    write_spec(dir, "calibrate", &bars::spec(chart(&g)))
+    write_spec(dir, "calibrate", &trials::spec(chart(&g)))
 }
 
 /// One slot per command, one bar per tool, the ratio above the slot.
-fn chart(g: &Grouped) -> BarChart<'_> {
-    let slots = g.commands.iter().enumerate().map(|(c, command)| {
-        let bars = g.ops[c].iter().enumerate().map(|(t, ops)| {
+fn chart(g: &Grouped) -> TrialChart<'_> {
+    let categories = g.commands.iter().enumerate().map(|(c, command)| {
+        let columns = g.ops[c].iter().enumerate().map(|(t, ops)| {
             let note = if ops.is_empty() { "no runs" } else { "" };
-            Bar::new(color(t), mean(ops).unwrap_or(0.0), ops.clone(), note)
+            Column::new(color(t), ops.clone(), |_| note.to_string())
         });
         let note = ratio(g, c).map_or(String::new(), |r| format!("{r:.2}x"));
-        (command.clone(), Slot(bars.collect(), note))
+        Category {
+            label: command.clone(),
+            columns: columns.collect(),
+            note,
+        }
     });
     let mut legend: Vec<(Marker, &str)> = g
         .tools
@@ -84,7 +89,7 @@ fn chart(g: &Grouped) -> BarChart<'_> {
         .map(|(t, tool)| (Marker::Dot(color(t)), tool.as_str()))
         .collect();
     legend.push((Marker::Dot(BLACK), "one pair of runs"));
-    BarChart {
+    TrialChart {
         title: "calibrate: ops/s per command and depth, ratelab vs redis-benchmark",
         subtitle: format!(
             "bar = mean over pairs; number above each command = {OURS} / {REFERENCE} (mean ops/s)"
@@ -94,7 +99,7 @@ fn chart(g: &Grouped) -> BarChart<'_> {
         y_format: si,
         legend,
         reference: None,
-        slots: slots.collect(),
+        categories: categories.collect(),
     }
 }
 

@@ -7,8 +7,9 @@ use crate::charts::read_file;
 use std::path::{Path, PathBuf};
 
 use super::WindowEdgeRow;
-use crate::charts::bars::{self, si, BarChart};
-use crate::charts::spec::{color, Bar, Marker, Rgb, Slot, BLACK, RED};
+use crate::charts::bars::si;
+use crate::charts::spec::{color, Marker, Rgb, BLACK, RED};
+use crate::charts::trials::{self, Category, Column, TrialChart};
 use crate::charts::{index_of, mean, write_spec, ChartError};
 
 const GREY: Rgb = Rgb(150, 150, 150);
@@ -45,23 +46,21 @@ pub(crate) fn group(rows: &[WindowEdgeRow]) -> Vec<Strategy> {
 /// Renders `dir/window-edge.csv` into `dir/window-edge.svg` and `dir/window-edge.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     let strategies = group(&read_file(&WINDOW_EDGE, dir)?);
-    write_spec(dir, "window-edge", &bars::spec(chart(&strategies)))
+    write_spec(dir, "window-edge", &trials::spec(chart(&strategies)))
 }
 
-fn chart(strategies: &[Strategy]) -> BarChart<'static> {
+fn chart(strategies: &[Strategy]) -> TrialChart<'static> {
     // One limit across the run is the norm; the reference line shows the first.
     let limit = strategies.first().map_or(0.0, |s| s.limit);
-    let slots = strategies.iter().enumerate().map(|(i, s)| {
-        let height = mean(&s.max).unwrap_or(0.0);
-        let note = match s.limit > 0.0 {
+    let categories = strategies.iter().enumerate().map(|(i, s)| {
+        let most = Column::new(color(i), s.max.clone(), |height| match s.limit > 0.0 {
             true => format!("{:.2}x", height / s.limit),
             false => String::new(),
-        };
-        let most = Bar::new(color(i), height, s.max.clone(), note);
-        let bound = Bar::new(GREY, mean(&s.bound).unwrap_or(0.0), Vec::new(), "");
-        (s.name.clone(), Slot(vec![most, bound], String::new()))
+        });
+        let bound = Column::bare(GREY, mean(&s.bound).unwrap_or(0.0));
+        Category::new(s.name.clone(), vec![most, bound])
     });
-    BarChart {
+    TrialChart {
         title: "window-edge: most admitted in any 1 s, limit sent at both sides of a window edge",
         subtitle: format!(
             "L = {} sent just before a window boundary and L just after; bar and number = mean of trials, \
@@ -77,7 +76,7 @@ dot = one trial",
             (Marker::Dashed(RED), "limit L"),
         ],
         reference: Some((limit, "limit")),
-        slots: slots.collect(),
+        categories: categories.collect(),
     }
 }
 
