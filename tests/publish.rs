@@ -297,6 +297,53 @@ fn frictionless_validates_the_package() {
     assert!(!out.status.success(), "frictionless passed a bad cell");
 }
 
+/// Every published column says what it holds: datapackage.json is what people who download the
+/// dataset read, and a column without a description is a number nobody can use. Checked on the
+/// package the reference publishes into, and on every table of every experiment (a custom
+/// limiter's table is in no reference run).
+#[test]
+fn every_published_column_has_a_description() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("reference");
+    common::copy_tree(&reference(), &dir);
+    publish::publish(&dir, None).unwrap();
+    let text = std::fs::read_to_string(dir.join("datapackage.json")).unwrap();
+    let package: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut missing = Vec::new();
+    let mut columns = 0;
+    for resource in package["resources"].as_array().unwrap() {
+        for field in resource["schema"]["fields"].as_array().unwrap() {
+            columns += 1;
+            let text = field["description"].as_str().unwrap_or_default();
+            if text.trim().is_empty() {
+                missing.push(format!("{}: {}", resource["path"], field["name"]));
+            }
+        }
+    }
+    // The whole reference: a package that lost its resources would pass vacuously.
+    assert!(
+        columns > 500,
+        "only {columns} columns in the published package"
+    );
+    for e in ratelab::experiments::ALL {
+        for table in e.tables() {
+            let bare = table
+                .fields()
+                .into_iter()
+                .filter(|f| f.description.is_none());
+            missing.extend(bare.map(|f| format!("{}/{}: {}", e.id(), table.file, f.name)));
+        }
+    }
+    missing.sort();
+    missing.dedup();
+    assert!(
+        missing.is_empty(),
+        "{} published column(s) have no description: give the row type's field a doc comment\n{}",
+        missing.len(),
+        missing.join("\n")
+    );
+}
+
 /// The committed reference is published: its datapackage.json, SHA256SUMS and CITATION.cff are
 /// current. After re-running or adding a reference experiment, or changing claims:
 /// `ratelab report results/reference && ratelab publish results/reference`, then commit.

@@ -1,149 +1,14 @@
 //! Published claims (analysis/claims.toml, embedded) judged against this run's CSVs.
 
+pub use super::claim::{Basis, Call, Claim, Combine, Judge, OtherStat, Select, Verdict};
 use super::judge;
 use super::stats::Summary;
 use super::table::{matches, number, read_rows, short, Row};
 use super::AnalysisError;
 use serde::Deserialize;
-use std::collections::BTreeMap;
 use std::path::Path;
 
 const CLAIMS: &str = include_str!("../../analysis/claims.toml");
-
-/// Which rows of the claim's file a claim reads: column = value, or `a|b|c` for any of them.
-pub type Select = BTreeMap<String, String>;
-
-/// One published figure and how to judge it.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Claim {
-    pub id: String,
-    pub experiment: String,
-    pub seed: String,
-    pub text: String,
-    /// The seed sentence (or clause) this claim judges, verbatim from the seed's write-up; a
-    /// sentence judged by several claims is quoted by each. Only "ours" claims may lack one.
-    #[serde(default)]
-    pub quote: Option<String>,
-    pub file: String,
-    pub statistic: String,
-    #[serde(default)]
-    pub select: Select,
-    pub published: f64,
-    #[serde(default)]
-    pub published_column: Option<String>,
-    /// Multiplies what each row should be by this column of the row (e.g. `in_flight`: one
-    /// process admits limit x in-flight), so the claim follows the run's parameters.
-    #[serde(default)]
-    pub times_column: Option<String>,
-    #[serde(default)]
-    pub tolerance: f64,
-    /// Per row, the statistic as a percentage of this column (e.g. refused of checks).
-    #[serde(default)]
-    pub percent_of: Option<String>,
-    /// Per row, the statistic minus this column (e.g. a stall minus the probe's own baseline).
-    #[serde(default)]
-    pub minus_column: Option<String>,
-    /// The rows the selection is compared with (`combine`): a GET beside a Lua decision.
-    #[serde(default, alias = "denominator")]
-    pub other: Option<Select>,
-    /// How a selected value and its `other` combine.
-    #[serde(default)]
-    pub combine: Combine,
-    /// Pairs each selected row with the `other` rows equal on these columns (the same run), so
-    /// every run is judged beside its own reference; without it the means are compared once.
-    #[serde(default)]
-    pub pair_by: Vec<String>,
-    /// Without `pair_by`: each selected row beside the `other` rows' one value, rather than the
-    /// means once (a reference that does not vary run to run, and fewer runs of it).
-    #[serde(default)]
-    pub per_row: bool,
-    /// How a pair's `other` rows reduce to one value (several per-check rows per run).
-    #[serde(default)]
-    pub other_stat: OtherStat,
-    /// Compare with every group of `other` rows by this column ("cheapest of every option").
-    #[serde(default)]
-    pub among: Option<String>,
-    /// For `range`: the published interval, inclusive.
-    #[serde(default)]
-    pub range: Option<[f64; 2]>,
-    pub judge: Judge,
-    /// An absolute figure that belongs to the seed's machine (throughput, milliseconds): reported
-    /// beside this machine's facts instead of judged.
-    #[serde(default)]
-    pub machine_dependent: bool,
-    /// For a machine-dependent figure: the claims that judge what it says that does not depend on
-    /// the machine (the figure itself is only shown beside this machine's facts).
-    #[serde(default)]
-    pub judged_by: Vec<String>,
-    /// Why this run differs from the seed, when it does; `{column}` is the selected rows' mean of
-    /// that column, so the reason quotes this run's own measurement.
-    #[serde(default)]
-    pub why: Option<String>,
-    /// How the reason knows what it says; required beside `why`.
-    #[serde(default)]
-    pub basis: Option<Basis>,
-    /// For a `tested` reason: the claims that judge the variation testing it.
-    #[serde(default)]
-    pub tested_by: Vec<String>,
-}
-
-/// How a reason knows what it says.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Basis {
-    /// A variation this run measured tests it: the claims in `tested_by` judge that variation,
-    /// and the reason stands only while they hold.
-    Tested,
-    /// It quotes this run's own columns, without a variation that would test the cause.
-    Observed,
-    /// Nothing in the run tests it yet.
-    Hypothesis,
-}
-
-/// How a claim is judged.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Judge {
-    /// Every selected row equals `published` (or its `published_column`).
-    AllEqual,
-    /// The mean (or ratio) is within `tolerance` (relative) of `published`.
-    MeanWithin,
-    /// Every selected row is at least `published` (or its `published_column`).
-    AllAtLeast,
-    /// Every selected row is strictly above `published` (or its `published_column`): "never
-    /// empties" is a bucket with tokens left in every trial.
-    AllAbove,
-    /// Every selected row is at most `published` (or its `published_column`): "no run ever
-    /// exceeded", which a mean cannot judge.
-    AllAtMost,
-    /// Every run lies inside `range`: a published range is what each run measured.
-    Range,
-    /// "Cheaper" / "faster": every run below `published`, and the mean further below it than
-    /// the runs' own spread (one standard deviation), so noise cannot pass for a difference.
-    Below,
-    /// "Costs more" / "beats": as `Below`, above `published`.
-    Above,
-    /// Seed 000's MONITOR order.
-    TraceOrder,
-}
-
-/// How a selected value combines with its `other` value.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Combine {
-    #[default]
-    Ratio,
-    Difference,
-}
-
-/// How several `other` rows reduce to the one a selected row is set beside.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum OtherStat {
-    #[default]
-    Mean,
-    Median,
-}
 
 /// A seed sentence stating a figure or an outcome that no claim judges, and why: with the
 /// claims' quotes, the whole write-up is accounted for.
@@ -246,68 +111,6 @@ pub fn seeds_dir() -> Result<std::path::PathBuf, String> {
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
-    }
-}
-
-/// The verdict on one claim.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Verdict {
-    /// What this run measured, in words.
-    pub measured: String,
-    /// Some(true) holds, Some(false) differs, None no data.
-    pub holds: Option<bool>,
-    /// It does not hold, but the trials' 95% confidence interval reaches what the seed said: the
-    /// run cannot tell a difference from its own noise.
-    pub inconclusive: bool,
-}
-
-/// How the report names a verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Call {
-    Holds,
-    Differs,
-    Inconclusive,
-    /// An absolute figure of another machine: shown beside this machine's facts, not judged.
-    MachineDependent,
-    NoData,
-}
-
-impl Call {
-    pub fn of(claim: &Claim, verdict: &Verdict) -> Call {
-        match verdict.holds {
-            None => Call::NoData,
-            Some(_) if claim.machine_dependent => Call::MachineDependent,
-            Some(true) => Call::Holds,
-            Some(false) if verdict.inconclusive => Call::Inconclusive,
-            Some(false) => Call::Differs,
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Call::Holds => "holds",
-            Call::Differs => "DIFFERS",
-            Call::Inconclusive => "inconclusive",
-            Call::MachineDependent => "machine-dependent",
-            Call::NoData => "no data",
-        }
-    }
-}
-
-impl Verdict {
-    pub(super) fn no_data(why: impl Into<String>) -> Self {
-        Verdict {
-            measured: why.into(),
-            ..Verdict::default()
-        }
-    }
-
-    pub(super) fn fails(why: impl Into<String>) -> Self {
-        Verdict {
-            measured: why.into(),
-            holds: Some(false),
-            ..Verdict::default()
-        }
     }
 }
 
@@ -423,6 +226,7 @@ fn trace_order(rows: &[&Row]) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     /// Text with every run of whitespace made one space: the seeds wrap their lines.
     fn collapsed(text: &str) -> String {

@@ -1,7 +1,7 @@
 //! The numeric judges: per row, or per run set beside its own reference rows, against what the
 //! seed published. A row that lacks what the claim reads fails the claim instead of vanishing.
 
-use super::claims::{Claim, Combine, Judge, OtherStat, Verdict};
+use super::claim::{Claim, Combine, Judge, OtherStat, Verdict};
 use super::stats::{median, Summary};
 use super::table::{matches, number, short, Row};
 use std::collections::BTreeSet;
@@ -376,7 +376,16 @@ fn confidence_interval(s: &Summary) -> Option<(f64, f64)> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::claims::{judge, Claim};
+    use super::super::claim::{Claim, Verdict};
+    use super::super::table::{matches, read_rows, Row};
+    use std::path::Path;
+
+    /// What claims.rs's dispatch does for a numeric claim: its file's rows, its selection.
+    fn judge(claim: &Claim, dir: &Path) -> Verdict {
+        let rows = read_rows(&dir.join(&claim.file)).unwrap();
+        let selected: Vec<&Row> = rows.iter().filter(|r| matches(r, &claim.select)).collect();
+        super::numbers(claim, &selected, &rows)
+    }
 
     /// A claim from TOML lines (id, experiment, seed, text and file filled in).
     fn claim(lines: &str) -> Claim {
@@ -498,7 +507,7 @@ mod tests {
 
     #[test]
     fn a_miss_within_the_runs_noise_is_inconclusive_and_a_clear_one_differs() {
-        use super::super::claims::Call;
+        use super::super::claim::Call;
         let c =
             claim("statistic = \"x\"\npublished = 10\ntolerance = 0.1\njudge = \"mean_within\"\n");
         let call = |csv: &str| {

@@ -2,6 +2,7 @@
 //! published claim beside what this run measured.
 
 pub mod budget;
+mod claim;
 pub mod claims;
 pub mod compare;
 mod front;
@@ -18,8 +19,9 @@ use std::path::{Path, PathBuf};
 /// What can go wrong reading results back.
 #[derive(Debug, thiserror::Error)]
 pub enum AnalysisError {
-    #[error("csv {path}: {source}")]
-    Csv { path: PathBuf, source: csv::Error },
+    /// A CSV missing or not fitting its row type (the one reader's error names the file).
+    #[error(transparent)]
+    Read(#[from] crate::record::ReadError),
     #[error("{} is not a results directory", .0.display())]
     NotResults(PathBuf),
     #[error("claims file: {0}")]
@@ -34,6 +36,10 @@ pub enum AnalysisError {
 /// Writes one experiment's summary from its results directory.
 pub type SummaryOf<'a> = Box<dyn Fn(&Path) -> Result<String, AnalysisError> + 'a>;
 
+/// A fact about the machine that an experiment measured, from its results directory (None: not
+/// measured there), for the figures that belong to a machine: "loopback GET p50 31 µs".
+pub type MachineFact = fn(&Path) -> Option<String>;
+
 /// One experiment's part of REPORT.md, as the caller (who knows the experiments) describes it.
 pub struct Section<'a> {
     /// The experiment id: its results subdirectory and its claims' `experiment`.
@@ -44,6 +50,8 @@ pub struct Section<'a> {
     pub summary: SummaryOf<'a>,
     /// Why this run has no fresh results for it (failed, or skipped up front), if so.
     pub not_run: Option<String>,
+    /// What it measured about the machine, if it states something.
+    pub machine_fact: Option<MachineFact>,
 }
 
 /// One claim's line in the report and in claims.csv.
@@ -78,7 +86,7 @@ pub fn write_report_with(
         return Err(AnalysisError::NotResults(dir.to_path_buf()));
     }
     let claims = claims::all()?;
-    let machine = machine_facts(dir);
+    let machine = machine_facts(dir, sections);
     // Every claim first: a reason tested by another claim reads that claim's verdict.
     let mut judged: Vec<Judged> = (sections.iter())
         .flat_map(|section| judge_section(&claims, section, dir, &machine))
@@ -334,9 +342,9 @@ fn claims_csv(judged: &[Judged]) -> String {
     String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
 }
 
-/// Cores, CPU and loopback round trip of the machine the results come from (its meta.json and
-/// the latency experiment's GET), for figures that belong to a machine.
-fn machine_facts(dir: &Path) -> String {
+/// Cores and CPU of the machine the results come from (its meta.json), then what the sections
+/// state they measured about it, for figures that belong to a machine.
+fn machine_facts(dir: &Path, sections: &[Section]) -> String {
     let mut experiments: Vec<PathBuf> = (std::fs::read_dir(dir).into_iter().flatten().flatten())
         .map(|e| e.path())
         .collect();
@@ -348,13 +356,10 @@ fn machine_facts(dir: &Path) -> String {
         Some(m) => format!("{} CPUs ({})", m.host.cpus_online, m.host.cpu_model),
         None => "unknown CPUs".to_string(),
     };
-    let rows = table::read_rows(&dir.join("latency").join("latency.csv")).unwrap_or_default();
-    let get: Vec<f64> = (rows.iter())
-        .filter(|r| r.get("strategy").map(String::as_str) == Some("get"))
-        .filter_map(|r| table::number(r, "p50_us"))
-        .collect();
-    if let Some(s) = stats::Summary::of(&get) {
-        let _ = write!(facts, ", loopback GET p50 {} µs", table::short(s.mean));
+    for section in sections {
+        if let Some(fact) = section.machine_fact.and_then(|f| f(&dir.join(section.id))) {
+            let _ = write!(facts, ", {fact}");
+        }
     }
     facts
 }

@@ -10,24 +10,7 @@ pub type Row = BTreeMap<String, String>;
 
 /// Reads every row of a CSV with a header.
 pub fn read_rows(path: &Path) -> Result<Vec<Row>, AnalysisError> {
-    let csv_err = |source| AnalysisError::Csv {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut reader = csv::Reader::from_path(path).map_err(csv_err)?;
-    let headers = reader.headers().map_err(csv_err)?.clone();
-    let mut rows = Vec::new();
-    for record in reader.records() {
-        let record = record.map_err(csv_err)?;
-        rows.push(
-            headers
-                .iter()
-                .zip(record.iter())
-                .map(|(h, v)| (h.to_string(), v.to_string()))
-                .collect(),
-        );
-    }
-    Ok(rows)
+    Ok(crate::record::csv_file::read(path)?)
 }
 
 /// A grouping column of a summary table: its title and its value in a row.
@@ -38,15 +21,7 @@ pub type Stat<R> = (&'static str, fn(&R) -> Option<f64>);
 /// Reads every row of a CSV into the experiment's own row type: a column the type has and the
 /// file lacks (a renamed column) is an error naming the file.
 pub fn read_typed<R: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<R>, AnalysisError> {
-    let csv_err = |source| AnalysisError::Csv {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut reader = csv::Reader::from_path(path).map_err(csv_err)?;
-    reader
-        .deserialize()
-        .collect::<Result<_, _>>()
-        .map_err(csv_err)
+    Ok(crate::record::csv_file::read(path)?)
 }
 
 /// The summary table of the CSV at `path`, read as rows of type `R` (see [`summary_table`]).

@@ -1,6 +1,7 @@
 //! A shared bar chart: slots of side-by-side bars (the mean) with one dot per run on each bar,
-//! optional numbers above bars and slots, and an optional dashed reference line; used by the
-//! cost, calibrate and window-edge charts. The plot keeps 60 px right of it for the reference tag.
+//! optional numbers above bars and slots, and an optional dashed reference line. Charts of trials
+//! build it through [`super::trials`] (the mean of each column's trials is its bar); charts of
+//! totals (chaos, replication) use it directly. The plot keeps 60 px right of it for the tag.
 
 use super::spec::{
     limit_line, tag, Axis, Chart, Layer, Marker, Plot, Range, Shape, Slot, Ticks, BLACK,

@@ -12,6 +12,7 @@ mod png;
 mod render;
 pub(crate) mod spec;
 pub(crate) mod stacked;
+pub(crate) mod trials;
 
 pub use png::svg_to_png;
 
@@ -19,6 +20,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::record::{CsvFile, ReadError};
 use serde::de::DeserializeOwned;
 
 /// Everything that can go wrong while turning a results CSV into chart files.
@@ -47,28 +49,31 @@ pub enum ChartError {
     Missing(PathBuf),
 }
 
-/// Reads every row of the CSV at `path` (columns matched by header name, extra ones ignored);
+/// Reads every row of the CSV at `path` with the one reader ([`crate::record::csv_file::read`]);
 /// a missing file is `Missing` and a header-only file is `Empty`, so no chart is ever blank.
 pub(crate) fn read_csv<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, ChartError> {
-    if !path.is_file() {
-        return Err(ChartError::Missing(path.to_path_buf()));
-    }
-    let at = |source| ChartError::CsvAt {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut reader = csv::ReaderBuilder::new()
-        .trim(csv::Trim::All)
-        .from_path(path)
-        .map_err(at)?;
-    let rows = reader
-        .deserialize()
-        .collect::<Result<Vec<T>, _>>()
-        .map_err(at)?;
+    let rows = crate::record::csv_file::read(path)?;
     if rows.is_empty() {
         return Err(ChartError::Empty(path.to_path_buf()));
     }
     Ok(rows)
+}
+
+/// The rows of a typed CSV handle in `dir` (see [`read_csv`]).
+pub(crate) fn read_file<T: DeserializeOwned>(
+    file: &CsvFile<T>,
+    dir: &Path,
+) -> Result<Vec<T>, ChartError> {
+    read_csv(&file.path(dir))
+}
+
+impl From<ReadError> for ChartError {
+    fn from(e: ReadError) -> Self {
+        match e {
+            ReadError::Missing(path) => ChartError::Missing(path),
+            ReadError::Csv { path, source } => ChartError::CsvAt { path, source },
+        }
+    }
 }
 
 /// Index of `key` in `keys`, appending it first if absent: series and slots keep the order in

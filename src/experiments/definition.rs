@@ -34,6 +34,10 @@ pub trait Definition: Sync + 'static {
     const NO_MANAGED_TLS: Option<&'static str> = None;
     /// Runs against a cluster node named by `--redis-url` (every other experiment refuses one).
     const ON_CLUSTER_NODE: bool = false;
+    /// The permissions beyond every run's that it needs on a `--redis-url` server.
+    const PERMISSIONS: &'static [crate::server::acl::Extra] = &[];
+    /// What its results say about the machine, for REPORT.md's machine-dependent figures.
+    const MACHINE_FACT: Option<crate::analysis::MachineFact> = None;
     /// The servers the frame builds before the body (`--redis-url` stands in for a standalone
     /// one); a body that needs fresh servers per trial builds them through the session.
     const TOPOLOGY: Topology = Topology::Standalone;

@@ -99,8 +99,14 @@ pub fn run<D: Definition>(ctx: &Ctx, takers: fn() -> String) -> Result<PathBuf, 
     // A user's server: every permission the run needs, checked before anything is measured.
     let checked_by = match target {
         Target::External { endpoint } => Some(
-            crate::server::acl::preflight(&endpoint.url(), D::ID, &prefix, D::ON_CLUSTER_NODE)
-                .phase(|| "checking the --redis-url server and its user's permissions".into())?,
+            crate::server::acl::preflight(
+                &endpoint.url(),
+                D::ID,
+                &prefix,
+                D::ON_CLUSTER_NODE,
+                D::PERMISSIONS,
+            )
+            .phase(|| "checking the --redis-url server and its user's permissions".into())?,
         ),
         Target::Managed(_) | Target::NoServer => None,
     };

@@ -18,11 +18,13 @@ pub const LIMITERS_CSV: &str = "limiters.csv";
 pub struct LimiterRow {
     /// The manifest's name: the strategy column of the experiment's other CSVs.
     pub strategy: Strategy,
+    /// The algorithm its manifest declares (token bucket, fixed window, sliding log, ...).
     pub algorithm: Algorithm,
     /// The built-in strategy of the same algorithm, which it is measured against.
     pub reference: Strategy,
     /// The manifest's path and the script it names, as given.
     pub manifest: String,
+    /// The Lua script the manifest names, as given.
     pub script: String,
     /// How it is invoked: `evalsha-eval` or `fcall-load`.
     pub invocation: String,
@@ -34,7 +36,9 @@ pub struct LimiterRow {
     pub caller_clock: bool,
     /// The check before the run: calls one at a time on a fresh key with `{limit}` = probe_limit.
     pub probe_calls: u64,
+    /// Of those calls, the ones it admitted: probe_limit for a limiter that keeps its limit.
     pub probe_admitted: u64,
+    /// The limit the probe gave it.
     pub probe_limit: u64,
 }
 

@@ -41,6 +41,8 @@ pub trait Experiment: Sync {
     fn charts(&self, dir: &Path) -> Result<Vec<PathBuf>, ChartError>;
     /// Its summary for REPORT.md from the CSVs in `dir`.
     fn summary(&self, dir: &Path) -> Result<String, AnalysisError>;
+    /// What its results say about the machine, if anything.
+    fn machine_fact(&self) -> Option<crate::analysis::MachineFact>;
     /// Every parameter with its type, values, unit and meaning (`ratelab params`).
     fn parameters(
         &self,
@@ -88,6 +90,9 @@ impl<D: Definition> Experiment for D {
     }
     fn summary(&self, dir: &Path) -> Result<String, AnalysisError> {
         (D::SUMMARY)(dir)
+    }
+    fn machine_fact(&self) -> Option<crate::analysis::MachineFact> {
+        D::MACHINE_FACT
     }
     fn parameters(
         &self,
@@ -182,6 +187,7 @@ pub fn write_report(
                 .unwrap_or_default(),
             summary: Box::new(move |d| e.summary(d)),
             not_run: not_run.iter().find(|n| n.0 == e.id()).map(|n| n.1.clone()),
+            machine_fact: e.machine_fact(),
         })
         .collect();
     // What the experiments say about custom limiters; a bad CSV leaves its cells out.

@@ -2,6 +2,7 @@
 //! experiment's result directory only when the experiment finished, plus meta.json (the machine
 //! from sysinfo) and MONITOR.
 
+pub mod csv_file;
 pub mod fields;
 mod machine;
 mod meta;
@@ -11,6 +12,7 @@ pub mod schema;
 mod staging;
 mod stalls;
 
+pub use csv_file::{CsvFile, ReadError};
 pub use fields::{Field, Kind};
 pub use meta::{
     git_commit, host_meta, suspend_offset_ns, CpuSteal, HarnessStalls, HostMeta, Meta, RedisMeta,

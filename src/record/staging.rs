@@ -6,12 +6,14 @@ use super::RecordError;
 use serde::Serialize;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, Once};
 
 /// Staging directories not yet committed or set aside. SIGINT and SIGTERM end the process without
 /// unwinding, so `Drop` never runs then: the interrupt handler sets these aside instead. Commit and
 /// `Drop` take the lock too, so a directory is committed or set aside once, never both.
 static UNFINISHED: Mutex<Vec<Unfinished>> = Mutex::new(Vec::new());
+/// Hands [`set_aside_unfinished`] to the interrupt handler once.
+static HOOKED: Once = Once::new();
 
 /// Where one unfinished run's rows are, and where they go if it does not finish.
 struct Unfinished {
@@ -69,7 +71,7 @@ impl Staging {
             work_dir,
             committed: false,
         };
-        crate::server::install_interrupt_handler();
+        HOOKED.call_once(|| crate::server::install_interrupt_handler(Some(set_aside_unfinished)));
         unfinished().push(staging.unfinished());
         Ok(staging)
     }

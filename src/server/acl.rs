@@ -7,9 +7,10 @@
 //! `@dangerous` (FLUSHALL, FLUSHDB, KEYS, CONFIG, SHUTDOWN, DEBUG, ...) and minus the scripting
 //! commands that would drop the server's other scripts and functions; then, by name, the few
 //! read-only commands the measurements use: TIME (the window limiters' clock), INFO (version,
-//! CPU and command counters for meta.json and cost per decision), MONITOR (race records the
-//! order in which the server ran the commands) and the read-only CLUSTER subcommands (the
-//! cluster experiment reads the slot map).
+//! CPU and command counters for meta.json and cost per decision), and the [`Extra`] ones an
+//! experiment states it needs: MONITOR (the order in which the server ran the commands) and the
+//! read-only CLUSTER subcommands (the slot map). Which experiment needs what is the experiment's
+//! to say; this file knows the permissions, not the experiments.
 
 use super::ServerError;
 
@@ -28,12 +29,21 @@ pub fn acl_setuser(name: &str, password: &str) -> String {
     )
 }
 
+/// A permission beyond the ones every run needs, which an experiment states it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extra {
+    /// MONITOR: the order in which the server ran the commands.
+    Monitor,
+    /// The read-only CLUSTER subcommands: the slot map and each key's slot.
+    ClusterSlotMap,
+}
+
 /// One permission a run needs: a harmless command that uses it, and the rule that grants it.
 struct Need {
     command: &'static [&'static str],
     rule: &'static str,
-    /// Only these experiments need it (empty: every experiment).
-    only: &'static [&'static str],
+    /// Needed only by a run that states this extra (None: by every run).
+    extra: Option<Extra>,
 }
 
 /// Stands in [`NEEDS`] for the run's own probe key (`<prefix>preflight`): inside the run's prefix,
@@ -57,37 +67,37 @@ const NEEDS: &[Need] = &[
     Need {
         command: &["INFO", "server"],
         rule: "+info",
-        only: &[],
+        extra: None,
     },
     Need {
         command: &["TIME"],
         rule: "+time",
-        only: &[],
+        extra: None,
     },
     Need {
         command: &["GET", PROBE_KEY],
         rule: "+@read",
-        only: &[],
+        extra: None,
     },
     Need {
         command: &["SET", PROBE_KEY, "1", "PX", "1000"],
         rule: "+@write",
-        only: &[],
+        extra: None,
     },
     Need {
         command: &["SCAN", "0", "MATCH", PROBE_MATCH, "COUNT", "1"],
         rule: "+@read",
-        only: &[],
+        extra: None,
     },
     Need {
         command: &["UNLINK", PROBE_KEY],
         rule: "+@write",
-        only: &[],
+        extra: None,
     },
     Need {
         command: &["EVAL", "return 1", "0"],
         rule: "+@scripting",
-        only: &[],
+        extra: None,
     },
     Need {
         command: &[
@@ -96,37 +106,37 @@ const NEEDS: &[Need] = &[
             "0000000000000000000000000000000000000000",
         ],
         rule: "+@scripting",
-        only: &[],
+        extra: None,
     },
     Need {
         command: &["WATCH", PROBE_KEY],
         rule: "+@transaction",
-        only: &[],
+        extra: None,
     },
     Need {
         command: &["UNWATCH"],
         rule: "+@transaction",
-        only: &[],
+        extra: None,
     },
     Need {
         command: &["MONITOR"],
         rule: "+monitor",
-        only: &["race"],
+        extra: Some(Extra::Monitor),
     },
     Need {
         command: &["CLUSTER", "INFO"],
         rule: "+cluster|info",
-        only: &["cluster"],
+        extra: Some(Extra::ClusterSlotMap),
     },
     Need {
         command: &["CLUSTER", "SLOTS"],
         rule: "+cluster|slots",
-        only: &["cluster"],
+        extra: Some(Extra::ClusterSlotMap),
     },
     Need {
         command: &["CLUSTER", "KEYSLOT", PROBE_KEY],
         rule: "+cluster|keyslot",
-        only: &["cluster"],
+        extra: Some(Extra::ClusterSlotMap),
     },
 ];
 
@@ -154,15 +164,16 @@ pub enum CheckedBy {
     Probe,
 }
 
-/// Checks that the server `url` names can take `experiment`'s writes (a primary; a cluster node
-/// only for an experiment that runs on one) and that its user may run what `experiment` needs,
-/// touching no key outside the run's `prefix`; the first missing permission is an error naming
-/// the command and the rule to add.
+/// Checks that the server `url` names can take the writes of the run `experiment` names (a
+/// primary; a cluster node only for a run on one) and that its user may run what every run needs
+/// and the `extras` this one states, touching no key outside the run's `prefix`; the first missing
+/// permission is an error naming the command and the rule to add.
 pub fn preflight(
     url: &str,
     experiment: &str,
     prefix: &str,
     on_cluster_node: bool,
+    extras: &[Extra],
 ) -> Result<CheckedBy, ServerError> {
     let shown = super::endpoint::masked(url);
     let mut con = super::admin_connection(url)
@@ -189,7 +200,7 @@ pub fn preflight(
             experiment: experiment.to_string(),
         });
     }
-    permissions(url, &mut con, experiment, prefix)
+    permissions(url, &mut con, experiment, prefix, extras)
 }
 
 fn permissions(
@@ -197,6 +208,7 @@ fn permissions(
     con: &mut redis::Connection,
     experiment: &str,
     prefix: &str,
+    extras: &[Extra],
 ) -> Result<CheckedBy, ServerError> {
     let user = url::Url::parse(url)
         .ok()
@@ -205,7 +217,7 @@ fn permissions(
         .unwrap_or_else(|| "default".into());
     let needs = NEEDS
         .iter()
-        .filter(|n| n.only.is_empty() || n.only.contains(&experiment));
+        .filter(|n| n.extra.is_none_or(|extra| extras.contains(&extra)));
     let mut by = CheckedBy::DryRun;
     for need in needs {
         let command = concrete(need.command, prefix);

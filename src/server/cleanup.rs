@@ -2,7 +2,8 @@
 //!
 //! `Drop` covers success, error and panic; a signal ends the process without unwinding, so every
 //! child we spawn is registered here and the handler continues and kills them before exiting, then
-//! moves the partial rows of a run in progress aside as its `Drop` would have (`record::staging`).
+//! runs the hooks its callers passed in (record/ passes the one that moves the partial rows of a
+//! run in progress aside, as its `Drop` would have): server/ knows nothing of what they do.
 //! A SIGKILL of the harness itself is covered by the parent-death signal set at spawn time.
 
 use std::collections::BTreeSet;
@@ -12,6 +13,8 @@ use std::sync::{Mutex, Once};
 static CHILDREN: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 static INSTALL: Once = Once::new();
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// What the handler runs after killing the children, in the order passed in.
+static HOOKS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
 
 /// True once SIGINT or SIGTERM arrived: a run failing now failed because its servers were being
 /// stopped, and the process should exit as interrupted (130) whichever thread gets there first.
@@ -21,7 +24,7 @@ pub fn interrupted() -> bool {
 
 /// Remembers a child pid so a signal handler can kill it.
 pub fn register(pid: u32) {
-    install_interrupt_handler();
+    install_interrupt_handler(None);
     if let Ok(mut set) = CHILDREN.lock() {
         set.insert(pid as i32);
     }
@@ -62,8 +65,12 @@ pub fn kill_all() {
 }
 
 /// Installs the SIGINT/SIGTERM handler once (also before any child exists: a run's staging
-/// directory needs it as soon as rows may be written).
-pub fn install_interrupt_handler() {
+/// directory needs it as soon as rows may be written), and adds `hook` to what it runs after the
+/// children are dead; pass each hook once.
+pub fn install_interrupt_handler(hook: Option<fn()>) {
+    if let Some(hook) = hook {
+        HOOKS.lock().unwrap_or_else(|p| p.into_inner()).push(hook);
+    }
     INSTALL.call_once(|| {
         // A failure to install (another handler already set, e.g. by an embedding program) leaves
         // the parent-death signal as the safety net, so it is not an error.
@@ -71,7 +78,10 @@ pub fn install_interrupt_handler() {
             INTERRUPTED.store(true, Ordering::SeqCst);
             kill_all();
             eprintln!("ratelab: interrupted; stopped every redis-server and worker it started");
-            crate::record::set_aside_unfinished();
+            let hooks = HOOKS.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            for hook in hooks {
+                hook();
+            }
             std::process::exit(130);
         });
     });

@@ -2,6 +2,7 @@
 
 use super::rows::{AtomicRow, RoundTripRow};
 use super::Params;
+use super::{ATOMIC, ROUND_TRIPS};
 use crate::analysis::stats::Summary;
 use crate::experiments::measure::measure;
 use crate::experiments::{ExperimentError, Session};
@@ -9,8 +10,8 @@ use crate::limiter::{unix_ms, LimitSpec, Strategy};
 use crate::load::WorkerSpec;
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-    let mut rows = s.csv::<AtomicRow>("atomic.csv")?;
-    let mut round_trips = s.csv::<RoundTripRow>("round_trips.csv")?;
+    let mut rows = ATOMIC.create(&s.run.staging)?;
+    let mut round_trips = ROUND_TRIPS.create(&s.run.staging)?;
     let strategies = s.with_limiters(&p.strategies);
     let total = p.trials as usize * p.configs.len() * strategies.len() * p.capacities.len();
     let bar = s.progress(total as u64 + (p.round_trip_trials as usize * p.configs.len()) as u64);

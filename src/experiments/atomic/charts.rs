@@ -2,16 +2,16 @@
 //! decision (x) and mean admission error (y), with min-max whiskers over its rows, so the
 //! cheap-but-wrong and the correct-but-costly strategies separate at a glance.
 
+use super::ATOMIC;
+use crate::charts::read_file;
 use std::path::{Path, PathBuf};
 
 use super::AtomicRow;
 use crate::charts::spec::{
     color, dots, limit_line, path, tag, Axis, Chart, Layer, Plot, Range, Shape, Ticks, BLACK,
 };
-use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::charts::{index_of, mean, write_spec, ChartError};
 
-/// The CSV the atomic experiment writes into its dir.
-pub(crate) const CSV_NAME: &str = "atomic.csv";
 const SIZE: (u32, u32) = (1200, 700);
 const POINT_PX: i32 = 6;
 /// y ticks (error %) offered to the symlog axis; only those in range are drawn.
@@ -85,14 +85,13 @@ fn summarize(s: &Strategy) -> Option<Summary> {
 
 /// Renders `dir/atomic.csv` into `dir/atomic.svg` and `dir/atomic.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let csv_path = dir.join(CSV_NAME);
-    let strategies = group(&read_csv::<AtomicRow>(&csv_path)?);
+    let strategies = group(&read_file(&ATOMIC, dir)?);
     let points: Vec<(&str, Summary)> = (strategies.iter())
         .filter_map(|s| Some((s.name.as_str(), summarize(s)?)))
         .collect();
     // Rows exist but none has a usable CPU figure and a nonzero allowance.
     if points.is_empty() {
-        return Err(ChartError::Empty(csv_path));
+        return Err(ChartError::Empty(ATOMIC.path(dir)));
     }
     write_spec(dir, "atomic", &chart(&points))
 }
@@ -171,7 +170,12 @@ watch-bucket,4,8,0,100,1000,58,942,0,310,40,3000,6000,45000,45.0,10,x
     #[test]
     fn renders_svg_and_png_with_strategy_labels() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = csv_dir(tmp.path(), "atomic", CSV_NAME, &format!("{HEADER}\n{ROWS}"));
+        let dir = csv_dir(
+            tmp.path(),
+            "atomic",
+            ATOMIC.name(),
+            &format!("{HEADER}\n{ROWS}"),
+        );
         let paths = render(&dir).unwrap();
         assert_eq!(paths, ["atomic.svg", "atomic.png"].map(|n| dir.join(n)));
         assert!(paths.iter().all(|p| p.is_file()));
@@ -190,7 +194,7 @@ watch-bucket,4,8,0,100,1000,58,942,0,310,40,3000,6000,45000,45.0,10,x
     #[test]
     fn header_only_is_empty() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = csv_dir(tmp.path(), "atomic", CSV_NAME, &format!("{HEADER}\n"));
+        let dir = csv_dir(tmp.path(), "atomic", ATOMIC.name(), &format!("{HEADER}\n"));
         let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }

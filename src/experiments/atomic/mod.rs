@@ -25,7 +25,7 @@ mod charts;
 mod report;
 mod rows;
 
-pub use rows::{AtomicRow, RoundTripRow};
+pub use rows::{AtomicRow, RoundTripRow, ATOMIC, ROUND_TRIPS};
 
 use super::limiters::Verdicts;
 use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
@@ -48,10 +48,7 @@ impl Definition for Atomic {
     const SUMMARY: Summarize = report::summary;
 
     fn tables() -> Vec<Table> {
-        vec![
-            Table::of::<AtomicRow>("atomic.csv"),
-            Table::of::<RoundTripRow>("round_trips.csv"),
-        ]
+        vec![ATOMIC.table(), ROUND_TRIPS.table()]
     }
 }
 

@@ -1,7 +1,9 @@
 //! atomic's summary for REPORT.md.
 
 use super::{AtomicRow, RoundTripRow};
-use crate::analysis::table::{read_typed, summarize, Key, Stat};
+use super::{ATOMIC, ROUND_TRIPS};
+use crate::analysis::table::summary_table;
+use crate::analysis::table::{Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::experiments::limiters::{self, Exact, Verdict};
 use std::path::Path;
@@ -25,8 +27,8 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         }),
         ("Redis CPU µs/decision", |r| Some(r.cpu_us_per_decision)),
     ];
-    let mut out = summarize(&dir.join("atomic.csv"), &keys, &stats)?;
-    let path = dir.join("round_trips.csv");
+    let mut out = summary_table(&ATOMIC.read(dir)?, &keys, &stats);
+    let path = ROUND_TRIPS.path(dir);
     if path.exists() {
         let keys: [Key<RoundTripRow>; 1] =
             [("config", |r| format!("{}x{}", r.processes, r.in_flight))];
@@ -37,7 +39,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
              configuration, in the same trials. Where it is most of a decision's CPU, the machine's \
              cost of waking Redis per command, not the limiter, sets that column.\n\n",
         );
-        out.push_str(&summarize(&path, &keys, &stats)?);
+        out.push_str(&summary_table(&ROUND_TRIPS.read(dir)?, &keys, &stats));
     }
     Ok(out)
 }
@@ -45,7 +47,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
 /// Exactness under contention, and Redis CPU per decision against the reference strategy in the
 /// same trials.
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
-    let rows: Vec<AtomicRow> = read_typed(&dir.join("atomic.csv"))?;
+    let rows: Vec<AtomicRow> = ATOMIC.read(dir)?;
     let mut out = Vec::new();
     for l in limiters::recorded(dir)? {
         let name = l.strategy.to_string();

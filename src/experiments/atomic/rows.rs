@@ -1,7 +1,14 @@
 //! atomic's CSV schema.
 
 use crate::limiter::Strategy;
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `atomic.csv`: One row per trial.
+pub const ATOMIC: CsvFile<AtomicRow> = CsvFile::new("atomic.csv");
+
+/// `round_trips.csv`: One row per run of GETs.
+pub const ROUND_TRIPS: CsvFile<RoundTripRow> = CsvFile::new("round_trips.csv");
 
 /// One trial.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -15,7 +22,9 @@ pub struct AtomicRow {
     pub admitted: u64,
     pub refused: u64,
     pub errors: u64,
+    /// watch-bucket only: WATCH transactions retried after another client's write aborted them.
     pub watch_retries: u64,
+    /// watch-bucket only: checks refused because their WATCH retry budget ran out.
     pub watch_aborts: u64,
     /// Round trips to Redis, all decisions of the trial, as the limiters report them.
     pub redis_calls: u64,
@@ -42,6 +51,7 @@ pub struct RoundTripRow {
     pub checks: u64,
     pub errors: u64,
     pub redis_cpu_us: f64,
+    /// Redis main-thread CPU per GET answered: what one round trip alone costs the server here.
     pub cpu_us_per_round_trip: f64,
     pub elapsed_ms: f64,
 }

@@ -16,13 +16,17 @@ pub enum Bio {
 /// One operation on one big log.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct BigkeyRow {
+    /// `trim` (one ZREMRANGEBYSCORE removing every entry) or `expire` (the key's own expiry,
+    /// found by Redis's active expire cycle).
     pub operation: Operation,
+    /// Entries in the sorted-set log before the operation.
     pub entries: u64,
     /// lazyfree-lazy-expire in effect.
     pub lazyfree: YesNo,
     /// Where Redis's background threads ran.
     pub bio: Bio,
     pub repeat: u32,
+    /// Entries the operation removed (all of them, or the run fails).
     pub removed: u64,
     /// MEMORY USAGE of the log before the operation (Redis's default sampling).
     pub key_bytes: u64,
@@ -47,5 +51,6 @@ pub struct BigkeyRow {
     pub background_free_ms: Option<f64>,
     /// The span the probe was read over: the command's round trip, or expiry deadline to freed.
     pub span_ms: f64,
+    /// How long building the log with ZADD took, before the operation.
     pub build_s: f64,
 }

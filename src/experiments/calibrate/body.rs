@@ -1,5 +1,6 @@
 //! calibrate's measurement: ratelab's workers and redis-benchmark, pair by pair.
 
+use super::CALIBRATE;
 use super::{BenchCommand, CalibrateRow, Params};
 use crate::experiments::measure::{children_cpu_s, measure};
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
@@ -21,7 +22,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             other users of this machine could read it in the process list.",
         );
     }
-    let mut rows = s.csv::<CalibrateRow>("calibrate.csv")?;
+    let mut rows = CALIBRATE.create(&s.run.staging)?;
     let runs = p.commands.len() * p.depths.len() * p.pairs as usize * 2;
     let bar = s.progress(runs as u64);
     prepare(&s.target, p, &s.prefix).phase(|| "loading keys and the script".into())?;

@@ -2,15 +2,16 @@
 //! redis-benchmark's, one dot per pair of back-to-back runs, with the ratelab/redis-benchmark
 //! ratio above each command, so a slow harness cannot pass for a slow limiter.
 
+use super::CALIBRATE;
+use crate::charts::read_file;
 use std::path::{Path, PathBuf};
 
 use super::CalibrateRow;
-use crate::charts::bars::{self, si, BarChart};
-use crate::charts::spec::{color, Bar, Marker, Slot, BLACK};
-use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::charts::bars::si;
+use crate::charts::spec::{color, Marker, BLACK};
+use crate::charts::trials::{self, Category, Column, TrialChart};
+use crate::charts::{index_of, mean, write_spec, ChartError};
 
-/// The CSV the calibrate experiment writes into its dir.
-pub(crate) const CSV_NAME: &str = "calibrate.csv";
 /// The ratio above each command is `OURS / REFERENCE` (mean ops/s).
 const OURS: &str = "ratelab";
 const REFERENCE: &str = "redis-benchmark";
@@ -63,19 +64,23 @@ fn ratio(g: &Grouped, c: usize) -> Option<f64> {
 
 /// Renders `dir/calibrate.csv` into `dir/calibrate.svg` and `dir/calibrate.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let g = group(&read_csv::<CalibrateRow>(&dir.join(CSV_NAME))?);
-    write_spec(dir, "calibrate", &bars::spec(chart(&g)))
+    let g = group(&read_file(&CALIBRATE, dir)?);
+    write_spec(dir, "calibrate", &trials::spec(chart(&g)))
 }
 
 /// One slot per command, one bar per tool, the ratio above the slot.
-fn chart(g: &Grouped) -> BarChart<'_> {
-    let slots = g.commands.iter().enumerate().map(|(c, command)| {
-        let bars = g.ops[c].iter().enumerate().map(|(t, ops)| {
+fn chart(g: &Grouped) -> TrialChart<'_> {
+    let categories = g.commands.iter().enumerate().map(|(c, command)| {
+        let columns = g.ops[c].iter().enumerate().map(|(t, ops)| {
             let note = if ops.is_empty() { "no runs" } else { "" };
-            Bar::new(color(t), mean(ops).unwrap_or(0.0), ops.clone(), note)
+            Column::new(color(t), ops.clone(), |_| note.to_string())
         });
         let note = ratio(g, c).map_or(String::new(), |r| format!("{r:.2}x"));
-        (command.clone(), Slot(bars.collect(), note))
+        Category {
+            label: command.clone(),
+            columns: columns.collect(),
+            note,
+        }
     });
     let mut legend: Vec<(Marker, &str)> = g
         .tools
@@ -84,7 +89,7 @@ fn chart(g: &Grouped) -> BarChart<'_> {
         .map(|(t, tool)| (Marker::Dot(color(t)), tool.as_str()))
         .collect();
     legend.push((Marker::Dot(BLACK), "one pair of runs"));
-    BarChart {
+    TrialChart {
         title: "calibrate: ops/s per command and depth, ratelab vs redis-benchmark",
         subtitle: format!(
             "bar = mean over pairs; number above each command = {OURS} / {REFERENCE} (mean ops/s)"
@@ -94,7 +99,7 @@ fn chart(g: &Grouped) -> BarChart<'_> {
         y_format: si,
         legend,
         reference: None,
-        slots: slots.collect(),
+        categories: categories.collect(),
     }
 }
 
@@ -120,7 +125,7 @@ EVALSHA,redis-benchmark,0,16,520000,52000,3.1,6.0,10,50,1,7,80
     fn renders_svg_and_png_with_commands_tools_and_ratio() {
         let tmp = tempfile::tempdir().unwrap();
         let csv = format!("{HEADER}\n{ROWS}");
-        let dir = csv_dir(tmp.path(), "calibrate", CSV_NAME, &csv);
+        let dir = csv_dir(tmp.path(), "calibrate", CALIBRATE.name(), &csv);
         let paths = render(&dir).unwrap();
         assert_eq!(
             paths,
@@ -144,7 +149,12 @@ EVALSHA,redis-benchmark,0,16,520000,52000,3.1,6.0,10,50,1,7,80
     #[test]
     fn header_only_is_empty() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = csv_dir(tmp.path(), "calibrate", CSV_NAME, &format!("{HEADER}\n"));
+        let dir = csv_dir(
+            tmp.path(),
+            "calibrate",
+            CALIBRATE.name(),
+            &format!("{HEADER}\n"),
+        );
         let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }

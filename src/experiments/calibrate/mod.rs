@@ -39,7 +39,7 @@ mod report;
 mod rows;
 
 pub use body::parse_benchmark_rps;
-pub use rows::CalibrateRow;
+pub use rows::{CalibrateRow, CALIBRATE};
 
 use super::{Body, Definition, ExperimentError, Phase, Render, Summarize, Validate};
 use crate::limiter::Strategy;
@@ -65,7 +65,7 @@ impl Definition for Calibrate {
     const SUMMARY: Summarize = report::summary;
 
     fn tables() -> Vec<Table> {
-        vec![Table::of::<CalibrateRow>("calibrate.csv")]
+        vec![CALIBRATE.table()]
     }
 }
 

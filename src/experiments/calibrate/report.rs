@@ -1,8 +1,9 @@
 //! calibrate's summary for REPORT.md.
 
 use super::CalibrateRow;
+use super::CALIBRATE;
 use crate::analysis::stats::{median, Summary};
-use crate::analysis::table::{read_typed, short, summary_table, Key, Stat};
+use crate::analysis::table::{short, summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -12,7 +13,7 @@ const REFERENCE: &str = "redis-benchmark";
 
 /// The two tools' ratios per command and depth first, then both side by side.
 pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
-    let rows = read_typed::<CalibrateRow>(&dir.join("calibrate.csv"))?;
+    let rows = CALIBRATE.read(dir)?;
     let keys: [Key<CalibrateRow>; 3] = [
         ("command", |r| r.command.clone()),
         ("depth", |r| r.depth.to_string()),

@@ -1,16 +1,22 @@
 //! calibrate's CSV schema.
 
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `calibrate.csv`: One row per run of one tool.
+pub const CALIBRATE: CsvFile<CalibrateRow> = CsvFile::new("calibrate.csv");
 
 /// One run of one tool.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CalibrateRow {
+    /// What both tools send: `GET` (a plain GET) or `EVALSHA` (the lua-bucket script).
     pub command: String,
     /// `ratelab` or `redis-benchmark`.
     pub tool: String,
     pub pair: u32,
     /// Requests in flight per connection (redis-benchmark's `-P`).
     pub depth: usize,
+    /// Commands the tool completed in the run.
     pub ops: u64,
     pub ops_per_s: f64,
     pub client_cpu_s: f64,
@@ -19,6 +25,7 @@ pub struct CalibrateRow {
     pub duration_s: f64,
     pub clients: usize,
     pub keys: u64,
+    /// Redis main-thread CPU (INFO used_cpu_*_main_thread) per command completed.
     pub redis_cpu_us_per_op: f64,
     pub redis_busy_pct: f64,
     /// Redis's main thread runnable but off its CPU (run queue and steal), percent of the wall

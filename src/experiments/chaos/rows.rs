@@ -46,6 +46,7 @@ pub struct BinRow {
     pub drill: Drill,
     /// Start of the bin, s after the schedule's start.
     pub t_s: f64,
+    /// The bin's width.
     pub bin_ms: u64,
     /// Requests whose intended start falls in the bin.
     pub offered: u64,
@@ -60,39 +61,51 @@ pub struct BinRow {
     /// How the requests served in the bin were answered: by Redis, or by policy (fail-open).
     pub allowed: u64,
     pub denied: u64,
+    /// Answered by the store's policy because Redis did not answer in time (allowed or denied).
     pub degraded: u64,
     /// The client's own fail-open counter: its increase over the bin (the metric a dashboard
     /// shows; flat for an uninstrumented client whatever it admits).
     pub fail_open_counter: u64,
     /// Workers busy, sampled every few ms: the most and the mean over the bin; requests waiting.
     pub busy_max: u64,
+    /// Workers busy, mean of the samples in the bin.
     pub busy_mean: f64,
+    /// Requests waiting for a worker, the most sampled in the bin.
     pub queue_max: u64,
 }
 
 /// One drill window of one client: what the claims read.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DrillRow {
+    /// `correct`, or the flaw the client was given.
     pub client: String,
+    /// The store's timeout (its whole-call budget; connecting only for `setup-timeout-only`).
     pub timeout_ms: u64,
+    /// The drill window: baseline, blackhole, after-blackhole, latency, after-latency or reset.
     pub drill: Drill,
     /// The window on the schedule's clock, from the proxy's switch instants.
     pub start_ms: f64,
+    /// The window's end on the same clock.
     pub end_ms: f64,
+    /// The model service's workers (each serves one request at a time).
     pub workers: u64,
     /// The delay injected in this window (0 outside the latency drill).
     pub injected_ms: u64,
     /// Requests intended in the window; of them served and dropped.
     pub offered: u64,
+    /// Of them, served by a worker (whenever they finished).
     pub served: u64,
+    /// Of them, dropped: no worker within the queue wait, or the queue full.
     pub dropped: u64,
     /// Requests finished inside the window, as a share of those offered: the service's
     /// throughput while the window lasted.
     pub completed_in_window: u64,
+    /// completed_in_window / offered.
     pub served_fraction: f64,
     /// The most `workers` workers can finish in the window when each request holds one for the
     /// timeout: workers x (1 + ceil(window / timeout)), as a share of `offered`.
     pub pool_bound: f64,
+    /// dropped / offered.
     pub dropped_fraction: f64,
     /// Latency from the intended start of the requests offered in the window that were served.
     pub p50_ms: Option<f64>,
@@ -100,25 +113,32 @@ pub struct DrillRow {
     pub max_ms: Option<f64>,
     /// The same client's baseline p99, and this window's p99 minus it.
     pub baseline_p99_ms: Option<f64>,
+    /// p99_ms - baseline_p99_ms: what the drill added to the tail.
     pub p99_rise_ms: Option<f64>,
     /// Where the served requests' latency went: waiting for a worker (from the intended start, so
     /// the generator's wake-up counts), the limiter's check, the work after it. Absent in runs
     /// before they were recorded.
     #[serde(default)]
     pub wait_p99_ms: Option<f64>,
+    /// The limiter's check of the served requests: median.
     #[serde(default)]
     pub check_p50_ms: Option<f64>,
+    /// The limiter's check of the served requests: 99th percentile.
     #[serde(default)]
     pub check_p99_ms: Option<f64>,
+    /// The work after the check: 99th percentile.
     #[serde(default)]
     pub work_p99_ms: Option<f64>,
     /// From the window's start to the first instant every worker was busy (empty: never).
     pub all_busy_after_ms: Option<f64>,
+    /// Workers busy, sampled every few ms: the most in the window.
     pub busy_max: u64,
+    /// Workers busy: the mean of the samples in the window.
     pub busy_mean: f64,
     /// How the requests offered in the window were answered.
     pub allowed: u64,
     pub denied: u64,
+    /// Allowed by the store's fail-open policy because Redis did not answer in time.
     pub degraded_allowed: u64,
     /// Answers that came from the policy, as a share of those served.
     pub degraded_fraction: f64,
@@ -131,18 +151,23 @@ pub struct DrillRow {
 /// The after-drill check: `requests` checks on one fresh key, one after another, once healed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct AfterRow {
+    /// `correct`, or the flaw the client was given.
     pub client: String,
+    /// The store's timeout (its whole-call budget; connecting only for `setup-timeout-only`).
     pub timeout_ms: u64,
     pub requests: u64,
     /// The bucket's capacity: what an enforcing limiter allows at once.
     pub capacity: u64,
+    /// The bucket's refill, tokens per second.
     pub refill_per_sec: f64,
     pub elapsed_ms: f64,
     /// capacity + the tokens refilled while the check ran, rounded up: the most it may allow.
     pub max_allowed: u64,
     pub allowed: u64,
     pub denied: u64,
+    /// Allowed by the store's policy because Redis did not answer in time.
     pub degraded_allowed: u64,
+    /// Denied by the store's policy because Redis did not answer in time.
     pub degraded_denied: u64,
     /// Checks that opened a new connection.
     pub reconnects: u64,
@@ -155,8 +180,11 @@ pub struct AfterRow {
 pub struct SwitchRow {
     /// The clients that ran through this sequence of faults, `+`-joined.
     pub clients: String,
+    /// The store's timeout those clients ran with.
     pub timeout_ms: u64,
     /// On the schedule's clock (negative: before traffic started).
     pub at_ms: f64,
+    /// The proxy's mode from then on: `healed`, `blackhole <direction>`, `refuse`, `delay <n> ms`
+    /// (`+ U[0, <j>] ms` with jitter) or `reset`.
     pub fault: String,
 }

@@ -45,6 +45,8 @@ impl Definition for Cluster {
     const ID: &'static str = "cluster";
     const TOML: &'static str = include_str!("../../../experiments/cluster.toml");
     const ON_CLUSTER_NODE: bool = true;
+    const PERMISSIONS: &'static [crate::server::acl::Extra] =
+        &[crate::server::acl::Extra::ClusterSlotMap];
     const NO_MANAGED_TLS: Option<&'static str> = Some(
         "its cluster nodes are started without TLS (redis-cli --cluster create is not given certificates)",
     );

@@ -8,7 +8,10 @@ use serde::{Deserialize, Serialize};
 pub struct CallRow {
     /// one-redis | cluster | reshard.
     pub phase: String,
+    /// How the script finds its counter: `undeclared`, `undeclared-shebang`,
+    /// `undeclared-shebang-allow-cross-slot`, `declared` or `hashtag`.
     pub variant: Variant,
+    /// The user's number.
     pub user: u64,
     /// Primaries serving slots (1 for one-redis).
     pub nodes: u32,
@@ -17,13 +20,17 @@ pub struct CallRow {
     pub expected_fail_fraction: f64,
     /// Which key KEYS[1] held: `base` (the script derives the counter) or `derived` (declared).
     pub declared: String,
+    /// The user's key, from which the window's counter is derived.
     pub base_key: String,
+    /// Its hash slot.
     pub base_slot: u16,
     /// `host:port` of the primary owning the slot.
     pub base_node: String,
     /// The window's counter: `base_key:w<index>`.
     pub derived_key: String,
+    /// Its hash slot.
     pub derived_slot: u16,
+    /// `host:port` of the primary owning that slot.
     pub derived_node: String,
     /// 1 when base and derived key live on the same node.
     pub same_node: u8,
@@ -53,19 +60,28 @@ pub struct CallRow {
 pub struct NodeRow {
     /// cluster | reshard.
     pub phase: String,
+    /// The range's first slot.
     pub first_slot: u16,
+    /// Its last slot, inclusive.
     pub last_slot: u16,
+    /// Slots in the range.
     pub slots: u32,
+    /// `host:port` of the primary serving it.
     pub node: String,
+    /// That node's cluster id (CLUSTER MYID).
     pub node_id: String,
 }
 
 /// One user's token bucket, checked from every client through the cluster.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct BucketRow {
+    /// The user's number.
     pub user: u64,
+    /// The bucket's key.
     pub key: String,
+    /// Its hash slot.
     pub slot: u16,
+    /// `host:port` of the primary owning that slot.
     pub node: String,
     pub clients: u64,
     /// Checks sent for this bucket, over all clients.
@@ -84,6 +100,7 @@ pub struct BucketRow {
 pub struct SetupRow {
     /// create | reshard.
     pub operation: String,
+    /// Primaries in the cluster.
     pub nodes: u32,
     /// create: starting every node until it answered PING.
     pub start_nodes_ms: f64,
@@ -93,12 +110,17 @@ pub struct SetupRow {
     pub attempts: u32,
     /// From the end of the work until every node reported the same slot map and cluster_state:ok.
     pub converge_ms: f64,
+    /// The whole operation, start to converged.
     pub total_ms: f64,
     /// reshard: the slots moved and from which node to which.
     pub first_slot: Option<u16>,
+    /// reshard: the last slot moved, inclusive.
     pub last_slot: Option<u16>,
+    /// reshard: `host:port` of the node the slots left.
     pub from_node: String,
+    /// reshard: `host:port` of the node they went to.
     pub to_node: String,
+    /// reshard: keys migrated with the slots.
     pub keys_moved: Option<u64>,
 }
 
@@ -113,9 +135,11 @@ pub struct PhaseRow {
     pub reason: String,
     /// managed (the harness's own servers) or user (--redis-url).
     pub servers: String,
+    /// Primaries serving slots (1 for one-redis).
     pub nodes: u32,
     /// Calls (or checks) made.
     pub calls: u64,
+    /// How long the phase took.
     pub took_ms: f64,
 }
 
@@ -124,9 +148,13 @@ pub struct PhaseRow {
 pub struct CustomBucketRow {
     /// The manifest's name.
     pub strategy: crate::limiter::Strategy,
+    /// The user's number.
     pub user: u64,
+    /// The bucket's key.
     pub key: String,
+    /// Its hash slot.
     pub slot: u16,
+    /// `host:port` of the primary owning that slot.
     pub node: String,
     pub requests: u64,
     pub admitted: u64,
@@ -136,6 +164,7 @@ pub struct CustomBucketRow {
     pub limit: u64,
     /// 1 when the first error was "Script attempted to access a non local key in a cluster node".
     pub non_local_key: u8,
+    /// The first error's text, empty when none.
     pub first_error: String,
 }
 

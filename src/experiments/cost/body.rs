@@ -2,6 +2,7 @@
 
 use super::logs::Logs;
 use super::rows::CostRow;
+use super::COST;
 use super::{variants, Keys, Params, Variant};
 use crate::experiments::measure::{measure, Measured};
 use crate::experiments::{ExperimentError, Phase, Session};
@@ -9,7 +10,7 @@ use crate::load::rng::SplitMix64;
 use crate::load::{pipelined, KeyChoice, Stop, WorkerSpec};
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-    let mut rows = s.csv::<CostRow>("cost.csv")?;
+    let mut rows = COST.create(&s.run.staging)?;
     let variants = variants(p, &s.ctx.limiters);
     let bar = s.progress(p.runs as u64 * variants.len() as u64);
     let member_prefix = SplitMix64::new(s.ctx.seed, 0).next_u64() >> 16;

@@ -2,15 +2,16 @@
 //! decisions/s with Redis busy % (`cost_throughput.svg`); one bar per strategy and variant,
 //! one dot per run so run-to-run spread shows.
 
+use super::COST;
+use crate::charts::read_file;
 use std::path::{Path, PathBuf};
 
 use super::CostRow;
-use crate::charts::bars::{self, si, BarChart};
-use crate::charts::spec::{color, Bar, Marker, Rgb, Slot, BLACK, RED};
-use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::charts::bars::si;
+use crate::charts::spec::{color, Marker, Rgb, BLACK, RED};
+use crate::charts::trials::{self, Category, Column, TrialChart};
+use crate::charts::{index_of, mean, write_spec, ChartError};
 
-/// The CSV the cost experiment writes into its dir.
-pub(crate) const CSV_NAME: &str = "cost.csv";
 /// The baseline strategy: a single GET, the cheapest thing Redis can answer.
 const BASELINE: &str = "get";
 const GREY: Rgb = Rgb(127, 127, 127);
@@ -75,34 +76,30 @@ fn colors<'a>(labels: &'a [Label]) -> Vec<Rgb> {
 
 /// Renders `dir/cost.csv` into `cost.svg/.png` and `cost_throughput.svg/.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let labels = group(&read_csv::<CostRow>(&dir.join(CSV_NAME))?);
+    let labels = group(&read_file(&COST, dir)?);
     let colors = colors(&labels);
-    let mut written = write_spec(dir, "cost", &bars::spec(relative_chart(&labels, &colors)))?;
-    let throughput = bars::spec(throughput_chart(&labels, &colors));
+    let mut written = write_spec(dir, "cost", &trials::spec(relative_chart(&labels, &colors)))?;
+    let throughput = trials::spec(throughput_chart(&labels, &colors));
     written.extend(write_spec(dir, "cost_throughput", &throughput)?);
     Ok(written)
 }
 
 /// µs/decision as a multiple of GET, or absolute µs when the CSV has no `get` rows.
-fn relative_chart<'a>(labels: &[Label], colors: &[Rgb]) -> BarChart<'a> {
+fn relative_chart<'a>(labels: &[Label], colors: &[Rgb]) -> TrialChart<'a> {
     let base = baseline(labels);
     let scale = base.unwrap_or(1.0);
-    let slots = labels.iter().zip(colors).map(|(l, &color)| {
+    let categories = labels.iter().zip(colors).map(|(l, &color)| {
         let dots: Vec<f64> = l
             .cpu
             .iter()
             .filter(|v| v.is_finite())
             .map(|v| v / scale)
             .collect();
-        let height = mean(&dots).unwrap_or(0.0);
-        let note = match base {
+        let column = Column::new(color, dots, |height| match base {
             Some(_) => format!("{height:.1}x"),
             None => format!("{height:.1}"),
-        };
-        (
-            l.name.clone(),
-            Slot(vec![Bar::new(color, height, dots, note)], String::new()),
-        )
+        });
+        Category::new(l.name.clone(), vec![column])
     });
     let (y_desc, reference, y_format): (_, _, fn(f64) -> String) = match base {
         Some(_) => ("Redis CPU per decision (x GET)", Some((1.0, "GET")), |v| {
@@ -118,7 +115,7 @@ fn relative_chart<'a>(labels: &[Label], colors: &[Rgb]) -> BarChart<'a> {
     if reference.is_some() {
         legend.push((Marker::Dashed(RED), "GET = 1x"));
     }
-    BarChart {
+    TrialChart {
         title: match base {
             Some(_) => "cost: Redis CPU per decision relative to GET",
             None => "cost: Redis CPU per decision (no GET baseline)",
@@ -134,22 +131,18 @@ fn relative_chart<'a>(labels: &[Label], colors: &[Rgb]) -> BarChart<'a> {
         y_format,
         legend,
         reference,
-        slots: slots.collect(),
+        categories: categories.collect(),
     }
 }
 
 /// Decisions/s per bar with the mean Redis busy % printed above it.
-fn throughput_chart<'a>(labels: &[Label], colors: &[Rgb]) -> BarChart<'a> {
-    let slots = labels.iter().zip(colors).map(|(l, &color)| {
+fn throughput_chart<'a>(labels: &[Label], colors: &[Rgb]) -> TrialChart<'a> {
+    let categories = labels.iter().zip(colors).map(|(l, &color)| {
         let dots: Vec<f64> = l.rate.iter().copied().filter(|v| v.is_finite()).collect();
         let note = mean(&l.busy).map_or(String::new(), |b| format!("{b:.0}% busy"));
-        let height = mean(&dots).unwrap_or(0.0);
-        (
-            l.name.clone(),
-            Slot(vec![Bar::new(color, height, dots, note)], String::new()),
-        )
+        Category::new(l.name.clone(), vec![Column::new(color, dots, |_| note)])
     });
-    BarChart {
+    TrialChart {
         title: "cost: decisions/s per strategy",
         subtitle:
             "bar = mean over runs; text above = mean Redis busy % (100% = its one core saturated)"
@@ -159,7 +152,7 @@ fn throughput_chart<'a>(labels: &[Label], colors: &[Rgb]) -> BarChart<'a> {
         y_format: si,
         legend: vec![(Marker::Dot(BLACK), "one run")],
         reference: None,
-        slots: slots.collect(),
+        categories: categories.collect(),
     }
 }
 
@@ -183,7 +176,12 @@ lua-log,L=100,1,1,redis-rs,8,1,100,1000,100,99,1,1000,21000,900,100,0,40000,40.0
     #[test]
     fn renders_both_charts_with_labels() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = csv_dir(tmp.path(), "cost", CSV_NAME, &format!("{HEADER}\n{ROWS}"));
+        let dir = csv_dir(
+            tmp.path(),
+            "cost",
+            COST.name(),
+            &format!("{HEADER}\n{ROWS}"),
+        );
         let paths = render(&dir).unwrap();
         let names = [
             "cost.svg",
@@ -206,7 +204,7 @@ lua-log,L=100,1,1,redis-rs,8,1,100,1000,100,99,1,1000,21000,900,100,0,40000,40.0
         let tmp = tempfile::tempdir().unwrap();
         let err = render(&tmp.path().join("cost")).unwrap_err();
         assert!(matches!(err, ChartError::Missing(_)), "{err}");
-        let dir = csv_dir(tmp.path(), "cost", CSV_NAME, &format!("{HEADER}\n"));
+        let dir = csv_dir(tmp.path(), "cost", COST.name(), &format!("{HEADER}\n"));
         let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }
@@ -220,10 +218,12 @@ lua-log,L=100,1,1,redis-rs,8,1,100,1000,100,99,1,1000,21000,900,100,0,40000,40.0
         let names: Vec<&str> = labels.iter().map(|l| l.name.as_str()).collect();
         assert_eq!(names, ["get", "lua-bucket", "lua-log (L=100)"]);
         let chart = relative_chart(&labels, &colors(&labels));
-        let heights: Vec<f64> = chart.slots.iter().map(|s| s.1 .0[0].height).collect();
+        let heights: Vec<f64> = (chart.categories.iter())
+            .map(|k| k.columns[0].mean)
+            .collect();
         assert!((heights[0] - 1.0).abs() < 1e-9 && (heights[2] - 40.5 / 8.1).abs() < 1e-9);
         let no_get = relative_chart(&labels[1..], &colors(&labels[1..]));
         assert!(no_get.y_desc.contains("absolute") && no_get.reference.is_none());
-        assert!((no_get.slots[0].1 .0[0].height - 24.0).abs() < 1e-9);
+        assert!((no_get.categories[0].columns[0].mean - 24.0).abs() < 1e-9);
     }
 }

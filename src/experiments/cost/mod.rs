@@ -27,7 +27,7 @@ mod logs;
 mod report;
 mod rows;
 
-pub use rows::CostRow;
+pub use rows::{CostRow, COST};
 
 use super::limiters::Verdicts;
 use super::{Body, Definition, Render, Summarize, Validate};
@@ -50,7 +50,7 @@ impl Definition for Cost {
     const SUMMARY: Summarize = report::summary;
 
     fn tables() -> Vec<Table> {
-        vec![Table::of::<CostRow>("cost.csv")]
+        vec![COST.table()]
     }
 }
 

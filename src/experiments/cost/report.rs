@@ -1,7 +1,9 @@
 //! cost's summary for REPORT.md.
 
 use super::CostRow;
-use crate::analysis::table::{read_typed, summarize, Key, Stat};
+use super::COST;
+use crate::analysis::table::summary_table;
+use crate::analysis::table::{Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::experiments::limiters::{self, Verdict};
 use std::path::Path;
@@ -21,13 +23,13 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("denied", |r| Some(r.denied as f64)),
         ("log entries/key", |r| r.log_entries_per_key),
     ];
-    summarize(&dir.join("cost.csv"), &keys, &stats)
+    Ok(summary_table(&COST.read(dir)?, &keys, &stats))
 }
 
 /// Redis CPU per decision of each custom limiter against its reference strategy's, both over the
 /// same uniform keys and limit.
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
-    let rows: Vec<CostRow> = read_typed(&dir.join("cost.csv"))?;
+    let rows: Vec<CostRow> = COST.read(dir)?;
     let mut out = Vec::new();
     for l in limiters::recorded(dir)? {
         let uniform = |r: &CostRow| r.variant.is_empty() || r.variant == "reference";

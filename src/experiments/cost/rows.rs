@@ -1,7 +1,11 @@
 //! cost's CSV schema.
 
 use crate::limiter::Strategy;
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `cost.csv`: One row per measured run.
+pub const COST: CsvFile<CostRow> = CsvFile::new("cost.csv");
 
 /// One measured run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -20,12 +24,15 @@ pub struct CostRow {
     pub clients: usize,
     /// Keys the clients spread their decisions over (a sliding log's: log_entries / limit).
     pub keys: u64,
-    /// The limit per window (a bucket's capacity) and the window, ms.
+    /// The limit per window (a bucket's capacity).
     pub limit: u64,
+    /// The window of the window limiters and the sliding log (GCRA: its period); buckets refill
+    /// per second instead.
     pub window_ms: u64,
     /// Sliding log only: mean and smallest ZCARD of its keys after the run (filled to `limit`
     /// before it; a log at its limit holds `limit`).
     pub log_entries_per_key: Option<f64>,
+    /// Sliding log only: the smallest ZCARD of its keys after the run.
     pub log_entries_min: Option<u64>,
     pub duration_s: f64,
     pub decisions: u64,

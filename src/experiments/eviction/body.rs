@@ -4,6 +4,7 @@
 use super::cache::{self, Written};
 use super::checks::{each_user, redis_answer, UserTally};
 use super::{CellRow, EvictionPolicy, Layout, Params, UserClass, UserRow, MUST_OWN};
+use super::{CELLS, USERS};
 use crate::analysis::stats::share;
 use crate::context::Ctx;
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
@@ -30,8 +31,8 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         .build()
         .map_err(crate::server::ServerError::from)
         .phase(|| "building the async runtime".into())?;
-    let mut user_rows = s.csv::<UserRow>("eviction.csv")?;
-    let mut cell_rows = s.csv::<CellRow>("keys.csv")?;
+    let mut user_rows = USERS.create(&s.run.staging)?;
+    let mut cell_rows = CELLS.create(&s.run.staging)?;
     let limiter_server = s
         .target
         .owned(MUST_OWN)

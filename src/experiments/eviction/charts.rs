@@ -2,16 +2,17 @@
 //! without an expiry) that survived the pressure; and what the limiter let through afterwards
 //! beyond an exact bucket, per user, against a full bucket's capacity.
 
+use super::{CELLS, USERS};
+use crate::charts::read_file;
 use std::path::{Path, PathBuf};
 
 use super::{CellRow, UserClass, UserRow};
-use crate::charts::bars::{self, si, BarChart};
-use crate::charts::spec::{color, Bar, Marker, Slot};
-use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::charts::bars::si;
+use crate::charts::spec::{color, Marker};
+use crate::charts::trials::{self, Category, Column, TrialChart};
+use crate::charts::{index_of, mean, write_spec, ChartError};
 use crate::record::csv_text;
 
-const KEYS_CSV: &str = "keys.csv";
-const USERS_CSV: &str = "eviction.csv";
 const CLASSES: [&str; 3] = [
     "limiter buckets",
     "cache keys with expiry",
@@ -25,13 +26,13 @@ const CLASSES_OF_USERS: [(UserClass, &str); 2] = [
 /// Renders `eviction.svg`/`.png` from keys.csv and `eviction_overadmission.svg`/`.png` from
 /// eviction.csv.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let cells = read_csv::<CellRow>(&dir.join(KEYS_CSV))?;
-    let users = read_csv::<UserRow>(&dir.join(USERS_CSV))?;
-    let mut out = write_spec(dir, "eviction", &bars::spec(survival(&cells)))?;
+    let cells = read_file(&CELLS, dir)?;
+    let users = read_file(&USERS, dir)?;
+    let mut out = write_spec(dir, "eviction", &trials::spec(survival(&cells)))?;
     out.extend(write_spec(
         dir,
         "eviction_overadmission",
-        &bars::spec(over(&users)),
+        &trials::spec(over(&users)),
     )?);
     Ok(out)
 }
@@ -60,7 +61,7 @@ fn percent(v: f64) -> String {
     format!("{v:.0}%")
 }
 
-fn survival(cells: &[CellRow]) -> BarChart<'static> {
+fn survival(cells: &[CellRow]) -> TrialChart<'static> {
     let by_class: [fn(&CellRow) -> f64; 3] = [
         |r| r.limiter_survived_fraction,
         |r| r.cache_ttl_survived_fraction,
@@ -70,17 +71,14 @@ fn survival(cells: &[CellRow]) -> BarChart<'static> {
         .iter()
         .map(|f| grouped(cells, |r| label(&r.layout, &r.policy), |r| 100.0 * f(r)))
         .collect();
-    let slots = (0..groups[0].len()).map(|slot| {
-        let bars = groups.iter().enumerate().map(|(class, g)| {
-            let height = mean(&g[slot].1).unwrap_or(0.0);
-            Bar::new(color(class), height, g[slot].1.clone(), percent(height))
-        });
-        (
-            groups[0][slot].0.clone(),
-            Slot(bars.collect(), String::new()),
-        )
+    let categories = (0..groups[0].len()).map(|slot| {
+        let columns = groups
+            .iter()
+            .enumerate()
+            .map(|(class, g)| Column::new(color(class), g[slot].1.clone(), percent));
+        Category::new(groups[0][slot].0.clone(), columns.collect())
     });
-    BarChart {
+    TrialChart {
         title: "eviction: which keys survive memory pressure, per store layout and policy",
         subtitle: "share of each key class still present after cache data of several times the free memory \
                    was written (one dot per trial); buckets were idle for over a second before"
@@ -94,11 +92,11 @@ fn survival(cells: &[CellRow]) -> BarChart<'static> {
             .map(|(i, name)| (Marker::Dot(color(i)), *name))
             .collect(),
         reference: None,
-        slots: slots.collect(),
+        categories: categories.collect(),
     }
 }
 
-fn over(users: &[UserRow]) -> BarChart<'static> {
+fn over(users: &[UserRow]) -> TrialChart<'static> {
     // Per (cell, class, trial) the mean per user, so each trial is one dot on its class's bar.
     let per_trial = grouped(
         users,
@@ -109,21 +107,20 @@ fn over(users: &[UserRow]) -> BarChart<'static> {
     for r in users {
         index_of(&mut labels, label(&r.layout, &r.policy));
     }
-    let slots = labels.into_iter().map(|name| {
-        let bars: Vec<Bar> = (CLASSES_OF_USERS.iter().enumerate())
+    let categories = labels.into_iter().map(|name| {
+        let columns = (CLASSES_OF_USERS.iter().enumerate())
             .map(|(i, (class, _))| {
                 let dots: Vec<f64> = (per_trial.iter())
                     .filter(|((n, c, _), _)| n == &name && c == class)
                     .filter_map(|(_, v)| mean(v))
                     .collect();
-                let height = mean(&dots).unwrap_or(0.0);
-                Bar::new(color(i), height, dots, si(height))
+                Column::new(color(i), dots, si)
             })
             .collect();
-        (name, Slot(bars, String::new()))
+        Category::new(name, columns)
     });
     let capacity = users.first().map_or(0.0, |r| r.capacity as f64);
-    BarChart {
+    TrialChart {
         title: "eviction: requests let through beyond an exact bucket, per user",
         subtitle: "after the pressure: a lost bucket comes back full; a write Redis refuses (OOM) is answered by \
                    the store's policy; one dot per trial"
@@ -137,7 +134,7 @@ fn over(users: &[UserRow]) -> BarChart<'static> {
             .map(|(i, (_, name))| (Marker::Dot(color(i)), *name))
             .collect(),
         reference: Some((capacity, "capacity")),
-        slots: slots.collect(),
+        categories: categories.collect(),
     }
 }
 
@@ -185,12 +182,12 @@ mod tests {
             cell(Layout::Shared, EvictionPolicy::AllkeysLru, 0.3),
         ];
         let c = survival(&rows);
-        assert_eq!(c.slots.len(), 2);
-        assert_eq!(c.slots[0].0, "shared (allkeys-lru)");
-        let limiter = &c.slots[0].1 .0[0];
-        assert!((limiter.height - 20.0).abs() < 1e-9, "{}", limiter.height);
-        assert_eq!(limiter.dots.len(), 2);
-        assert_eq!(c.slots[1].1 .0.len(), 3);
+        assert_eq!(c.categories.len(), 2);
+        assert_eq!(c.categories[0].label, "shared (allkeys-lru)");
+        let limiter = &c.categories[0].columns[0];
+        assert!((limiter.mean - 20.0).abs() < 1e-9, "{}", limiter.mean);
+        assert_eq!(limiter.trials.len(), 2);
+        assert_eq!(c.categories[1].columns.len(), 3);
     }
 
     #[test]
@@ -214,11 +211,11 @@ mod tests {
             over_admitted: over,
         };
         let c = over(&[user(0, 10), user(0, 0), user(1, 10)]);
-        assert_eq!(c.slots.len(), 1);
-        let bar = &c.slots[0].1 .0[0];
-        assert_eq!(bar.dots, vec![5.0, 10.0]);
+        assert_eq!(c.categories.len(), 1);
+        let column = &c.categories[0].columns[0];
+        assert_eq!(column.trials, vec![5.0, 10.0]);
         assert!(
-            c.slots[0].1 .0[1].dots.is_empty(),
+            c.categories[0].columns[1].trials.is_empty(),
             "no new users in these rows"
         );
         assert_eq!(c.reference.map(|r| r.0), Some(10.0));

@@ -26,7 +26,7 @@ mod checks;
 mod report;
 mod rows;
 
-pub use rows::{CellRow, EvictionPolicy, Layout, UserClass, UserRow};
+pub use rows::{CellRow, EvictionPolicy, Layout, UserClass, UserRow, CELLS, USERS};
 
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::record::Table;
@@ -54,10 +54,7 @@ impl Definition for Eviction {
     const SUMMARY: Summarize = report::summary;
 
     fn tables() -> Vec<Table> {
-        vec![
-            Table::of::<UserRow>("eviction.csv"),
-            Table::of::<CellRow>("keys.csv"),
-        ]
+        vec![USERS.table(), CELLS.table()]
     }
 }
 

@@ -2,7 +2,9 @@
 //! then let through.
 
 use super::{CellRow, UserRow};
-use crate::analysis::table::{summarize, Key, Stat};
+use super::{CELLS, USERS};
+use crate::analysis::table::summary_table;
+use crate::analysis::table::{Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::record::csv_text;
 use std::path::Path;
@@ -46,13 +48,9 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("exact bucket", |r| Some(r.ideal_after as f64)),
         ("over-admitted", |r| Some(r.over_admitted as f64)),
     ];
-    let mut out = summarize(&dir.join("keys.csv"), &cell_keys, &cell_stats)?;
+    let mut out = summary_table(&CELLS.read(dir)?, &cell_keys, &cell_stats);
     out.push_str("\nPer user, after the pressure ");
     out.push_str("(emptied: it had emptied its bucket before; new: first seen after):\n\n");
-    out.push_str(&summarize(
-        &dir.join("eviction.csv"),
-        &user_keys,
-        &user_stats,
-    )?);
+    out.push_str(&summary_table(&USERS.read(dir)?, &user_keys, &user_stats));
     Ok(out)
 }

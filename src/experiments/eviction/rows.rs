@@ -1,6 +1,13 @@
 //! eviction's CSV schemas and the choices its rows name.
 
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `eviction.csv`: One row per limiter user per (layout, policy, trial).
+pub const USERS: CsvFile<UserRow> = CsvFile::new("eviction.csv");
+
+/// `keys.csv`: One row per (layout, policy, trial).
+pub const CELLS: CsvFile<CellRow> = CsvFile::new("keys.csv");
 
 /// Where the limiter's keys live relative to the cache data that pushes the store past maxmemory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,10 +63,15 @@ pub enum UserClass {
 /// pressure, whether its bucket survived it, and what it was admitted after.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct UserRow {
+    /// Where the cache data went: `shared` (the limiter's database), `shared-db` (database 1 of
+    /// the same server) or `dedicated` (a server of its own).
     pub layout: Layout,
+    /// The server's maxmemory-policy (`unlimited`: no maxmemory, the control).
     pub policy: EvictionPolicy,
     pub trial: u32,
+    /// The user's number: its bucket is the key `<run prefix>user:<n>`.
     pub user: u64,
+    /// `emptied` (emptied its bucket before the pressure) or `new` (first seen after it).
     pub class: UserClass,
     /// The bucket's capacity.
     pub capacity: u64,
@@ -72,9 +84,11 @@ pub struct UserRow {
     pub checks_after: u64,
     /// The store's answers to them.
     pub allowed_after: u64,
+    /// Checks after the pressure that the limiter denied.
     pub denied_after: u64,
     /// Answered by the store's policy because Redis refused (e.g. OOM under noeviction).
     pub degraded_allowed_after: u64,
+    /// Denied by the store's policy because Redis refused.
     pub degraded_denied_after: u64,
     /// allowed_after + degraded_allowed_after: what got through.
     pub admitted_after: u64,
@@ -88,37 +102,50 @@ pub struct UserRow {
 /// One (layout, policy, trial): the memory limit, what was written and what survived.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CellRow {
+    /// Where the cache data went: `shared` (the limiter's database), `shared-db` (database 1 of
+    /// the same server) or `dedicated` (a server of its own).
     pub layout: Layout,
+    /// The server's maxmemory-policy (`unlimited`: no maxmemory, the control).
     pub policy: EvictionPolicy,
     pub trial: u32,
     /// maxmemory set on the server the cache data went to (0: unlimited).
     pub maxmemory_bytes: u64,
     /// used_memory there just before the cache data and at its end.
     pub used_before_bytes: u64,
+    /// used_memory there at the end of the cache data.
     pub used_after_bytes: u64,
     /// Cache keys written and their values' bytes in total.
     pub cache_bytes_written: u64,
     /// INFO stats evicted_keys during the pressure, on the limiter's server and on the cache's
     /// (the same server unless the layout is dedicated).
     pub evicted_on_limiter_server: u64,
+    /// INFO stats evicted_keys during the pressure on the server the cache data went to.
     pub evicted_on_cache_server: u64,
     /// evicted_keys on the limiter's server while the users checked after the pressure.
     pub evicted_during_checks: u64,
+    /// Limiter buckets that existed before the pressure (one per emptied user).
     pub limiter_keys: u64,
+    /// Of them, those whose key still existed after it (EXISTS).
     pub limiter_survived: u64,
     /// limiter_keys - limiter_survived: buckets the pressure deleted.
     pub limiter_lost: u64,
+    /// limiter_survived / limiter_keys.
     pub limiter_survived_fraction: f64,
     /// Cache keys written with an expiry, and how many still exist.
     pub cache_ttl_keys: u64,
+    /// Of them, those that still exist.
     pub cache_ttl_survived: u64,
+    /// cache_ttl_survived / cache_ttl_keys.
     pub cache_ttl_survived_fraction: f64,
     /// Cache keys written without an expiry, and how many still exist.
     pub cache_plain_keys: u64,
+    /// Of them, those that still exist.
     pub cache_plain_survived: u64,
+    /// cache_plain_survived / cache_plain_keys.
     pub cache_plain_survived_fraction: f64,
     /// Cache writes Redis refused, and the first refusal's text.
     pub cache_write_errors: u64,
+    /// The first refusal's text (empty when none was refused).
     pub cache_first_error: String,
     /// What one limiter check answered right after the pressure: empty when it decided.
     pub limiter_error: String,

@@ -23,17 +23,21 @@ pub const SWITCH: &str = "client-reconnect";
 /// promotion, and what its limit allows over the same windows.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct KeyRow {
+    /// What the promoted replica holds of the limiter's state: `replicated`, `lagging` or `wiped`.
     pub variant: Variant,
     pub strategy: Strategy,
+    /// How the limiter's script is invoked: eval, evalsha, evalsha-eval, evalsha-load or fcall.
     pub invocation: Invocation,
     /// Active keys in the trial (K).
     pub keys: u64,
     /// Offered rate per key as a multiple of its limit's rate.
     pub offered: f64,
     pub trial: u32,
+    /// The key's number within the trial.
     pub key: u64,
     /// The key's burst: bucket capacity, or requests per fixed window.
     pub burst: u64,
+    /// The window (a bucket refills `burst` per window).
     pub window_ms: u64,
     /// Requests the key sent (and was answered) in the windows after the promotion.
     pub sent_post: u64,
@@ -62,14 +66,17 @@ pub struct KeyRow {
 /// One bin of one trial, all keys summed, timed from the switch.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct BinRow {
+    /// What the promoted replica holds of the limiter's state: `replicated`, `lagging` or `wiped`.
     pub variant: Variant,
     pub strategy: Strategy,
+    /// How the limiter's script is invoked: eval, evalsha, evalsha-eval, evalsha-load or fcall.
     pub invocation: Invocation,
     pub keys: u64,
     pub offered: f64,
     pub trial: u32,
     /// Start of the bin in ms after the switch (negative: before it).
     pub t_ms: f64,
+    /// The bin's width.
     pub bin_ms: u64,
     /// Checks sent in the bin (by their send instant) and their answers.
     pub sent: u64,
@@ -86,8 +93,10 @@ pub struct BinRow {
 /// One trial: the promotion, the switch, and what the replica had lost.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TrialRow {
+    /// What the promoted replica holds of the limiter's state: `replicated`, `lagging` or `wiped`.
     pub variant: Variant,
     pub strategy: Strategy,
+    /// How the limiter's script is invoked: eval, evalsha, evalsha-eval, evalsha-load or fcall.
     pub invocation: Invocation,
     pub keys: u64,
     pub offered: f64,
@@ -95,7 +104,9 @@ pub struct TrialRow {
     /// How clients moved: client-reconnect (connections to the replica opened beforehand, used
     /// by every check sent after the switch).
     pub switch: String,
+    /// Each key's burst: bucket capacity, or requests per fixed window.
     pub burst: u64,
+    /// The window (a bucket refills `burst` per window).
     pub window_ms: u64,
     /// How long the replication link was cut before the promotion (0 unless lagging).
     pub lag_ms: f64,
@@ -117,10 +128,13 @@ pub struct TrialRow {
     pub first_call: String,
     /// Checks after the switch that met NOSCRIPT, and that got no decision.
     pub noscript_after: u64,
+    /// Checks after the switch that got no decision.
     pub errors_after: u64,
     /// Mean and max over keys of overshoot_bursts.
     pub overshoot_bursts_mean: f64,
+    /// The largest overshoot_bursts of any key.
     pub overshoot_bursts_max: f64,
+    /// Mean over keys of baseline_bursts: the steady state's own excess.
     pub baseline_bursts_mean: f64,
     /// overshoot_bursts_mean / offered: the same at every offered rate when the overshoot is
     /// proportional to traffic.
@@ -130,6 +144,7 @@ pub struct TrialRow {
     /// Checks sent in the trial, and the latest a check left after its intended start (ms): a
     /// load generator that fell behind shows here.
     pub requests: u64,
+    /// The latest a check left after its intended start.
     pub send_lag_max_ms: f64,
     /// Runs of the case this trial took: earlier ones ran later than one token's refill
     /// (window / burst) and were discarded (the run's notes give how late).

@@ -1,14 +1,14 @@
 //! latency's measurement.
 
-use super::rows::{HistRow, LatencyRow};
+use super::rows::{HistRow, LatencyRow, HIST, LATENCY};
 use super::Params;
 use crate::experiments::{ExperimentError, Phase, Session};
 use crate::limiter::LimitSpec;
 use crate::load::{run_closed_loop, KeyChoice, Stop, WorkerSpec};
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-    let mut rows = s.csv::<LatencyRow>("latency.csv")?;
-    let mut hist_rows = s.csv::<HistRow>("latency_hist.csv")?;
+    let mut rows = LATENCY.create(&s.run.staging)?;
+    let mut hist_rows = HIST.create(&s.run.staging)?;
     let strategies = s.with_limiters(&p.strategies);
     let bar = s.progress((p.runs as usize * strategies.len()) as u64);
     for r in 0..p.runs {

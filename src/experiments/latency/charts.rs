@@ -4,13 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use super::HistRow;
+use super::{HistRow, HIST};
 use crate::charts::axes::log_points;
 use crate::charts::spec::{color, path, Axis, Chart, Marker, Plot, Range, Ticks};
-use crate::charts::{index_of, read_csv, write_spec, ChartError};
+use crate::charts::{index_of, read_file, write_spec, ChartError};
 
 /// The CSV of recorded histogram buckets the latency experiment writes into its dir.
-pub(crate) const CSV_NAME: &str = "latency_hist.csv";
 const SIZE: (u32, u32) = (1200, 700);
 const Y_LABEL_PX: u32 = 80;
 
@@ -71,11 +70,10 @@ fn percent_label(x: f64) -> String {
 
 /// Renders `dir/latency_hist.csv` into `dir/latency_cdf.svg` and `dir/latency_cdf.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let csv_path = dir.join(CSV_NAME);
-    let (strategies, runs) = group(&read_csv::<HistRow>(&csv_path)?);
+    let (strategies, runs) = group(&read_file(&HIST, dir)?);
     // Rows exist but every bucket is empty.
     if runs.is_empty() {
-        return Err(ChartError::Empty(csv_path));
+        return Err(ChartError::Empty(HIST.path(dir)));
     }
     let curves: Vec<(usize, Vec<(f64, f64)>)> =
         runs.iter().map(|r| (r.strategy, curve(r))).collect();
@@ -150,7 +148,7 @@ incr-window,0,900,1,x
         let dir = csv_dir(
             tmp.path(),
             "latency",
-            CSV_NAME,
+            HIST.name(),
             &format!("{HEADER}\n{ROWS}"),
         );
         let paths = render(&dir).unwrap();
@@ -168,7 +166,7 @@ incr-window,0,900,1,x
     #[test]
     fn header_only_is_empty() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = csv_dir(tmp.path(), "latency", CSV_NAME, &format!("{HEADER}\n"));
+        let dir = csv_dir(tmp.path(), "latency", HIST.name(), &format!("{HEADER}\n"));
         let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }

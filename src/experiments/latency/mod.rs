@@ -17,10 +17,11 @@ mod charts;
 mod report;
 mod rows;
 
-pub use rows::{HistRow, LatencyRow};
+pub use rows::{HistRow, LatencyRow, HIST, LATENCY};
 
 use super::limiters::Verdicts;
 use super::{Body, Definition, Render, Summarize, Validate};
+use crate::analysis::MachineFact;
 use crate::limiter::Strategy;
 use crate::record::Table;
 use serde::{Deserialize, Serialize};
@@ -38,12 +39,10 @@ impl Definition for Latency {
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
     const SUMMARY: Summarize = report::summary;
+    const MACHINE_FACT: Option<MachineFact> = Some(report::loopback_get);
 
     fn tables() -> Vec<Table> {
-        vec![
-            Table::of::<LatencyRow>("latency.csv"),
-            Table::of::<HistRow>("latency_hist.csv"),
-        ]
+        vec![LATENCY.table(), HIST.table()]
     }
 }
 

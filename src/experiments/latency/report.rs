@@ -1,9 +1,11 @@
 //! latency's summary for REPORT.md.
 
-use super::LatencyRow;
-use crate::analysis::table::{read_typed, summarize, Key, Stat};
+use super::{LatencyRow, LATENCY};
+use crate::analysis::stats::Summary;
+use crate::analysis::table::{short, summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::experiments::limiters::{self, Verdict};
+use crate::limiter::Strategy;
 use std::path::Path;
 
 /// Percentiles per strategy.
@@ -16,12 +18,12 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("p99.9 µs", |r| Some(r.p999_us)),
         ("max µs", |r| Some(r.max_us)),
     ];
-    summarize(&dir.join("latency.csv"), &keys, &stats)
+    Ok(summary_table(&LATENCY.read(dir)?, &keys, &stats))
 }
 
 /// The median latency of one check of each custom limiter against its reference strategy's.
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
-    let rows: Vec<LatencyRow> = read_typed(&dir.join("latency.csv"))?;
+    let rows = LATENCY.read(dir)?;
     let mut out = Vec::new();
     for l in limiters::recorded(dir)? {
         let of = |s| limiters::mean_of(&rows, |r| r.strategy == s, |r| r.p50_us);
@@ -32,4 +34,15 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         });
     }
     Ok(out)
+}
+
+/// The machine's loopback round trip: the mean over runs of a plain GET's median, which REPORT.md
+/// sets beside the machine-dependent figures.
+pub fn loopback_get(dir: &Path) -> Option<String> {
+    let rows = LATENCY.read(dir).ok()?;
+    let get: Vec<f64> = (rows.iter())
+        .filter(|r| r.strategy == Strategy::Get)
+        .map(|r| r.p50_us)
+        .collect();
+    Summary::of(&get).map(|s| format!("loopback GET p50 {} µs", short(s.mean)))
 }

@@ -1,7 +1,13 @@
 //! latency's CSV schema.
 
 use crate::limiter::Strategy;
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `latency.csv`: percentiles per strategy and run.
+pub const LATENCY: CsvFile<LatencyRow> = CsvFile::new("latency.csv");
+/// `latency_hist.csv`: every recorded histogram bucket.
+pub const HIST: CsvFile<HistRow> = CsvFile::new("latency_hist.csv");
 
 /// Percentiles of one run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -22,7 +22,9 @@ pub struct MemoryRow {
     pub bytes_per_entry: f64,
     /// bytes_per_client x 10,000, in MB (10^6 bytes): the seed's "10,000 busy clients".
     pub mb_per_10k_clients: f64,
+    /// INFO memory used_memory before the fill, bytes.
     pub used_memory_before: u64,
+    /// used_memory after it, bytes.
     pub used_memory_after: u64,
     /// Keys in the database after the fill (one per client).
     pub keys: u64,
@@ -47,6 +49,7 @@ pub struct MemoryRow {
     /// Redis main-thread CPU per decision during the fill.
     pub cpu_us_per_decision: f64,
     pub decisions_per_s: f64,
+    /// How long the fill took (0 for rows derived without one).
     pub fill_s: f64,
 }
 

@@ -91,13 +91,18 @@ pub struct CheckRow {
     pub at_ms: f64,
     /// The whole check on the monotonic clock.
     pub latency_us: f64,
+    /// allowed or denied (Redis decided), degraded-allowed or degraded-denied (the policy did).
     pub outcome: Outcome,
+    /// How it was answered: `redis` (asked with the full budget), `probe` (the breaker's
+    /// recovery probe) or `open` (the breaker answered by policy without asking).
     pub route: Route,
     /// Why Redis gave no decision (empty when it did).
     pub failure: Option<Failure>,
     /// The breaker after the check.
     pub breaker_state: BreakerState,
+    /// The check opened a new connection to Redis.
     pub reconnected: bool,
+    /// The check loaded the script again (NOSCRIPT after a restart).
     pub script_reloaded: bool,
     /// The machine slept during this check: its latency is not Redis's.
     pub suspended: bool,
@@ -107,19 +112,26 @@ pub struct CheckRow {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PhaseRow {
     pub policy: Policy,
+    /// `off` or `on`.
     pub breaker: String,
+    /// The breaker's K: failures in a row that open it (0 when off).
     pub k: u32,
     pub cooldown_ms: u64,
+    /// Who reconnects: the next check (`in-check`) or a background task while checks fail fast.
     pub reconnect: Reconnect,
     pub phase: Phase,
     pub checks: u64,
     pub allowed: u64,
     pub denied: u64,
+    /// Allowed by the policy because Redis gave no decision.
     pub degraded_allowed: u64,
+    /// Denied by the policy because Redis gave no decision.
     pub degraded_denied: u64,
     /// Checks that asked Redis with the full budget and timed out.
     pub paid_budget: u64,
+    /// Checks the open breaker answered by policy without asking Redis.
     pub short_circuited: u64,
+    /// Checks that asked Redis as the breaker's recovery probe.
     pub probes: u64,
     pub min_ms: f64,
     pub median_ms: f64,
@@ -130,7 +142,9 @@ pub struct PhaseRow {
     pub first_normal_seq: Option<u64>,
     /// From the fault to the end of the first normal answer, ms.
     pub first_normal_ms: Option<f64>,
+    /// Checks that opened a new connection to Redis.
     pub reconnects: u64,
+    /// Checks that loaded the script again.
     pub script_reloads: u64,
     pub suspended_checks: u64,
 }

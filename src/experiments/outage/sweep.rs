@@ -33,12 +33,14 @@ pub struct SweepRow {
     /// K (0 when off).
     pub k: u32,
     pub cooldown_ms: u64,
+    /// The budget of the breaker's recovery probe (a normal check has the whole call budget).
     pub probe_budget_ms: u64,
     pub trial: u32,
     /// Added to `sweep_hung_ms` for this trial (seeded).
     pub jitter_ms: u64,
     /// How long Redis was stopped.
     pub hung_ms: f64,
+    /// Checks made while Redis was stopped.
     pub hung_checks: u64,
     /// Hung checks that asked with the full budget and timed out.
     pub paid_budget: u64,

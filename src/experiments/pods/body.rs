@@ -1,9 +1,9 @@
 //! pods' measurement: the sink (and, for the round-trip sweep, the fault proxy) for the whole
 //! experiment, then every configuration of every trial, rows written as each run ends.
 
-use super::rows::{PodsRunRow, PodsSecondRow};
 use super::run::One;
 use super::Params;
+use super::{RUNS, SECONDS};
 use crate::experiments::{ExperimentError, Phase as _, PhaseError, Session};
 use crate::fault::proxy::proxied_url;
 use crate::fault::{Fault, ProxyThread};
@@ -14,8 +14,8 @@ use crate::server::ServerError;
 use std::time::Duration;
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-    let mut seconds = s.csv::<PodsSecondRow>("pods.csv")?;
-    let mut runs = s.csv::<PodsRunRow>("runs.csv")?;
+    let mut seconds = SECONDS.create(&s.run.staging)?;
+    let mut runs = RUNS.create(&s.run.staging)?;
     let sink = Sink::start()
         .map_err(LoadError::Io)
         .phase(|| "starting the sink".into())?;

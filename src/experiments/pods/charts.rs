@@ -8,10 +8,12 @@
 
 use super::rows::{PodsRunRow, PodsSecondRow};
 use super::{PodStrategy, SecondPhase};
+use super::{RUNS, SECONDS};
+use crate::charts::read_file;
 use crate::charts::spec::{
     color, dots, limit_line, path, tag, Axis, Chart, Marker, Plot, Range, Ticks, BLACK,
 };
-use crate::charts::{index_of, read_csv, write_spec, ChartError};
+use crate::charts::{index_of, write_spec, ChartError};
 use std::path::{Path, PathBuf};
 
 const WIDTH: u32 = 1200;
@@ -79,8 +81,7 @@ pub(crate) fn panels(
 
 /// Renders the charts that have rows in `dir`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let csv = dir.join("pods.csv");
-    let rows = read_csv::<PodsSecondRow>(&csv)?;
+    let rows = read_file(&SECONDS, dir)?;
     let mut out = Vec::new();
     let loopback = panels(
         &rows,
@@ -100,7 +101,7 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
         let title = "pods: reached the partner per second, round trip added by the proxy";
         out.extend(write_spec(dir, "pods-rtt", &timeline(title, &proxied))?);
     }
-    let runs = read_csv::<PodsRunRow>(&dir.join("runs.csv"))?;
+    let runs = read_file(&RUNS, dir)?;
     out.extend(write_spec(dir, "pods-growth", &growth(&runs))?);
     Ok(out)
 }

@@ -25,7 +25,7 @@ mod rows;
 mod run;
 mod strategy;
 
-pub use rows::{PodsRunRow, PodsSecondRow, SecondPhase};
+pub use rows::{PodsRunRow, PodsSecondRow, SecondPhase, RUNS, SECONDS};
 pub use strategy::PodStrategy;
 
 use super::{Body, Definition, Render, Summarize, Validate};
@@ -45,10 +45,7 @@ impl Definition for Pods {
     const SUMMARY: Summarize = report::summary;
 
     fn tables() -> Vec<Table> {
-        vec![
-            Table::of::<PodsSecondRow>("pods.csv"),
-            Table::of::<PodsRunRow>("runs.csv"),
-        ]
+        vec![SECONDS.table(), RUNS.table()]
     }
 }
 

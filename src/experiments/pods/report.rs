@@ -3,9 +3,11 @@
 //! decided, the seed's alert rule, the peak second and what the runs cost Redis; then a closing
 //! note setting the measured figures beside the seed's (read from analysis/claims.toml).
 
+use super::RUNS;
 use super::{PodStrategy, PodsRunRow};
 use crate::analysis::claims;
-use crate::analysis::table::{read_typed, short, summarize, Key, Stat};
+use crate::analysis::table::summary_table;
+use crate::analysis::table::{short, Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::limiter::Strategy;
 use crate::record::csv_text;
@@ -33,9 +35,9 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("Redis busy %", |r| Some(r.redis_busy_pct)),
         ("µs / call", |r| Some(r.usec_per_call)),
     ];
-    let path = dir.join("runs.csv");
-    let mut out = summarize(&path, &keys, &stats)?;
-    out.push_str(&closing_note(&read_typed::<PodsRunRow>(&path)?));
+    let runs = RUNS.read(dir)?;
+    let mut out = summary_table(&runs, &keys, &stats);
+    out.push_str(&closing_note(&runs));
     Ok(out)
 }
 

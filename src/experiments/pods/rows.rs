@@ -1,7 +1,14 @@
 //! The pods experiment's rows: one per run per second (pods.csv), one per run (runs.csv).
 
 use super::PodStrategy;
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `pods.csv`: One row per run per second.
+pub const SECONDS: CsvFile<PodsSecondRow> = CsvFile::new("pods.csv");
+
+/// `runs.csv`: One row per run.
+pub const RUNS: CsvFile<PodsRunRow> = CsvFile::new("runs.csv");
 
 /// Where a second lies in its run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,8 +56,11 @@ pub struct PodsSecondRow {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PodsRunRow {
     pub strategy: PodStrategy,
+    /// Pod processes.
     pub pods: u32,
+    /// Offered requests per second, all pods together.
     pub offered_rps: f64,
+    /// Round trip added to the pods' Redis connections by the fault proxy, ms (0: loopback).
     pub rtt_ms: f64,
     pub trial: u32,
     pub limit: u64,
@@ -61,16 +71,22 @@ pub struct PodsRunRow {
     pub measured_s: u32,
     /// Totals of the run: scheduled, decided, written to the sink, answered by it, received by it.
     pub offered: u64,
+    /// Decided "allowed" by the pods over the run, on their clock.
     pub decided_allowed: u64,
     pub denied: u64,
+    /// Written to the sink by the pods over the run.
     pub sent: u64,
+    /// Answered by the sink over the run (the pods saw its reply).
     pub acknowledged: u64,
+    /// Received by the sink over the run: what reached the partner.
     pub reached: u64,
     /// Sent by the pods and never received by the sink (negative: received more than sent).
     pub lost: i64,
     /// Reached per second over the measured seconds: mean, lowest, highest.
     pub reached_per_s: f64,
+    /// Reached in the measured second that received the fewest.
     pub reached_min_per_s: u64,
+    /// Reached in the measured second that received the most.
     pub reached_max_per_s: u64,
     /// Decided allowed per second over the measured seconds, mean.
     pub decided_per_s: f64,
@@ -87,6 +103,7 @@ pub struct PodsRunRow {
     pub alert_pct: f64,
     /// The second in which the most reached the sink (any phase), and how many.
     pub peak_second: u32,
+    /// Received by the sink in that second.
     pub peak_reached: u64,
     /// Latency of a decision from its intended start, ms (the sink's hop not included).
     pub p50_ms: f64,
@@ -96,6 +113,7 @@ pub struct PodsRunRow {
     pub max_in_flight: u64,
     /// Starts later than 1 ms against the schedule, and the latest, ms.
     pub late_starts: u64,
+    /// The latest start against the schedule, ms.
     pub max_late_ms: f64,
     /// CPU seconds the pods used.
     pub pods_cpu_s: f64,
@@ -105,5 +123,6 @@ pub struct PodsRunRow {
     pub redis_cpu_us_per_decision: f64,
     /// The busiest command (INFO commandstats: the script for Lua strategies) and its µs per call.
     pub command: String,
+    /// That command's mean time per call inside Redis (INFO commandstats usec_per_call).
     pub usec_per_call: f64,
 }

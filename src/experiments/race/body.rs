@@ -1,6 +1,7 @@
 //! race's measurement: the interleaved matrix, seed 001's burst, and the MONITOR trace.
 
 use super::{Params, RaceRow, TraceRow};
+use super::{RACE, TRACE};
 use crate::experiments::{Concurrency, ExperimentError, Phase, Session};
 use crate::limiter::{unix_ms, LimitSpec, LogVariant, Strategy};
 use crate::load::{run_closed_loop, WorkerSpec};
@@ -8,7 +9,7 @@ use crate::record::MonitorCapture;
 
 /// Runs every trial, then the trace.
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-    let mut rows = s.csv::<RaceRow>("race.csv")?;
+    let mut rows = RACE.create(&s.run.staging)?;
     // Custom limiters run the matrix beside the built-in ones (seed 001's burst is about windows
     // a client decides on, the trace about the naive bucket).
     let strategies = s.with_limiters(&p.strategies);
@@ -152,7 +153,7 @@ fn trace(s: &mut Session, p: &Params) -> Result<RaceRow, ExperimentError> {
     };
     let row = trial.run(s, p.window_ms, "trace", 0)?;
     let lines = capture.finish().phase(|| "reading MONITOR".into())?;
-    let mut sink = s.csv::<TraceRow>("trace.csv")?;
+    let mut sink = TRACE.create(&s.run.staging)?;
     for (seq, line) in lines.into_iter().enumerate() {
         let on_trace_key = line.args.first().is_some_and(|a| a == &key);
         sink.write(&TraceRow {

@@ -1,27 +1,18 @@
 //! The race chart: admitted requests per (processes x in-flight) configuration and strategy,
 //! one dot per trial, against the configured limit; it shows which limiters leak under races.
 
+use super::RACE;
+use crate::charts::read_file;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use super::RaceRow;
-use crate::charts::spec::{
-    color, dots, limit_line, path, tag, Axis, Chart, Layer, Marker, Plot, Range, Ticks,
-};
-use crate::charts::spec::{BLACK, RED};
-use crate::charts::{read_csv, write_spec, ChartError};
+use crate::charts::spec::{color, limit_line, tag, Chart, Marker, Range, Ticks, RED};
+use crate::charts::trials::{dash_spec, Category, Column, DashChart};
+use crate::charts::{write_spec, ChartError};
 
-/// The CSV the race experiment writes into its dir.
-pub(crate) const CSV_NAME: &str = "race.csv";
 const SIZE: (u32, u32) = (1200, 700);
-const MARGIN_LEFT: u32 = 10;
-/// Room right of the plot for the red "limit" tag.
-const MARGIN_RIGHT: u32 = 60;
 const Y_LABEL_PX: u32 = 70;
-/// Horizontal pixels not available to slots; lets labels be laid out before plotters runs.
-const PLOT_INSET: u32 = MARGIN_LEFT + MARGIN_RIGHT + Y_LABEL_PX;
-/// Share of a slot's width used by the strategies' columns.
-const SLOT_FILL: f64 = 0.8;
 
 /// One x-axis slot: a (scenario, processes, in_flight) configuration.
 #[derive(Debug, PartialEq)]
@@ -99,7 +90,7 @@ pub(crate) fn group(rows: &[RaceRow]) -> Grouped {
 
 /// Renders `dir/race.csv` into `dir/race.svg` and `dir/race.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let grouped = group(&read_csv::<RaceRow>(&dir.join(CSV_NAME))?);
+    let grouped = group(&read_file(&RACE, dir)?);
     write_spec(dir, "race", &chart(&grouped))
 }
 
@@ -120,78 +111,53 @@ fn y_range(g: &Grouped) -> (f64, f64) {
 fn chart(g: &Grouped) -> Chart {
     let (lo, hi) = y_range(g);
     let limits: BTreeSet<u64> = g.slots.iter().flat_map(|s| s.limits.clone()).collect();
-    let (n, ns) = (g.slots.len(), g.strategies.len().max(1));
-    let slot_px = f64::from(SIZE.0 - PLOT_INSET) / n.max(1) as f64;
-    let mut legend: Vec<(Marker, String)> = (g.strategies.iter().enumerate())
-        .map(|(s, name)| (Marker::Dot(color(s)), name.clone()))
-        .collect();
-    legend.push((Marker::Line(BLACK), "mean of trials".into()));
-    legend.push((Marker::Dashed(RED), "limit".into()));
-
-    // Slot separators; a darker one where the scenario changes (matrix -> seeded runs).
-    let mut layers: Vec<Layer> = (1..n)
-        .map(|i| {
-            let strong = g.slots[i].key.0 != g.slots[i - 1].key.0;
-            let (alpha, width) = if strong { (0.45, 2) } else { (0.12, 1) };
-            let x = i as f64 - 0.5;
-            path(vec![(x, lo), (x, hi)], BLACK, width, None).faded(alpha)
-        })
-        .collect();
+    let n = g.slots.len();
     // Limit: one segment per slot so differing limits per configuration stay honest.
+    let mut marks = Vec::new();
     for (i, slot) in g.slots.iter().enumerate() {
         for &limit in &slot.limits {
             let (x, y) = (i as f64, (limit as f64).max(lo));
-            layers.push(limit_line((x - 0.5, y), (x + 0.5, y)));
-        }
-    }
-    let band = SLOT_FILL / ns as f64;
-    // Jitter and mean dash scale with the band but stay compact when slots are wide.
-    let (spread, half_dash) = (
-        (band * 0.5).min(20.0 / slot_px),
-        (band * 0.4).min(12.0 / slot_px),
-    );
-    for (i, slot) in g.slots.iter().enumerate() {
-        for (s, trials) in slot.admitted.iter().enumerate() {
-            if trials.is_empty() {
-                continue;
-            }
-            let cx = i as f64 - SLOT_FILL / 2.0 + (s as f64 + 0.5) * band;
-            // Mean first so the trial dots stay visible on top of it.
-            let mean = (trials.iter().sum::<u64>() as f64 / trials.len() as f64).max(lo);
-            let dash = vec![(cx - half_dash, mean), (cx + half_dash, mean)];
-            layers.push(path(dash, BLACK, 2, None));
-            // Deterministic golden-ratio jitter spreads identical trials into a visible cluster;
-            // zero (impossible on a log axis) sits on the bottom edge.
-            let at = trials.iter().enumerate().map(|(k, &a)| {
-                let j = ((k as f64 * 0.618_034) % 1.0 - 0.5) * spread;
-                (cx + j, (a as f64).max(lo))
-            });
-            layers.push(dots(at.collect(), color(s), 4).faded(0.6));
+            marks.push(limit_line((x - 0.5, y), (x + 0.5, y)));
         }
     }
     let tags = limits
         .iter()
         .map(|&l| tag((n as f64 - 0.5, (l as f64).max(lo)), "limit"));
-    let labels = g.slots.iter().map(|s| s.label.clone()).collect();
-    let x = Axis::category("processes x in-flight per process", labels);
-    let y = Axis::new(
-        "admitted (log)",
-        Range::Log(lo, hi),
-        Ticks::Auto(11, |v| format!("{v:.0}")),
-        Y_LABEL_PX,
-    );
-    let mut plot = Plot::new([0, MARGIN_RIGHT, 10, MARGIN_LEFT], x, y, layers);
-    plot.over = tags.collect();
+    // One column per strategy; a darker separator where the scenario changes (matrix -> seeded).
+    let categories = (g.slots.iter())
+        .map(|slot| {
+            let columns = (slot.admitted.iter().enumerate())
+                .map(|(s, trials)| {
+                    let trials = trials.iter().map(|&a| a as f64).collect();
+                    Column::new(color(s), trials, |_| String::new())
+                })
+                .collect();
+            (
+                Category::new(slot.label.clone(), columns),
+                slot.key.0.clone(),
+            )
+        })
+        .collect();
     let limit_text: Vec<String> = limits.iter().map(u64::to_string).collect();
-    let title = format!(
-        "race: admitted per configuration (limit = {}), each dot one trial",
-        limit_text.join(", ")
-    );
-    // The plot starts right of the y labels; many strategies wrap the legend onto more rows.
-    let mut chart =
-        Chart::new(SIZE, title, "", vec![plot]).legend((MARGIN_LEFT + Y_LABEL_PX) as i32, legend);
-    chart.legend_last = true;
-    chart
+    dash_spec(DashChart {
+        size: SIZE,
+        title: format!(
+            "race: admitted per configuration (limit = {}), each dot one trial",
+            limit_text.join(", ")
+        ),
+        x_desc: "processes x in-flight per process".into(),
+        y_desc: "admitted (log)".into(),
+        y: Range::Log(lo, hi),
+        y_ticks: Ticks::Auto(11, |v| format!("{v:.0}")),
+        y_label_px: Y_LABEL_PX,
+        series: (g.strategies.iter().enumerate())
+            .map(|(s, name)| (name.clone(), color(s)))
+            .collect(),
+        legend_extra: vec![(Marker::Dashed(RED), "limit".into())],
+        categories,
+        marks,
+        over: tags.collect(),
+    })
 }
 
 #[cfg(test)]

@@ -18,12 +18,13 @@ mod charts;
 mod report;
 mod rows;
 
-pub use rows::{RaceRow, TraceRow};
+pub use rows::{RaceRow, TraceRow, RACE, TRACE};
 
 use super::limiters::Verdicts;
 use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
 use crate::limiter::Strategy;
 use crate::record::Table;
+use crate::server::acl::Extra;
 use serde::{Deserialize, Serialize};
 
 /// The race experiment.
@@ -35,16 +36,15 @@ impl Definition for Race {
     type Params = Params;
     const TAKES_LIMITERS: bool = true;
     const VERDICTS: Verdicts = report::verdicts;
+    /// The trace records the order in which the server ran the commands.
+    const PERMISSIONS: &'static [Extra] = &[Extra::Monitor];
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
     const SUMMARY: Summarize = report::summary;
 
     fn tables() -> Vec<Table> {
-        vec![
-            Table::of::<RaceRow>("race.csv"),
-            Table::of::<TraceRow>("trace.csv"),
-        ]
+        vec![RACE.table(), TRACE.table()]
     }
 }
 

@@ -1,7 +1,9 @@
 //! race's summary for REPORT.md.
 
 use super::RaceRow;
-use crate::analysis::table::{read_typed, summarize, Key, Stat};
+use super::RACE;
+use crate::analysis::table::summary_table;
+use crate::analysis::table::{Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::experiments::limiters::{self, Exact, Verdict};
 use std::path::Path;
@@ -18,13 +20,13 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("admitted", |r| Some(r.admitted as f64)),
         ("final state", |r| r.final_state.trim().parse().ok()),
     ];
-    summarize(&dir.join("race.csv"), &keys, &stats)
+    Ok(summary_table(&RACE.read(dir)?, &keys, &stats))
 }
 
 /// Exactness under concurrency: each custom limiter's configuration of the matrix farthest from
 /// the limit, either way (refill 0, one window per trial: an exact limiter admits the limit).
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
-    let rows: Vec<RaceRow> = read_typed(&dir.join("race.csv"))?;
+    let rows: Vec<RaceRow> = RACE.read(dir)?;
     let mut out = Vec::new();
     for l in limiters::recorded(dir)? {
         let mine = |r: &RaceRow| r.strategy == l.strategy && r.scenario == "matrix";

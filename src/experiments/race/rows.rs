@@ -1,7 +1,14 @@
 //! race's CSV schema.
 
 use crate::limiter::Strategy;
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `race.csv`: One row per trial.
+pub const RACE: CsvFile<RaceRow> = CsvFile::new("race.csv");
+
+/// `trace.csv`: One row per command MONITOR saw.
+pub const TRACE: CsvFile<TraceRow> = CsvFile::new("trace.csv");
 
 /// One trial.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -26,9 +33,13 @@ pub struct RaceRow {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TraceRow {
     pub seq: usize,
+    /// When the server ran the command: MONITOR's timestamp, seconds since the Unix epoch.
     pub time_s: f64,
+    /// The connection that sent it, as MONITOR names it (`ip:port`).
     pub client: String,
+    /// The command's name as the client sent it (HMGET, HSET, EVALSHA, ...).
     pub command: String,
+    /// Its arguments, space-separated.
     pub args: String,
     /// True when the command touched the traced bucket (the rest is connection set-up).
     pub on_trace_key: bool,

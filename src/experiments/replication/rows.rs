@@ -7,17 +7,21 @@ use serde::{Deserialize, Serialize};
 pub struct BucketRow {
     /// Its index among the run's buckets.
     pub bucket: u64,
+    /// The bucket's key.
     pub key: String,
     /// The hash's `tokens` field (as the script's HSET wrote it), empty when absent.
     pub primary_tokens: Option<String>,
+    /// The same field read on the replica.
     pub replica_tokens: Option<String>,
     /// The hash's `ts` field: the TIME the script last read on the primary, in ms.
     pub primary_ts: Option<String>,
+    /// The same field read on the replica.
     pub replica_ts: Option<String>,
     /// 1 when the whole hash (every field, not only these two) is equal on both sides, else 0.
     pub fields_equal: u8,
     /// PTTL on each side (-1: no expiry, -2: no key).
     pub primary_pttl_ms: i64,
+    /// PTTL on the replica (-1: no expiry, -2: no key).
     pub replica_pttl_ms: i64,
     /// primary - replica: the replica is read later, so its PTTL is expected lower by that gap.
     pub pttl_diff_ms: i64,

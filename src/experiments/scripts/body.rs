@@ -1,10 +1,8 @@
-//! scripts's measurement: cost, then flush under load, then the survival matrix; and what they
-//! share: the bucket limiter invoked one way, loading the script and library, reading them back.
+//! scripts's measurement: cost, then flush under load, then the survival matrix (what the three
+//! share is in `bucket.rs`).
 
 use super::{cost, flush, survival, Params};
-use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
-use crate::limiter::{library, Invocation, Limiter, Strategy, LIBRARY_NAME};
-use redis::RedisResult;
+use crate::experiments::{ExperimentError, Phase, Session};
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -15,52 +13,4 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     cost::run(s, p)?;
     flush::run(s, p, &rt)?;
     survival::run(s, p, &rt)
-}
-
-/// The token bucket invoked as `mode`.
-pub(super) fn bucket(p: &Params, mode: Invocation) -> Result<Limiter, PhaseError> {
-    Limiter::with_invocation(Strategy::LuaBucket, p.limit(), mode)
-        .map_err(|e| PhaseError::Invalid(e.to_string()))
-}
-
-/// The bucket script's source and SHA-1.
-pub(super) fn bucket_script(p: &Params) -> (&'static str, String) {
-    let limiter = Limiter::new(Strategy::LuaBucket, p.limit());
-    let (source, hash) = limiter.script().unwrap_or_default();
-    (source, hash.to_string())
-}
-
-/// Caches the bucket script and loads (replacing) the library, as a deploy does before traffic:
-/// every mode then starts with what it needs.
-pub(super) fn load_scripts(con: &mut redis::Connection, source: &str) -> RedisResult<()> {
-    redis::cmd("SCRIPT")
-        .arg("LOAD")
-        .arg(source)
-        .query::<String>(con)?;
-    load_library(con)
-}
-
-/// FUNCTION LOAD REPLACE of the `ratelab` library.
-pub(super) fn load_library(con: &mut redis::Connection) -> RedisResult<()> {
-    (redis::cmd("FUNCTION")
-        .arg("LOAD")
-        .arg("REPLACE")
-        .arg(library()))
-    .query::<String>(con)?;
-    Ok(())
-}
-
-/// SCRIPT EXISTS of one script: 1 when the server has it cached, else 0.
-pub(super) fn script_exists(con: &mut redis::Connection, hash: &str) -> RedisResult<u8> {
-    let exists: Vec<u8> = redis::cmd("SCRIPT").arg("EXISTS").arg(hash).query(con)?;
-    Ok(exists.first().copied().unwrap_or(0))
-}
-
-/// How many libraries FUNCTION LIST names `ratelab` (it matches names by pattern: one or none).
-pub(super) fn libraries(con: &mut redis::Connection) -> RedisResult<u32> {
-    let listed: Vec<redis::Value> = (redis::cmd("FUNCTION").arg("LIST"))
-        .arg("LIBRARYNAME")
-        .arg(LIBRARY_NAME)
-        .query(con)?;
-    Ok(listed.len() as u32)
 }

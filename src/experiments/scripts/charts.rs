@@ -6,12 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use super::{CostRow, FlushRow, SurvivalRow};
-use crate::charts::bars::{self, si, BarChart};
+use crate::charts::bars::si;
 use crate::charts::lines::{self, LineChart, Scale, Series};
-use crate::charts::spec::{
-    color, csv_name, text, Anchor, Axis, Bar, Chart, Layer, Marker, Plot, Range,
-};
-use crate::charts::spec::{Rgb, Shape, Slot, Ticks, BLACK};
+use crate::charts::spec::{color, csv_name, text, Anchor, Axis, Chart, Layer, Marker, Plot, Range};
+use crate::charts::spec::{Rgb, Shape, Ticks, BLACK};
+use crate::charts::trials::{self, Category, Column, TrialChart};
 use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
 
 /// Renders `dir/cost.csv` and `dir/flush.csv` into the four charts.
@@ -31,7 +30,7 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
             )
         },
     );
-    let mut written = write_spec(dir, "cost_throughput", &bars::spec(throughput))?;
+    let mut written = write_spec(dir, "cost_throughput", &trials::spec(throughput))?;
     let cpu = bar_chart(
         &modes,
         "scripts: Redis CPU per decision per way of invoking the token bucket",
@@ -42,7 +41,7 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
             format!("{mean:.1} µs · {} B sent", si(sent))
         },
     );
-    written.extend(write_spec(dir, "cost_cpu", &bars::spec(cpu))?);
+    written.extend(write_spec(dir, "cost_cpu", &trials::spec(cpu))?);
     let flush: Vec<FlushRow> = read_csv(&dir.join("flush.csv"))?;
     written.extend(write_spec(
         dir,
@@ -86,18 +85,17 @@ fn bar_chart<'a>(
     y_desc: &'a str,
     value: fn(&CostRow) -> f64,
     note: fn(f64, &[&CostRow]) -> String,
-) -> BarChart<'a> {
-    let slots = modes.iter().enumerate().map(|(i, (name, rows))| {
+) -> TrialChart<'a> {
+    let categories = modes.iter().enumerate().map(|(i, (name, rows))| {
         let dots: Vec<f64> = rows
             .iter()
             .map(|r| value(r))
             .filter(|v| v.is_finite())
             .collect();
-        let height = mean(&dots).unwrap_or(0.0);
-        let bar = Bar::new(color(i), height, dots, note(height, rows));
-        (name.clone(), Slot(vec![bar], String::new()))
+        let column = Column::new(color(i), dots, |height| note(height, rows));
+        Category::new(name.clone(), vec![column])
     });
-    BarChart {
+    TrialChart {
         title,
         subtitle: "bar = mean over runs, dot = one run; 16 clients over 10,000 buckets".to_string(),
         x_desc: "invocation",
@@ -105,7 +103,7 @@ fn bar_chart<'a>(
         y_format: si,
         legend: vec![(Marker::Dot(BLACK), "one run")],
         reference: None,
-        slots: slots.collect(),
+        categories: categories.collect(),
     }
 }
 

@@ -1,7 +1,7 @@
 //! scripts's cost part: each way of invoking the bucket flat out from worker processes, with
 //! Redis's CPU, its per-command time and the bytes it read and wrote around each measured run.
 
-use super::body::{bucket_script, load_scripts};
+use super::bucket::{bucket_script, load_scripts};
 use super::rows::CostRow;
 use super::Params;
 use crate::experiments::measure::{measure, Measured};

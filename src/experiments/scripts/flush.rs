@@ -2,7 +2,7 @@
 //! (FUNCTION FLUSH for FCALL) at a known instant, and every check's end, latency and outcome
 //! binned around the instant the flush was sent.
 
-use super::body::{bucket, bucket_script, load_scripts};
+use super::bucket::{bucket, bucket_script, load_scripts};
 use super::rows::FlushRow;
 use super::Params;
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};

@@ -29,6 +29,7 @@
 //! `scripts/survival.csv` (one row per mode and event), `scripts/meta.json`.
 
 mod body;
+mod bucket;
 mod charts;
 mod cost;
 mod flush;

@@ -16,6 +16,7 @@ pub struct CostRow {
     pub errors: u64,
     /// Decisions made by a fallback (0 in steady state: the script is loaded before every run).
     pub noscript: u64,
+    /// Round trips to Redis per decision (1 in steady state; a fallback adds its own).
     pub round_trips_per_decision: f64,
     pub redis_cpu_us: f64,
     pub cpu_us_per_decision: f64,
@@ -23,7 +24,9 @@ pub struct CostRow {
     /// The mode's command as INFO commandstats names it (eval, evalsha, fcall), its calls and
     /// its mean time per call inside Redis, µs (the script body included).
     pub command: String,
+    /// Calls of that command in the window (INFO commandstats `calls`).
     pub command_calls: u64,
+    /// Its mean time per call inside Redis, µs (INFO commandstats `usec_per_call`).
     pub usec_per_call: f64,
     /// Every other command Redis ran in the window but the sampler's INFO, as
     /// `name:calls:usec_per_call` separated by spaces: the script's own TIME, HMGET, HSET and
@@ -31,6 +34,7 @@ pub struct CostRow {
     pub other_commands: String,
     /// Bytes Redis read from clients per decision (INFO stats `total_net_input_bytes`), and wrote.
     pub bytes_in_per_decision: f64,
+    /// Bytes Redis wrote to clients per decision (INFO stats `total_net_output_bytes`).
     pub bytes_out_per_decision: f64,
     pub client_cpu_s: f64,
 }
@@ -46,12 +50,14 @@ pub struct FlushRow {
     pub run: u32,
     /// Start of the bin, ms after the flush was sent (negative: before it).
     pub t_ms: i64,
+    /// The bin's width.
     pub bin_ms: u64,
     /// Checks that ended in the bin with a decision, and with an error the user would see.
     pub decisions: u64,
     pub errors: u64,
     /// Decisions that met NOSCRIPT (or a missing function) and were made by the fallback.
     pub noscript: u64,
+    /// Round trips of the checks that ended in the bin, failed ones included.
     pub round_trips: u64,
     /// Latency of the checks that ended in the bin, decisions and errors alike, µs.
     pub p50_us: Option<f64>,
@@ -88,7 +94,9 @@ pub enum Event {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SurvivalRow {
     pub mode: Invocation,
+    /// What the client does on NOSCRIPT: none, eval, script-load, function-load.
     pub fallback: String,
+    /// What happened to the server between loading the script and the first call.
     pub event: Event,
     /// What the server persisted: none, rdb, aof.
     pub persistence: String,
@@ -97,12 +105,15 @@ pub struct SurvivalRow {
     /// SCRIPT EXISTS of the bucket script (1: cached) on the primary before the event and on the
     /// called server after it, before the first call.
     pub script_exists_before: u8,
+    /// SCRIPT EXISTS of the bucket script on the called server after the event (1: cached).
     pub script_exists_after: u8,
     /// Libraries FUNCTION LIST names `ratelab` (1: loaded), at the same two moments.
     pub libraries_before: u32,
+    /// Libraries named `ratelab` on the called server after the event (1: loaded).
     pub libraries_after: u32,
     /// ok, noscript, readonly or error; `error` holds the error's text.
     pub first_outcome: String,
+    /// The first call's error text (empty when it decided).
     pub error: String,
     /// 1 when the first decision was made (ok), else 0.
     pub ok: u8,
@@ -121,16 +132,21 @@ pub struct CustomSurvivalRow {
     pub strategy: crate::limiter::Strategy,
     /// Its invocation: evalsha-eval (mode evalsha) or fcall-load (mode fcall).
     pub mode: Invocation,
+    /// What happened to the server between loading the script and the first call.
     pub event: Event,
     /// Which server the first call went to: primary, replica, promoted replica.
     pub called: String,
     /// ok, noscript, readonly or error; `error` holds the error's text.
     pub first_outcome: String,
+    /// The first call's error text (empty when it decided).
     pub error: String,
+    /// 1 when the first decision was made (ok), else 0.
     pub ok: u8,
     /// 1 when Redis answered NOSCRIPT (or "Function not found") and the fallback decided anyway.
     pub noscript: u8,
+    /// Round trips the first decision took, failed ones included.
     pub round_trips: u32,
+    /// Its latency, µs: every round trip, on a connection opened beforehand.
     pub first_call_us: f64,
 }
 

@@ -2,7 +2,7 @@
 //! session with the script cached and the library loaded, the event, what is left, and how the
 //! first call goes.
 
-use super::body::{bucket, bucket_script, libraries, load_scripts, script_exists};
+use super::bucket::{bucket, bucket_script, libraries, load_scripts, script_exists};
 use super::rows::{CustomSurvivalRow, Event, SurvivalRow};
 use super::Params;
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};

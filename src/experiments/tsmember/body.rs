@@ -1,14 +1,15 @@
 //! tsmember's measurement.
 
-use super::rows::{CustomRow, TsmemberRow};
+use super::rows::CustomRow;
 use super::runs::One;
 use super::{label, Params};
+use super::{CUSTOM, TSMEMBER};
 use crate::experiments::{limiters, ExperimentError, Session};
 use crate::limiter::{LogMember, LogVariant, Strategy};
 use crate::load::rng::SplitMix64;
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-    let mut rows = s.csv::<TsmemberRow>("tsmember.csv")?;
+    let mut rows = TSMEMBER.create(&s.run.staging)?;
     let variants: Vec<LogVariant> = (p.members.iter())
         .flat_map(|&member| {
             p.clocks.iter().map(move |&clock| LogVariant {
@@ -43,7 +44,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let customs = s.ctx.limiters.clone();
     let mut custom_rows = match customs.is_empty() {
         true => None,
-        false => Some(s.csv::<CustomRow>("tsmember_custom.csv")?),
+        false => Some(CUSTOM.create(&s.run.staging)?),
     };
     let total = ((0..p.trials).map(|t| p.rates.len() * (per_trial(t) + customs.len())))
         .sum::<usize>()

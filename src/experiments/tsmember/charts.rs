@@ -2,6 +2,8 @@
 //! member x clock variant (colour = member, dashed = the caller's clock) through the mean of its
 //! trials, a dot per trial; flat-out runs are hollow markers at the rate they achieved.
 
+use super::{CUSTOM, TSMEMBER};
+use crate::charts::read_file;
 use std::path::{Path, PathBuf};
 
 use super::{CustomRow, TsmemberRow};
@@ -9,10 +11,8 @@ use crate::charts::spec::{
     color, csv_name, dots, limit_line, path, tag, Axis, Chart, Layer, Marker, Plot, Range,
 };
 use crate::charts::spec::{Shape, Ticks, RED};
-use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::charts::{index_of, mean, write_spec, ChartError};
 
-/// The CSV the tsmember experiment writes into its dir.
-pub(crate) const CSV_NAME: &str = "tsmember.csv";
 const SIZE: (u32, u32) = (1200, 760);
 /// Sideways spread of one rate's variants, as a factor on the log x axis, so dots stay apart.
 const DODGE: f64 = 0.035;
@@ -109,18 +109,17 @@ pub(crate) fn group_custom(rows: &[CustomRow], colours_used: usize) -> Vec<Varia
 /// Renders `dir/tsmember.csv` (and custom limiters' runs beside it) into `dir/tsmember.svg` and
 /// `dir/tsmember.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let csv_path = dir.join(CSV_NAME);
-    let mut variants = group(&read_csv::<TsmemberRow>(&csv_path)?);
-    let custom = dir.join("tsmember_custom.csv");
+    let mut variants = group(&read_file(&TSMEMBER, dir)?);
+    let custom = CUSTOM.path(dir);
     if custom.is_file() {
         let colours = variants.iter().map(|v| v.member + 1).max().unwrap_or(0);
-        variants.extend(group_custom(&read_csv::<CustomRow>(&custom)?, colours));
+        variants.extend(group_custom(&read_file(&CUSTOM, dir)?, colours));
     }
     if variants
         .iter()
         .all(|v| v.rates.is_empty() && v.flat_out.is_empty())
     {
-        return Err(ChartError::Empty(csv_path));
+        return Err(ChartError::Empty(TSMEMBER.path(dir)));
     }
     write_spec(dir, "tsmember", &chart(&variants))
 }
@@ -228,7 +227,7 @@ time-ms,redis,1000,4,0,2,2000,254,1746,100,1,254,1,1,1,1,1,0,0,1000
         let dir = csv_dir(
             tmp.path(),
             "tsmember",
-            CSV_NAME,
+            TSMEMBER.name(),
             &format!("{HEADER}\n{ROWS}"),
         );
         let paths = render(&dir).unwrap();
@@ -248,7 +247,12 @@ time-ms,redis,1000,4,0,2,2000,254,1746,100,1,254,1,1,1,1,1,0,0,1000
     #[test]
     fn header_only_is_empty() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = csv_dir(tmp.path(), "tsmember", CSV_NAME, &format!("{HEADER}\n"));
+        let dir = csv_dir(
+            tmp.path(),
+            "tsmember",
+            TSMEMBER.name(),
+            &format!("{HEADER}\n"),
+        );
         let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }

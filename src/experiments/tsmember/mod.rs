@@ -24,7 +24,7 @@ mod report;
 mod rows;
 mod runs;
 
-pub use rows::{CustomRow, TsmemberRow};
+pub use rows::{CustomRow, TsmemberRow, CUSTOM, TSMEMBER};
 
 use super::limiters::Verdicts;
 use super::{Body, Definition, Render, Summarize, Validate};
@@ -48,8 +48,8 @@ impl Definition for Tsmember {
 
     fn tables() -> Vec<Table> {
         vec![
-            Table::of::<TsmemberRow>("tsmember.csv"),
-            Table::of_custom_limiters::<CustomRow>("tsmember_custom.csv"),
+            TSMEMBER.table(),
+            Table::of_custom_limiters::<CustomRow>(CUSTOM.name()),
         ]
     }
 }

@@ -1,7 +1,9 @@
 //! tsmember's summary for REPORT.md.
 
 use super::{CustomRow, TsmemberRow};
-use crate::analysis::table::{read_typed, summarize, Key, Stat};
+use super::{CUSTOM, TSMEMBER};
+use crate::analysis::table::summary_table;
+use crate::analysis::table::{Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::experiments::limiters::{self, Exact, Verdict};
 use crate::record::csv_text;
@@ -23,8 +25,8 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("log entries", |r| Some(r.log_entries as f64)),
         ("latest start µs", |r| Some(r.max_late_us)),
     ];
-    let mut text = summarize(&dir.join("tsmember.csv"), &keys, &stats)?;
-    let custom = dir.join("tsmember_custom.csv");
+    let mut text = summary_table(&TSMEMBER.read(dir)?, &keys, &stats);
+    let custom = CUSTOM.path(dir);
     if custom.is_file() {
         let keys: [Key<CustomRow>; 4] = [
             ("custom limiter", |r| r.strategy.to_string()),
@@ -38,7 +40,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
             ("admitted / limit", |r| Some(r.admitted_per_limit)),
         ];
         text.push_str("\n\nCustom limiters on the same schedules:\n\n");
-        text.push_str(&summarize(&custom, &keys, &stats)?);
+        text.push_str(&summary_table(&CUSTOM.read(dir)?, &keys, &stats));
     }
     Ok(text)
 }
@@ -46,11 +48,11 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
 /// Over-admission with colliding timestamps: each custom limiter's most admitted over what an
 /// exact limiter of its algorithm could admit in the run, at any rate or flat out.
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
-    let path = dir.join("tsmember_custom.csv");
+    let path = CUSTOM.path(dir);
     if !path.is_file() {
         return Ok(Vec::new());
     }
-    let rows: Vec<CustomRow> = read_typed(&path)?;
+    let rows = CUSTOM.read(dir)?;
     let mut out = Vec::new();
     for l in limiters::recorded(dir)? {
         let mine = |r: &CustomRow| r.strategy == l.strategy;

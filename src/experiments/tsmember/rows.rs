@@ -1,12 +1,22 @@
 //! tsmember's CSV schema.
 
 use crate::limiter::{LogClock, LogMember, Strategy};
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `tsmember.csv`: One row per run.
+pub const TSMEMBER: CsvFile<TsmemberRow> = CsvFile::new("tsmember.csv");
+
+/// `tsmember_custom.csv`: One row per run of a custom limiter.
+pub const CUSTOM: CsvFile<CustomRow> = CsvFile::new("tsmember_custom.csv");
 
 /// One run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TsmemberRow {
+    /// What the sliding log stores as each entry's member: `unique-id` (per request), `time-ms`
+    /// (the time in ms: requests in the same ms share an entry) or `redis-micros` (Redis's µs).
     pub member: LogMember,
+    /// Whose clock scores the entries: `redis` (TIME in the script) or `caller` (passed in).
     pub clock: LogClock,
     /// Arrival rate in requests/s, or `flat-out` for the closed loop.
     pub rate: String,
@@ -19,6 +29,7 @@ pub struct TsmemberRow {
     pub admitted: u64,
     pub denied: u64,
     pub limit: u64,
+    /// admitted / limit: 1 for an exact log, above 1 when colliding members let more through.
     pub admitted_per_limit: f64,
     /// Entries in the log afterwards: fewer than `admitted` when members collided.
     pub log_entries: u64,
@@ -29,7 +40,9 @@ pub struct TsmemberRow {
     /// How late starts were against the schedule, µs (99th percentile and latest), and starts
     /// later than 1 ms (open loop only).
     pub p99_late_us: f64,
+    /// The latest start against the schedule.
     pub max_late_us: f64,
+    /// Starts later than 1 ms against the schedule.
     pub late_starts: u64,
     /// CPU seconds the open-loop generator used: near duration_s it was saturated, far below
     /// with late starts it was starved by other processes (0 flat out).
@@ -53,11 +66,14 @@ pub struct CustomRow {
     pub admitted: u64,
     pub denied: u64,
     pub limit: u64,
+    /// admitted / limit.
     pub admitted_per_limit: f64,
     /// The most an exact limiter of its algorithm could admit in the run's span from a fresh key.
     pub ideal: f64,
     pub p99_us: f64,
+    /// The latest start against the schedule.
     pub max_late_us: f64,
+    /// Requests per second: the arrival rate achieved (open loop) or the throughput (flat out).
     pub requests_per_s: f64,
 }
 

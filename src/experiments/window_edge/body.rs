@@ -1,7 +1,7 @@
 //! window-edge's measurement.
 
-use super::rows::{RequestRow, WindowEdgeRow};
 use super::{bursts, on_caller_clock, redis_clock_offset, Params};
+use super::{REQUESTS, WINDOW_EDGE};
 use crate::experiments::{ExperimentError, Phase, Session};
 use crate::load::run_open_loop;
 
@@ -10,8 +10,8 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         redis_clock_offset(&s.target).phase(|| "reading Redis TIME".into())?;
     s.note(format!("Redis's clock minus ours: {:.3} ms (TIME round trip {:.3} ms); schedules for strategies on \
         Redis TIME are aligned to Redis's window boundaries with it.", offset_ns as f64 / 1e6, rtt_ns as f64 / 1e6));
-    let mut rows = s.csv::<WindowEdgeRow>("window-edge.csv")?;
-    let mut requests = s.csv::<RequestRow>("requests.csv")?;
+    let mut rows = WINDOW_EDGE.create(&s.run.staging)?;
+    let mut requests = REQUESTS.create(&s.run.staging)?;
     let strategies = s.with_limiters(&p.strategies);
     let bar = s.progress(u64::from(p.trials) * strategies.len() as u64);
     for trial in 0..p.trials {

@@ -2,15 +2,16 @@
 //! per trial) beside what a continuous refill of L/s could admit over the same span, against the
 //! limit: the fixed window's edge burst stands at 2x, the smoothing strategies near 1x.
 
+use super::WINDOW_EDGE;
+use crate::charts::read_file;
 use std::path::{Path, PathBuf};
 
 use super::WindowEdgeRow;
-use crate::charts::bars::{self, si, BarChart};
-use crate::charts::spec::{color, Bar, Marker, Rgb, Slot, BLACK, RED};
-use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::charts::bars::si;
+use crate::charts::spec::{color, Marker, Rgb, BLACK, RED};
+use crate::charts::trials::{self, Category, Column, TrialChart};
+use crate::charts::{index_of, mean, write_spec, ChartError};
 
-/// The CSV the window-edge experiment writes into its dir.
-pub(crate) const CSV_NAME: &str = "window-edge.csv";
 const GREY: Rgb = Rgb(150, 150, 150);
 
 /// One strategy's trials.
@@ -44,24 +45,22 @@ pub(crate) fn group(rows: &[WindowEdgeRow]) -> Vec<Strategy> {
 
 /// Renders `dir/window-edge.csv` into `dir/window-edge.svg` and `dir/window-edge.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let strategies = group(&read_csv::<WindowEdgeRow>(&dir.join(CSV_NAME))?);
-    write_spec(dir, "window-edge", &bars::spec(chart(&strategies)))
+    let strategies = group(&read_file(&WINDOW_EDGE, dir)?);
+    write_spec(dir, "window-edge", &trials::spec(chart(&strategies)))
 }
 
-fn chart(strategies: &[Strategy]) -> BarChart<'static> {
+fn chart(strategies: &[Strategy]) -> TrialChart<'static> {
     // One limit across the run is the norm; the reference line shows the first.
     let limit = strategies.first().map_or(0.0, |s| s.limit);
-    let slots = strategies.iter().enumerate().map(|(i, s)| {
-        let height = mean(&s.max).unwrap_or(0.0);
-        let note = match s.limit > 0.0 {
+    let categories = strategies.iter().enumerate().map(|(i, s)| {
+        let most = Column::new(color(i), s.max.clone(), |height| match s.limit > 0.0 {
             true => format!("{:.2}x", height / s.limit),
             false => String::new(),
-        };
-        let most = Bar::new(color(i), height, s.max.clone(), note);
-        let bound = Bar::new(GREY, mean(&s.bound).unwrap_or(0.0), Vec::new(), "");
-        (s.name.clone(), Slot(vec![most, bound], String::new()))
+        });
+        let bound = Column::bare(GREY, mean(&s.bound).unwrap_or(0.0));
+        Category::new(s.name.clone(), vec![most, bound])
     });
-    BarChart {
+    TrialChart {
         title: "window-edge: most admitted in any 1 s, limit sent at both sides of a window edge",
         subtitle: format!(
             "L = {} sent just before a window boundary and L just after; bar and number = mean of trials, \
@@ -77,7 +76,7 @@ dot = one trial",
             (Marker::Dashed(RED), "limit L"),
         ],
         reference: Some((limit, "limit")),
-        slots: slots.collect(),
+        categories: categories.collect(),
     }
 }
 
@@ -102,7 +101,7 @@ incr-window,1,100,200,194,100,94,194,1.94,90,109,0,250
         let dir = csv_dir(
             tmp.path(),
             "window-edge",
-            CSV_NAME,
+            WINDOW_EDGE.name(),
             &format!("{HEADER}\n{ROWS}"),
         );
         let paths = render(&dir).unwrap();
@@ -119,7 +118,12 @@ incr-window,1,100,200,194,100,94,194,1.94,90,109,0,250
     #[test]
     fn header_only_is_empty() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = csv_dir(tmp.path(), "window-edge", CSV_NAME, &format!("{HEADER}\n"));
+        let dir = csv_dir(
+            tmp.path(),
+            "window-edge",
+            WINDOW_EDGE.name(),
+            &format!("{HEADER}\n"),
+        );
         let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }

@@ -26,7 +26,7 @@ mod charts;
 mod report;
 mod rows;
 
-pub use rows::{RequestRow, WindowEdgeRow};
+pub use rows::{RequestRow, WindowEdgeRow, REQUESTS, WINDOW_EDGE};
 
 use super::limiters::Verdicts;
 use super::{Body, Definition, PhaseError, Render, Summarize, Validate};
@@ -50,10 +50,7 @@ impl Definition for WindowEdge {
     const SUMMARY: Summarize = report::summary;
 
     fn tables() -> Vec<Table> {
-        vec![
-            Table::of::<WindowEdgeRow>("window-edge.csv"),
-            Table::of::<RequestRow>("requests.csv"),
-        ]
+        vec![WINDOW_EDGE.table(), REQUESTS.table()]
     }
 }
 

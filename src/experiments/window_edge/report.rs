@@ -1,7 +1,9 @@
 //! window-edge's summary for REPORT.md.
 
 use super::WindowEdgeRow;
-use crate::analysis::table::{read_typed, summarize, Key, Stat};
+use super::WINDOW_EDGE;
+use crate::analysis::table::summary_table;
+use crate::analysis::table::{Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::experiments::limiters::{self, Verdict};
 use crate::limiter::custom::Algorithm;
@@ -20,7 +22,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("/ limit", |r| Some(r.max_per_limit)),
         ("smooth bound", |r| Some(r.smooth_bound)),
     ];
-    summarize(&dir.join("window-edge.csv"), &keys, &stats)
+    Ok(summary_table(&WINDOW_EDGE.read(dir)?, &keys, &stats))
 }
 
 /// The most each custom limiter admitted inside any 1-second span across the edge, over the
@@ -28,7 +30,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
 /// either shows a burst at the edge or none. The cell names the edge measured: the clock's
 /// (epoch-aligned windows) or one window after a key's first request (`anchor = "first-hit"`).
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
-    let rows: Vec<WindowEdgeRow> = read_typed(&dir.join("window-edge.csv"))?;
+    let rows: Vec<WindowEdgeRow> = WINDOW_EDGE.read(dir)?;
     let mut out = Vec::new();
     for l in limiters::recorded(dir)? {
         let mine = |r: &WindowEdgeRow| r.strategy == l.strategy;
