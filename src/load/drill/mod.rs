@@ -248,8 +248,11 @@ impl<O> Ran<O> {
         signed_ns(self.origin, at)
     }
 
-    /// The spans between faults, the last one ending at `end_ns`.
+    /// The spans between faults, the last one ending at `end_ns`, or where it starts if its fault
+    /// fired later than that (a stalled machine): a span never ends before it starts.
     pub fn spans(&self, end_ns: u64) -> Vec<Span<'_>> {
+        let last_start = self.faults.last().map_or(0, |f| f.started_ns);
+        let end_ns = end_ns.max(last_start);
         let starts = std::iter::once((None, 0))
             .chain((self.faults.iter()).map(|f| (Some(f.name.as_str()), f.started_ns)));
         let ends = (self.faults.iter().map(|f| f.started_ns)).chain([end_ns]);
@@ -273,5 +276,55 @@ pub fn signed_ns(origin: Instant, at: Instant) -> i64 {
     match at.checked_duration_since(origin) {
         Some(d) => d.as_nanos() as i64,
         None => -(origin.duration_since(at).as_nanos() as i64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fired(name: &str, started_ns: u64) -> Fired {
+        Fired {
+            name: name.into(),
+            planned_ns: started_ns,
+            started_ns,
+            done_ns: started_ns,
+        }
+    }
+
+    fn ran(faults: Vec<Fired>) -> Ran<()> {
+        Ran {
+            origin: Instant::now(),
+            records: Vec::new(),
+            faults,
+            scheduled: 0,
+            end_ns: 0,
+        }
+    }
+
+    #[test]
+    fn spans_run_from_fault_to_fault_and_the_last_to_the_end() {
+        let ran = ran(vec![fired("a", 10), fired("b", 30)]);
+        let spans: Vec<_> = ran
+            .spans(50)
+            .iter()
+            .map(|s| (s.fault, s.start_ns, s.end_ns))
+            .collect();
+        assert_eq!(
+            spans,
+            [(None, 0, 10), (Some("a"), 10, 30), (Some("b"), 30, 50)]
+        );
+    }
+
+    /// A fault that fired after the end asked for (chaos's last switch on a stalled machine) once
+    /// made its span end before it started, and chaos's window length underflowed.
+    #[test]
+    fn a_fault_later_than_the_end_gives_an_empty_span_not_a_negative_one() {
+        let ran = ran(vec![fired("a", 10), fired("late", 70)]);
+        let last = ran
+            .spans(50)
+            .pop()
+            .expect("a span per fault and one before");
+        assert_eq!((last.start_ns, last.end_ns), (70, 70));
     }
 }
