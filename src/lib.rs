@@ -7,12 +7,15 @@
 //! - [`context`]: the options every experiment runs with (profile, output, server, pinning, seed).
 //! - [`errors`]: an error and its causes as text, each cause once.
 //! - [`server`]: starts, pins, signals and always stops redis-server (standalone, replica, an
-//!   N-node Redis Cluster with its slot map and slot moves); INFO parsing; admin commands
+//!   N-node Redis Cluster with its slot map and slot moves, Sentinels); the `Topology` an
+//!   experiment declares and the frame builds, handing typed `Endpoint`s; INFO parsing; admin commands
 //!   (CONFIG, MEMORY USAGE, OBJECT ENCODING); `--redis-url`: one URL per server carrying
 //!   credentials, db and TLS files to every connection, masked wherever shown (`endpoint`), the
 //!   least-privilege ACL and the pre-flight check of a user's server (`acl`), certificates for
 //!   managed TLS servers (`tls`); what meta.json says of a server; deleting this run's keys.
-//! - [`limiter`]: one file per strategy; Lua in `limiter/lua/*.lua`; the single-key scripts also
+//! - [`limiter`]: who decides (`limiter::decide`: the one interface every load loop and the store
+//!   ask, with its registry of kinds: Redis strategies, custom manifests, the in-memory window);
+//!   one file per strategy; Lua in `limiter/lua/*.lua`; the single-key scripts also
 //!   on any async connection (a cluster client's); `limiter::custom`: a user's Lua limiter from a
 //!   TOML manifest (`--limiter`), probed before a run and named in results by its manifest;
 //!   `limiter::wire`: a one-command decision as raw RESP and its reply read in place, for the lean
@@ -24,7 +27,9 @@
 //! - [`load`]: closed-loop load and open-loop (scheduled) arrivals from worker processes (the
 //!   binary re-executed as `worker`); pods that send what they admit to a loopback sink which
 //!   counts what arrived; a PING probe that sees how long the server stalls; `load::pipelined`, the
-//!   lean closed loop that keeps N requests in flight per connection.
+//!   lean closed loop that keeps N requests in flight per connection; `load::drill`, the one engine
+//!   for timed drills (a schedule, faults fired at planned instants, every request recorded with
+//!   its intended start, one binning routine) that chaos, failover, outage and scripts run on.
 //! - [`record`]: CSV sinks flushed per row, atomic result directories, a run's meta.json, the
 //!   CSV schema read from the row types (columns, types, units, doc comments), the machine from
 //!   sysinfo, MONITOR.
