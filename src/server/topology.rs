@@ -1,9 +1,10 @@
 //! What an experiment runs against, declared once ([`Topology`]) and built by the frame before
 //! its body, or per trial or setting through the session: no server, one server, a primary with
-//! caught-up replicas, the same watched by Sentinels, or an N-node cluster. Every process of a [`Deployment`] is a managed
-//! server, registered for cleanup when spawned (`cleanup.rs`: SIGINT, SIGTERM, the harness's
-//! SIGKILL) and killed and reaped on drop (success, error, panic). A new shape (Sentinels) is a
-//! variant here, one in [`Deployment`], and its builder in a file of its own, like `cluster.rs`.
+//! caught-up replicas, the same watched by Sentinels, or an N-node cluster. Every process of a
+//! [`Deployment`] is registered for cleanup when spawned (`cleanup.rs`: SIGINT, SIGTERM, the
+//! harness's SIGKILL) and killed and reaped on drop (success, error, panic). A new shape is a
+//! variant here, one in [`Deployment`], and its builder in a file of its own, like `cluster.rs`
+//! and `sentinel.rs`.
 
 use super::address::Endpoint;
 use super::{
