@@ -2,7 +2,7 @@
 
 use super::ops::{Log, Outcome};
 use super::ops::{Operation, YesNo};
-use super::rows::{BigkeyRow, Bio};
+use super::rows::{BigkeyRow, Bio, BIGKEY};
 use super::{configure, ops, Params};
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::load::probe::{Probe, ProbeLog};
@@ -14,7 +14,7 @@ use std::time::Duration;
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let configured = configure(&s.target).phase(|| "configuring the latency monitor".into())?;
     s.note(format!("Server configured for this run: {configured}."));
-    let mut rows = s.csv::<BigkeyRow>("bigkey.csv")?;
+    let mut rows = BIGKEY.create(&s.run.staging)?;
     let total = p.repeats as usize * p.entries.len() * p.lazyfree.len() * p.operations.len();
     let bar = s.progress(total as u64);
     let member_prefix = SplitMix64::new(s.ctx.seed, 0).next_u64() >> 16;

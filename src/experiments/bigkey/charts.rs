@@ -5,13 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{BigkeyRow, Bio};
+use super::{BigkeyRow, Bio, BIGKEY};
 use crate::charts::lines::{self, LineChart, Scale, Series};
 use crate::charts::spec::{color, csv_name, Rgb};
-use crate::charts::{index_of, read_csv, write_spec, ChartError};
-
-/// The CSV the bigkey experiment writes into its dir.
-pub(crate) const CSV_NAME: &str = "bigkey.csv";
+use crate::charts::{index_of, read_file, write_spec, ChartError};
 
 /// One series per (operation, lazyfree) in order of appearance, trims of both settings together
 /// (lazyfree-lazy-expire does not apply to them), then the noise floor of every row.
@@ -60,7 +57,7 @@ pub(crate) fn series(rows: &[BigkeyRow]) -> Vec<Series> {
 
 /// Renders `dir/bigkey.csv` into `dir/bigkey.svg` and `dir/bigkey.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let rows: Vec<BigkeyRow> = read_csv(&dir.join(CSV_NAME))?;
+    let rows: Vec<BigkeyRow> = read_file(&BIGKEY, dir)?;
     let label = |v: f64| match v {
         v if v >= 1.0 => format!("{v}"),
         v => format!("{v:.1}"),
@@ -112,7 +109,12 @@ expire,1000000,yes,shared,0,1000000,1,,,6.7,0.1,0.4,1,0,,,1,1
     #[test]
     fn renders_one_line_per_operation_and_setting() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = csv_dir(tmp.path(), "bigkey", CSV_NAME, &format!("{HEADER}\n{ROWS}"));
+        let dir = csv_dir(
+            tmp.path(),
+            "bigkey",
+            BIGKEY.name(),
+            &format!("{HEADER}\n{ROWS}"),
+        );
         let paths = render(&dir).unwrap();
         assert_eq!(paths, ["bigkey.svg", "bigkey.png"].map(|n| dir.join(n)));
         let svg = fs::read_to_string(&paths[0]).unwrap();

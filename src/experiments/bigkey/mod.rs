@@ -27,7 +27,7 @@ mod report;
 mod rows;
 
 pub use ops::{Operation, YesNo};
-pub use rows::{BigkeyRow, Bio};
+pub use rows::{BigkeyRow, Bio, BIGKEY};
 
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::record::Table;
@@ -50,7 +50,7 @@ impl Definition for Bigkey {
     const SUMMARY: Summarize = report::summary;
 
     fn tables() -> Vec<Table> {
-        vec![Table::of::<BigkeyRow>("bigkey.csv")]
+        vec![BIGKEY.table()]
     }
 }
 

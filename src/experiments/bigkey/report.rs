@@ -1,7 +1,7 @@
 //! bigkey's summary for REPORT.md.
 
-use super::BigkeyRow;
-use crate::analysis::table::{summarize, Key, Stat};
+use super::{BigkeyRow, BIGKEY};
+use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::record::csv_text;
 use std::path::Path;
@@ -24,5 +24,5 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("probe worst before ms", |r| Some(r.probe_baseline_max_ms)),
         ("key bytes", |r| Some(r.key_bytes as f64)),
     ];
-    summarize(&dir.join("bigkey.csv"), &keys, &stats)
+    Ok(summary_table(&BIGKEY.read(dir)?, &keys, &stats))
 }

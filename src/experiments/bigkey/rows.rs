@@ -1,6 +1,7 @@
 //! bigkey's CSV schema.
 
 use super::{Operation, YesNo};
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
 
 /// Where Redis's background threads (bio: lazy free, fsync, close) ran.
@@ -12,6 +13,9 @@ pub enum Bio {
     /// On the harness's core (`bio_cpulist`), the main thread alone on Redis's (`server_cpulist`).
     Apart,
 }
+
+/// `bigkey.csv`: One row per operation on one big log.
+pub const BIGKEY: CsvFile<BigkeyRow> = CsvFile::new("bigkey.csv");
 
 /// One operation on one big log.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -2,7 +2,7 @@
 //! fault proxy, the model service per client, the drills on a fixed timeline, then the
 //! after-drill check; rows written per sequence.
 
-use super::rows::{AfterRow, Drill, SwitchRow};
+use super::rows::{AfterRow, Drill, SwitchRow, AFTERS, BINS, DRILLS, SWITCHES};
 use super::service::{Served, Service, ServiceSpec, Trace};
 use super::tally::{self, Window};
 use super::Params;
@@ -44,10 +44,10 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             p.flaws.iter().copied().map(Some).collect(),
         ));
     }
-    let mut seconds = s.csv("chaos.csv")?;
-    let mut drills = s.csv("drills.csv")?;
-    let mut afters = s.csv("after.csv")?;
-    let mut switches = s.csv("switches.csv")?;
+    let mut seconds = BINS.create(&s.run.staging)?;
+    let mut drills = DRILLS.create(&s.run.staging)?;
+    let mut afters = AFTERS.create(&s.run.staging)?;
+    let mut switches = SWITCHES.create(&s.run.staging)?;
     let bar = s.progress(sequences.len() as u64);
     for (i, (timeout_ms, flaws)) in sequences.iter().enumerate() {
         let names: Vec<String> = flaws.iter().map(|f| client_name(*f)).collect();

@@ -9,14 +9,14 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{AfterRow, BinRow, Drill, DrillRow};
+use super::{AfterRow, BinRow, Drill, DrillRow, AFTERS, BINS, DRILLS};
 use crate::charts::axes::log_points;
 use crate::charts::bars::{self, si, BarChart};
 use crate::charts::spec::{
     color, dots, path, text, Anchor, Axis, Bar, Chart, Layer, Marker, Plot, Range, Shape, Slot,
     Ticks, BLACK,
 };
-use crate::charts::{read_csv, write_spec, ChartError};
+use crate::charts::{read_file, write_spec, ChartError};
 
 const Y_LABEL_PX: u32 = 80;
 /// p99 drawn no lower than this (ms) on the log axis.
@@ -344,8 +344,8 @@ fn after_chart(rows: &[AfterRow]) -> Chart {
 /// Renders chaos.svg, chaos_flaws.svg (when misconfigured clients ran) and after.svg; the fault
 /// windows come from drills.csv.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let rows = read_csv::<BinRow>(&dir.join("chaos.csv"))?;
-    let drills = read_csv::<DrillRow>(&dir.join("drills.csv"))?;
+    let rows = read_file(&BINS, dir)?;
+    let drills = read_file(&DRILLS, dir)?;
     let mut written = Vec::new();
     if let Some(chart) = correct_chart(&rows, &drills) {
         written.extend(write_spec(dir, "chaos", &chart)?);
@@ -353,13 +353,9 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     if let Some(chart) = flaws_chart(&rows, &drills) {
         written.extend(write_spec(dir, "chaos_flaws", &chart)?);
     }
-    let after = dir.join("after.csv");
-    if after.is_file() {
-        written.extend(write_spec(
-            dir,
-            "after",
-            &after_chart(&read_csv::<AfterRow>(&after)?),
-        )?);
+    if AFTERS.path(dir).is_file() {
+        let after = read_file(&AFTERS, dir)?;
+        written.extend(write_spec(dir, "after", &after_chart(&after))?);
     }
     Ok(written)
 }
@@ -446,9 +442,9 @@ never-reconnects,30,300,20,6,10,21,0,0,300,0,0,false
     #[test]
     fn renders_every_chart_with_its_windows_and_clients() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = csv_dir(tmp.path(), "chaos", "chaos.csv", CSV);
-        std::fs::write(dir.join("after.csv"), AFTER).unwrap();
-        std::fs::write(dir.join("drills.csv"), drills_csv()).unwrap();
+        let dir = csv_dir(tmp.path(), "chaos", BINS.name(), CSV);
+        std::fs::write(AFTERS.path(&dir), AFTER).unwrap();
+        std::fs::write(DRILLS.path(&dir), drills_csv()).unwrap();
         let paths = render(&dir).unwrap();
         let names: Vec<String> = (paths.iter())
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())

@@ -31,6 +31,7 @@ pub mod service;
 pub mod tally;
 
 pub use rows::{AfterRow, BinRow, Drill, DrillRow, SwitchRow};
+pub use rows::{AFTERS, BINS, DRILLS, SWITCHES};
 
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::fault::Direction;
@@ -56,10 +57,10 @@ impl Definition for Chaos {
 
     fn tables() -> Vec<Table> {
         vec![
-            Table::of::<BinRow>("chaos.csv"),
-            Table::of::<DrillRow>("drills.csv"),
-            Table::of::<AfterRow>("after.csv"),
-            Table::of::<SwitchRow>("switches.csv"),
+            BINS.table(),
+            DRILLS.table(),
+            AFTERS.table(),
+            SWITCHES.table(),
         ]
     }
 }

@@ -1,8 +1,8 @@
 //! chaos's summary for REPORT.md: per client, timeout and drill window (drills.csv), then the
 //! after-drill check (after.csv).
 
-use super::{AfterRow, DrillRow};
-use crate::analysis::table::{summarize, Key, Stat};
+use super::{AfterRow, DrillRow, AFTERS, DRILLS};
+use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use std::path::Path;
 
@@ -26,9 +26,8 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("by policy %", |r| Some(r.degraded_fraction * 100.0)),
         ("fail-open counter", |r| Some(r.fail_open_counter as f64)),
     ];
-    let mut out = summarize(&dir.join("drills.csv"), &keys, &stats)?;
-    let after = dir.join("after.csv");
-    if after.is_file() {
+    let mut out = summary_table(&DRILLS.read(dir)?, &keys, &stats);
+    if AFTERS.path(dir).is_file() {
         out.push_str("\nAfter the drill (healed; one fresh key, checks one after another):\n\n");
         let keys: [Key<AfterRow>; 2] = [
             ("client", |r| r.client.clone()),
@@ -42,7 +41,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
             ("allowed by policy", |r| Some(r.degraded_allowed as f64)),
             ("reconnects", |r| Some(r.reconnects as f64)),
         ];
-        out.push_str(&summarize(&after, &keys, &stats)?);
+        out.push_str(&summary_table(&AFTERS.read(dir)?, &keys, &stats));
     }
     Ok(out)
 }

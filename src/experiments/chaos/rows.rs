@@ -2,7 +2,20 @@
 //! client (drills.csv, the claims' figures), one per after-drill check (after.csv), one per fault
 //! switch (switches.csv).
 
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `chaos.csv`: One row per time bin of one client's service.
+pub const BINS: CsvFile<BinRow> = CsvFile::new("chaos.csv");
+
+/// `drills.csv`: One row per drill window of one client.
+pub const DRILLS: CsvFile<DrillRow> = CsvFile::new("drills.csv");
+
+/// `after.csv`: One row per after-drill check.
+pub const AFTERS: CsvFile<AfterRow> = CsvFile::new("after.csv");
+
+/// `switches.csv`: One row per switch of the proxy's fault.
+pub const SWITCHES: CsvFile<SwitchRow> = CsvFile::new("switches.csv");
 
 /// A window of a drill sequence, in the seed's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,6 +5,7 @@
 use super::topology::Topology;
 use super::variants::{run_phase, Window};
 use super::{bucket, BucketRow, CallRow, CustomBucketRow, NodeRow, Params, PhaseRow, SetupRow};
+use super::{BUCKETS, CALLS, CUSTOM, NODES, PHASES, SETUPS};
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::record::CsvSink;
 use crate::server::{Deployment, Endpoint, RedisCluster, SlotMap};
@@ -23,15 +24,15 @@ struct Sinks {
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut sinks = Sinks {
-        calls: s.csv("cluster.csv")?,
-        nodes: s.csv("nodes.csv")?,
-        bucket: s.csv("bucket.csv")?,
+        calls: CALLS.create(&s.run.staging)?,
+        nodes: NODES.create(&s.run.staging)?,
+        bucket: BUCKETS.create(&s.run.staging)?,
         custom: match s.ctx.limiters.is_empty() {
             true => None,
-            false => Some(s.csv("custom.csv")?),
+            false => Some(CUSTOM.create(&s.run.staging)?),
         },
-        setup: s.csv("setup.csv")?,
-        phases: s.csv("phases.csv")?,
+        setup: SETUPS.create(&s.run.staging)?,
+        phases: PHASES.create(&s.run.staging)?,
     };
     let window = Window::new(p.limit, p.window_ms);
     match s.target.is_managed() {

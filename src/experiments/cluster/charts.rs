@@ -1,10 +1,10 @@
 //! cluster's charts, from cluster.csv alone: the outcome of every variant per phase, the
 //! undeclared script's outcome per (base node, derived node) pair, and who changed at the reshard.
 
-use super::{CallRow, Variant};
+use super::{CallRow, Variant, CALLS};
 use crate::charts::spec::Rgb;
 use crate::charts::stacked::{self, Panel, StackedChart};
-use crate::charts::{index_of, read_csv, write_spec, ChartError};
+use crate::charts::{index_of, read_file, write_spec, ChartError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -15,7 +15,7 @@ const OTHER: Rgb = Rgb(120, 120, 120);
 
 /// Renders outcome, node_pairs and (when the run resharded) reshard, as SVG and PNG.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let rows = read_csv::<CallRow>(&dir.join("cluster.csv"))?;
+    let rows = read_file(&CALLS, dir)?;
     let mut written = write_spec(dir, "outcome", &stacked::spec(outcome(&rows)))?;
     if rows.iter().any(|r| r.nodes > 1) {
         written.extend(write_spec(
@@ -237,7 +237,7 @@ mod tests {
             writer.serialize(r).unwrap();
         }
         let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
-        let dir = crate::charts::csv_dir(tmp.path(), "cluster", "cluster.csv", &text);
+        let dir = crate::charts::csv_dir(tmp.path(), "cluster", CALLS.name(), &text);
         let paths = render(&dir).unwrap();
         assert_eq!(paths.len(), 6, "{paths:?}");
         let pairs = std::fs::read_to_string(dir.join("node_pairs.svg")).unwrap();

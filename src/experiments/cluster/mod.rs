@@ -30,6 +30,7 @@ mod topology;
 mod variants;
 
 pub use rows::{BucketRow, CallRow, CustomBucketRow, NodeRow, PhaseRow, SetupRow};
+pub use rows::{BUCKETS, CALLS, CUSTOM, NODES, PHASES, SETUPS};
 pub use variants::Variant;
 
 use super::limiters::Verdicts;
@@ -60,12 +61,12 @@ impl Definition for Cluster {
 
     fn tables() -> Vec<Table> {
         vec![
-            Table::of::<CallRow>("cluster.csv"),
-            Table::of::<NodeRow>("nodes.csv"),
-            Table::of::<BucketRow>("bucket.csv"),
-            Table::of::<SetupRow>("setup.csv"),
-            Table::of::<PhaseRow>("phases.csv"),
-            Table::of_custom_limiters::<CustomBucketRow>("custom.csv"),
+            CALLS.table(),
+            NODES.table(),
+            BUCKETS.table(),
+            SETUPS.table(),
+            PHASES.table(),
+            Table::of_custom_limiters::<CustomBucketRow>(CUSTOM.name()),
         ]
     }
 }

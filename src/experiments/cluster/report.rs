@@ -2,8 +2,9 @@
 //! and whether the failures are exactly the users placement predicts (each exception listed), the
 //! server's error texts, who changed at the reshard, the bucket, the set-up times, skipped phases.
 
-use super::{BucketRow, CallRow, CustomBucketRow, PhaseRow, SetupRow};
-use crate::analysis::table::{read_typed, short, summarize, summary_table, Key, Stat};
+use super::{BucketRow, CallRow, CustomBucketRow, SetupRow};
+use super::{BUCKETS, CALLS, CUSTOM, PHASES, SETUPS};
+use crate::analysis::table::{short, summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::experiments::limiters::{self, Exact, Verdict};
 use std::collections::BTreeMap;
@@ -15,7 +16,7 @@ const LISTED: usize = 20;
 
 /// The summary tables, from the CSVs in `dir`.
 pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
-    let rows: Vec<CallRow> = read_typed(&dir.join("cluster.csv"))?;
+    let rows = CALLS.read(dir)?;
     let keys: [Key<CallRow>; 2] = [
         ("phase", |r| r.phase.clone()),
         ("variant", |r| r.variant.to_string()),
@@ -29,15 +30,16 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         }),
         ("as placement predicts", |r| Some(f64::from(r.as_predicted))),
     ];
-    let setups: Vec<SetupRow> = read_typed(&dir.join("setup.csv"))?;
+    let setups = SETUPS.read(dir)?;
     let mut out = headline(&rows, &setups);
     out.push_str("Fractions of users (one call per user, variant and phase):\n\n");
     out.push_str(&summary_table(&rows, &keys, &stats));
     out.push_str(&exceptions(&rows));
     out.push_str(&error_texts(&rows));
     out.push_str(&reshard_changes(&rows));
-    let bucket = dir.join("bucket.csv");
-    if read_typed::<BucketRow>(&bucket).is_ok_and(|b| !b.is_empty()) {
+    // A missing or unreadable bucket.csv leaves its table out, as an empty one does.
+    let buckets = BUCKETS.read(dir).unwrap_or_default();
+    if !buckets.is_empty() {
         out.push_str("\nToken bucket through the cluster (one row per bucket; declared key):\n\n");
         let keys: [Key<BucketRow>; 1] = [("node", |r| r.node.clone())];
         let stats: [Stat<BucketRow>; 5] = [
@@ -49,10 +51,9 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
             ("requests", |r| Some(r.requests as f64)),
             ("errors", |r| Some(r.errors as f64)),
         ];
-        out.push_str(&summarize(&bucket, &keys, &stats)?);
+        out.push_str(&summary_table(&buckets, &keys, &stats));
     }
-    let custom = dir.join("custom.csv");
-    if custom.is_file() {
+    if CUSTOM.path(dir).is_file() {
         out.push_str(
             "\nCustom limiters through the cluster (one row per user; keys as declared):\n\n",
         );
@@ -67,7 +68,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
             ("non local key", |r| Some(f64::from(r.non_local_key))),
             ("errors", |r| Some(r.errors as f64)),
         ];
-        out.push_str(&summarize(&custom, &keys, &stats)?);
+        out.push_str(&summary_table(&CUSTOM.read(dir)?, &keys, &stats));
     }
     if !setups.is_empty() {
         out.push_str("\nCluster set-up and reshard, ms:\n\n");
@@ -84,7 +85,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
     if !setups.is_empty() {
         out.push_str(&summary_table(&setups, &keys, &stats));
     }
-    let phases: Vec<PhaseRow> = read_typed(&dir.join("phases.csv"))?;
+    let phases = PHASES.read(dir)?;
     for skipped in phases.iter().filter(|p| p.ran == 0) {
         let _ = writeln!(out, "\nSkipped: {} ({}).", skipped.phase, skipped.reason);
     }
@@ -208,11 +209,10 @@ fn reshard_changes(rows: &[CallRow]) -> String {
 /// Cluster safety: the share of each custom limiter's users whose checks failed, and why; and
 /// the most any user was admitted over the limit.
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
-    let path = dir.join("custom.csv");
-    if !path.is_file() {
+    if !CUSTOM.path(dir).is_file() {
         return Ok(Vec::new());
     }
-    let rows: Vec<CustomBucketRow> = read_typed(&path)?;
+    let rows = CUSTOM.read(dir)?;
     let mut out = Vec::new();
     for l in limiters::recorded(dir)? {
         let mine: Vec<&CustomBucketRow> =

@@ -1,7 +1,26 @@
 //! cluster's CSV schemas.
 
 use super::Variant;
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `cluster.csv`: One row per user's call of one variant in one phase.
+pub const CALLS: CsvFile<CallRow> = CsvFile::new("cluster.csv");
+
+/// `nodes.csv`: One row per slot range of the agreed map, per phase.
+pub const NODES: CsvFile<NodeRow> = CsvFile::new("nodes.csv");
+
+/// `bucket.csv`: One row per user's token bucket.
+pub const BUCKETS: CsvFile<BucketRow> = CsvFile::new("bucket.csv");
+
+/// `setup.csv`: One row per cluster creation or reshard.
+pub const SETUPS: CsvFile<SetupRow> = CsvFile::new("setup.csv");
+
+/// `phases.csv`: One row per phase.
+pub const PHASES: CsvFile<PhaseRow> = CsvFile::new("phases.csv");
+
+/// `custom.csv`: One row per user of a custom limiter.
+pub const CUSTOM: CsvFile<CustomBucketRow> = CsvFile::new("custom.csv");
 
 /// One user's call of one variant in one phase.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -10,7 +10,7 @@ use crate::context::Ctx;
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{LimitSpec, Limiter, Strategy};
 use crate::server::admin::{config_set, flush_all_sync, info_u64, used_memory};
-use crate::server::RedisServer;
+use crate::server::{Deployment, RedisServer, Topology};
 use crate::store::{Store, StoreSettings};
 use std::time::{Duration, Instant};
 
@@ -37,17 +37,18 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         .target
         .owned(MUST_OWN)
         .phase(|| "checking the server".into())?;
-    // The dedicated layout's cache lives on a server of its own: same binary and pinning.
+    // The dedicated layout's cache lives on a server of its own, built as the frame built the
+    // limiter's: this run's binary, pinning and TLS.
     let cache_server = match p.layouts.contains(&Layout::Dedicated) {
         true => Some(
-            RedisServer::start(limiter_server.options())
+            s.build(&Topology::Standalone)
                 .phase(|| "starting the cache's server".into())?,
         ),
         false => None,
     };
     let servers = Servers {
         limiter: limiter_server,
-        cache: cache_server.as_ref(),
+        cache: cache_server.as_ref().and_then(Deployment::writable),
     };
     let cells = p.trials as u64 * p.layouts.len() as u64 * p.policies.len() as u64;
     let bar = s.progress(cells);

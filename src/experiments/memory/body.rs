@@ -1,13 +1,13 @@
 //! memory's measurement.
 
 use super::fill::{fill, FillSetup};
-use super::rows::MemoryRow;
+use super::rows::MEMORY;
 use super::setting::{apply_setting, LISTPACK_CONFIG};
 use super::{plan, Params};
 use crate::experiments::{ExperimentError, Phase, Session};
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-    let mut rows = s.csv::<MemoryRow>("memory.csv")?;
+    let mut rows = MEMORY.create(&s.run.staging)?;
     let bar = s.progress(p.listpack_entries.len() as u64);
     for (i, &setting) in p.listpack_entries.iter().enumerate() {
         let what = || format!("listpack_entries {}", setting.label());

@@ -5,14 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
-use super::MemoryRow;
+use super::{MemoryRow, MEMORY};
 use crate::charts::bars::si;
 use crate::charts::lines::{self, LineChart, Scale, Series};
 use crate::charts::spec::{color, Rgb};
-use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::charts::{index_of, mean, read_file, write_spec, ChartError};
 
-/// The CSV the memory experiment writes into its dir.
-pub(crate) const CSV_NAME: &str = "memory.csv";
 const LOG: &str = "lua-log";
 /// How far either side of the threshold the zoom reaches.
 const ZOOM: u64 = 12;
@@ -86,8 +84,7 @@ pub(crate) fn zoom(rows: &[MemoryRow], t: u64) -> Vec<Series> {
 
 /// Renders `dir/memory.csv` into `memory.svg`/`.png` and `memory_cliff.svg`/`.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let csv_path = dir.join(CSV_NAME);
-    let rows: Vec<MemoryRow> = read_csv(&csv_path)?;
+    let rows: Vec<MemoryRow> = read_file(&MEMORY, dir)?;
     // The charts show ratelab's own members and keys; the sweeps are a table in the summary.
     let rows: Vec<MemoryRow> = rows.into_iter().filter(|r| !r.is_sweep()).collect();
     let (series, settings) = overview(&rows);
@@ -171,7 +168,12 @@ lua-log,129,10,128,default,0,0,99999,1,1,0,0,10,1,skiplist,1,40,40,0,40,1,1,0,1,
     #[test]
     fn renders_both_charts_with_the_cliff_marked() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = csv_dir(tmp.path(), "memory", CSV_NAME, &format!("{HEADER}\n{ROWS}"));
+        let dir = csv_dir(
+            tmp.path(),
+            "memory",
+            MEMORY.name(),
+            &format!("{HEADER}\n{ROWS}"),
+        );
         let paths = render(&dir).unwrap();
         let names = [
             "memory.svg",
@@ -198,7 +200,7 @@ lua-log,129,10,128,default,0,0,99999,1,1,0,0,10,1,skiplist,1,40,40,0,40,1,1,0,1,
     #[test]
     fn header_only_is_empty() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = csv_dir(tmp.path(), "memory", CSV_NAME, &format!("{HEADER}\n"));
+        let dir = csv_dir(tmp.path(), "memory", MEMORY.name(), &format!("{HEADER}\n"));
         let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }

@@ -27,7 +27,7 @@ mod report;
 mod rows;
 mod setting;
 
-pub use rows::MemoryRow;
+pub use rows::{MemoryRow, MEMORY};
 pub use setting::ListpackSetting;
 
 use super::{Body, Definition, Render, Summarize, Validate};
@@ -51,7 +51,7 @@ impl Definition for Memory {
     const SUMMARY: Summarize = report::summary;
 
     fn tables() -> Vec<Table> {
-        vec![Table::of::<MemoryRow>("memory.csv")]
+        vec![MEMORY.table()]
     }
 }
 

@@ -1,13 +1,12 @@
 //! memory's summary for REPORT.md: the fills, then the cliff's derived figures.
 
-use super::MemoryRow;
-use crate::analysis::table::{read_typed, summary_table, Key, Stat};
+use super::{MemoryRow, MEMORY};
+use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use std::path::Path;
 
 /// Bytes per client per strategy, setting and limit, then the derived figures.
 pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
-    let path = dir.join("memory.csv");
     let keys: [Key<MemoryRow>; 3] = [
         ("strategy", |r| r.strategy.to_string()),
         ("listpack_entries", |r| r.listpack_entries.to_string()),
@@ -22,9 +21,8 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("member bytes", |r| Some(r.member_len)),
         ("Redis CPU µs/decision", |r| Some(r.cpu_us_per_decision)),
     ];
-    let (sweep, rows): (Vec<MemoryRow>, Vec<MemoryRow>) = read_typed::<MemoryRow>(&path)?
-        .into_iter()
-        .partition(MemoryRow::is_sweep);
+    let (sweep, rows): (Vec<MemoryRow>, Vec<MemoryRow>) =
+        MEMORY.read(dir)?.into_iter().partition(MemoryRow::is_sweep);
     let mut out = summary_table(&rows, &keys, &stats);
     out.push_str(&super::derived::memory(&rows));
     out.push_str(&sweeps(&sweep));

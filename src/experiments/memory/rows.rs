@@ -1,7 +1,11 @@
 //! memory's CSV schema.
 
 use crate::limiter::Strategy;
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `memory.csv`: One row per fill.
+pub const MEMORY: CsvFile<MemoryRow> = CsvFile::new("memory.csv");
 
 /// One fill: `clients` clients of one strategy, each at its limit.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

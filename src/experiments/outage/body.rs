@@ -1,6 +1,6 @@
 //! outage's measurement.
 
-use super::rows::{CheckRow, Phase, PhaseRow, RunLabel};
+use super::rows::{Phase, RunLabel, CHECKS, PHASES};
 use super::{phases, sweep, Outage, Params, ID};
 use crate::context::Ctx;
 use crate::experiments::{Definition, ExperimentError, Phase as _, PhaseError, Session};
@@ -44,8 +44,8 @@ fn main_runs(
     run: &mut RunRecord,
     prefix: &str,
 ) -> Result<u64, ExperimentError> {
-    let mut checks = run.staging.csv::<CheckRow>("outage.csv")?;
-    let mut phase_rows = run.staging.csv::<PhaseRow>("phases.csv")?;
+    let mut checks = CHECKS.create(&run.staging)?;
+    let mut phase_rows = PHASES.create(&run.staging)?;
     let mut runs: Vec<RunLabel> = (p.policies.iter())
         .flat_map(|&policy| {
             [None, Some((p.breaker_failures, p.breaker_cooldown_ms))]

@@ -9,19 +9,15 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{CheckRow, SweepRow};
+use super::{CheckRow, SweepRow, CHECKS, SWEEP};
 use crate::charts::axes::log_points;
 use crate::charts::spec::{
     color, csv_name, dots_by_color, text, Anchor, Axis, Chart, Layer, Marker, Plot, Range,
 };
 use crate::charts::spec::{Shape, Ticks, BLACK};
-use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::charts::{index_of, mean, read_file, write_spec, ChartError};
 use crate::store::Reconnect;
 
-/// The per-check CSV the outage experiment writes into its dir.
-pub(crate) const CSV_NAME: &str = "outage.csv";
-/// The breaker sweep CSV, charted when present.
-pub(crate) const SWEEP_CSV: &str = "breaker_sweep.csv";
 const Y_LABEL_PX: u32 = 80;
 /// Latencies are drawn no lower than this (ms), so a 0 µs short circuit still has a place.
 const FLOOR_MS: f64 = 1e-4;
@@ -147,9 +143,9 @@ pub(crate) fn points(rows: &[SweepRow]) -> (Vec<String>, Vec<Point>) {
 
 /// Renders `dir/outage.csv` into `outage.svg/.png`, and the breaker sweep if its CSV is there.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let panels = panels(&read_csv::<CheckRow>(&dir.join(CSV_NAME))?);
+    let panels = panels(&read_file(&CHECKS, dir)?);
     let mut written = write_spec(dir, "outage", &outage_chart(&panels))?;
-    if dir.join(SWEEP_CSV).is_file() {
+    if SWEEP.path(dir).is_file() {
         written.extend(render_sweep(dir)?);
     }
     Ok(written)
@@ -157,10 +153,9 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
 
 /// Renders `dir/breaker_sweep.csv` into `outage_sweep.svg/.png`.
 fn render_sweep(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let csv_path = dir.join(SWEEP_CSV);
-    let (series, points) = points(&read_csv::<SweepRow>(&csv_path)?);
+    let (series, points) = points(&read_file(&SWEEP, dir)?);
     if points.is_empty() {
-        return Err(ChartError::Empty(csv_path));
+        return Err(ChartError::Empty(SWEEP.path(dir)));
     }
     write_spec(dir, "outage_sweep", &sweep_chart(&series, &points))
 }
@@ -289,7 +284,7 @@ fail-open,off,0,0,background,hung,0,0,999999,degraded-allowed,redis,timeout,clos
     #[test]
     fn renders_svg_and_png_with_phases() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = csv_dir(tmp.path(), "outage", CSV_NAME, CSV);
+        let dir = csv_dir(tmp.path(), "outage", CHECKS.name(), CSV);
         let paths = render(&dir).unwrap();
         assert_eq!(paths, ["outage.svg", "outage.png"].map(|n| dir.join(n)));
         let svg = fs::read_to_string(&paths[0]).unwrap();
@@ -328,7 +323,7 @@ on,3,250,25,0,10,3010,1200,3,11,1025,0,,0
     #[test]
     fn sweep_renders_svg_and_png() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = csv_dir(tmp.path(), "outage", SWEEP_CSV, SWEEP);
+        let dir = csv_dir(tmp.path(), "outage", super::SWEEP.name(), SWEEP);
         let paths = render_sweep(&dir).unwrap();
         assert_eq!(
             paths,

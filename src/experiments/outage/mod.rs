@@ -29,8 +29,8 @@ mod report;
 mod rows;
 mod sweep;
 
-pub use rows::{CheckRow, Phase, PhaseRow, RunLabel};
-pub use sweep::SweepRow;
+pub use rows::{CheckRow, Phase, PhaseRow, RunLabel, SweepRow};
+pub use rows::{CHECKS, PHASES, SWEEP};
 
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::limiter::{LimitSpec, Limiter, Strategy};
@@ -56,11 +56,7 @@ impl Definition for Outage {
     const SUMMARY: Summarize = report::summary;
 
     fn tables() -> Vec<Table> {
-        vec![
-            Table::of::<CheckRow>("outage.csv"),
-            Table::of::<PhaseRow>("phases.csv"),
-            Table::of::<SweepRow>("breaker_sweep.csv"),
-        ]
+        vec![CHECKS.table(), PHASES.table(), SWEEP.table()]
     }
 }
 
@@ -190,7 +186,7 @@ mod tests {
     fn the_seeds_figures_hold_against_the_claims() {
         let dir = tempfile::tempdir().unwrap();
         let staging = crate::record::Staging::new(dir.path(), ID).unwrap();
-        let mut sink = staging.csv::<PhaseRow>("phases.csv").unwrap();
+        let mut sink = PHASES.create(&staging).unwrap();
         let row = |breaker: Option<(u32, u64)>, phase, median_ms, first, reloads| {
             let (min_ms, max_ms) = (median_ms, median_ms * 253.0 / 250.0);
             let label = RunLabel::new(Policy::FailOpen, breaker);
@@ -254,7 +250,7 @@ mod tests {
         drop(sink);
         let claims = crate::analysis::claims::all().unwrap();
         let ours: Vec<_> = (claims.iter())
-            .filter(|c| c.experiment == ID && c.file == "phases.csv")
+            .filter(|c| c.experiment == ID && c.file == PHASES.name())
             .collect();
         assert!(ours.len() >= 7);
         for claim in ours {

@@ -1,7 +1,7 @@
 //! outage's summary for REPORT.md: per run and phase, then the breaker sweep when it was run.
 
-use super::{PhaseRow, SweepRow};
-use crate::analysis::table::{summarize, Key, Stat};
+use super::{PhaseRow, SweepRow, PHASES, SWEEP};
+use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::record::csv_text;
 use std::path::Path;
@@ -31,9 +31,8 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("script reloads", |r| Some(r.script_reloads as f64)),
         ("suspended", |r| Some(r.suspended_checks as f64)),
     ];
-    let mut out = summarize(&dir.join("phases.csv"), &keys, &stats)?;
-    let sweep = dir.join("breaker_sweep.csv");
-    if sweep.is_file() {
+    let mut out = summary_table(&PHASES.read(dir)?, &keys, &stats);
+    if SWEEP.path(dir).is_file() {
         out.push_str("\nBreaker sweep (mean over trials; min-max in brackets):\n\n");
         let keys: [Key<SweepRow>; 3] = [
             ("breaker", |r| r.breaker.clone()),
@@ -48,7 +47,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
             ("blind ms", |r| r.blind_ms),
             ("suspended", |r| Some(r.suspended_checks as f64)),
         ];
-        out.push_str(&summarize(&sweep, &keys, &stats)?);
+        out.push_str(&summary_table(&SWEEP.read(dir)?, &keys, &stats));
     }
     Ok(out)
 }

@@ -1,8 +1,19 @@
 //! The outage experiment's rows: what each phase did to Redis, which store a run used, one row per
-//! check (outage.csv) and one per phase (phases.csv).
+//! check (outage.csv), one per phase (phases.csv) and one per breaker sweep point
+//! (breaker_sweep.csv).
 
+use crate::record::CsvFile;
 use crate::store::{BreakerState, Failure, Outcome, Policy, Reconnect, Route};
 use serde::{Deserialize, Serialize};
+
+/// `outage.csv`: One row per check.
+pub const CHECKS: CsvFile<CheckRow> = CsvFile::new("outage.csv");
+
+/// `phases.csv`: One row per phase of one run.
+pub const PHASES: CsvFile<PhaseRow> = CsvFile::new("phases.csv");
+
+/// `breaker_sweep.csv`: One row per sweep point in one trial.
+pub const SWEEP: CsvFile<SweepRow> = CsvFile::new("breaker_sweep.csv");
 
 /// What was done to Redis before the phase's checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -146,6 +157,36 @@ pub struct PhaseRow {
     pub reconnects: u64,
     /// Checks that loaded the script again.
     pub script_reloads: u64,
+    pub suspended_checks: u64,
+}
+
+/// One sweep point in one trial.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SweepRow {
+    /// `off` or `on`.
+    pub breaker: String,
+    /// K (0 when off).
+    pub k: u32,
+    pub cooldown_ms: u64,
+    /// The budget of the breaker's recovery probe (a normal check has the whole call budget).
+    pub probe_budget_ms: u64,
+    pub trial: u32,
+    /// Added to `sweep_hung_ms` for this trial (seeded).
+    pub jitter_ms: u64,
+    /// How long Redis was stopped.
+    pub hung_ms: f64,
+    /// Checks made while Redis was stopped.
+    pub hung_checks: u64,
+    /// Hung checks that asked with the full budget and timed out.
+    pub paid_budget: u64,
+    /// Recovery probes while hung (each paid the probe budget).
+    pub probes: u64,
+    /// All hung checks' latencies added up: what users spent waiting.
+    pub hung_cost_ms: f64,
+    /// Checks answered by policy after SIGCONT, before the first normal answer.
+    pub blind_checks: u64,
+    /// SIGCONT to the end of the first normal answer (empty: none before the deadline).
+    pub blind_ms: Option<f64>,
     pub suspended_checks: u64,
 }
 

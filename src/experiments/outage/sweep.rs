@@ -8,7 +8,7 @@
 //! policy changes answers, not timings).
 
 use super::phases::{checker, paced};
-use super::{Params, RunLabel};
+use super::{Params, RunLabel, SweepRow, SWEEP};
 use crate::context::Ctx;
 use crate::experiments::frame::progress_bar;
 use crate::experiments::{ExperimentError, Phase as _, PhaseError};
@@ -20,40 +20,9 @@ use crate::record::suspend_offset_ns;
 use crate::record::RunRecord;
 use crate::server::RedisServer;
 use crate::store::{Failure, Policy, Route, Store};
-use serde::{Deserialize, Serialize};
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
-
-/// One sweep point in one trial.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct SweepRow {
-    /// `off` or `on`.
-    pub breaker: String,
-    /// K (0 when off).
-    pub k: u32,
-    pub cooldown_ms: u64,
-    /// The budget of the breaker's recovery probe (a normal check has the whole call budget).
-    pub probe_budget_ms: u64,
-    pub trial: u32,
-    /// Added to `sweep_hung_ms` for this trial (seeded).
-    pub jitter_ms: u64,
-    /// How long Redis was stopped.
-    pub hung_ms: f64,
-    /// Checks made while Redis was stopped.
-    pub hung_checks: u64,
-    /// Hung checks that asked with the full budget and timed out.
-    pub paid_budget: u64,
-    /// Recovery probes while hung (each paid the probe budget).
-    pub probes: u64,
-    /// All hung checks' latencies added up: what users spent waiting.
-    pub hung_cost_ms: f64,
-    /// Checks answered by policy after SIGCONT, before the first normal answer.
-    pub blind_checks: u64,
-    /// SIGCONT to the end of the first normal answer (empty: none before the deadline).
-    pub blind_ms: Option<f64>,
-    pub suspended_checks: u64,
-}
 
 /// Runs the sweep into `breaker_sweep.csv`; returns the checks during which the machine slept.
 pub(super) fn run(
@@ -63,7 +32,7 @@ pub(super) fn run(
     server: &mut RedisServer,
     record: &mut RunRecord,
 ) -> Result<u64, ExperimentError> {
-    let mut rows = record.staging.csv::<SweepRow>("breaker_sweep.csv")?;
+    let mut rows = SWEEP.create(&record.staging)?;
     let points: Vec<Option<(u32, u64)>> =
         std::iter::once(None)
             .chain(p.sweep_failures.iter().flat_map(|&k| {

@@ -3,7 +3,7 @@
 
 use super::compare::compare_buckets;
 use super::stream::{command_calls, stream_rows, Sides};
-use super::{BucketRow, Params, StreamRow, MUST_OWN};
+use super::{Params, BUCKETS, MUST_OWN, STREAM};
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{LimitSpec, Strategy};
 use crate::load::{run_closed_loop, KeyChoice, Stop, WorkerSpec};
@@ -12,8 +12,8 @@ use crate::server::wait_caught_up;
 use std::time::Duration;
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-    let mut bucket_rows = s.csv::<BucketRow>("replication.csv")?;
-    let mut stream_sink = s.csv::<StreamRow>("stream.csv")?;
+    let mut bucket_rows = BUCKETS.create(&s.run.staging)?;
+    let mut stream_sink = STREAM.create(&s.run.staging)?;
     let primary = (s.target.owned(MUST_OWN)).phase(|| "checking the server".into())?;
     let replica = (s.replicas.first())
         .ok_or_else(|| PhaseError::Invalid("the frame built no replica".into()))

@@ -3,18 +3,16 @@
 
 use std::path::{Path, PathBuf};
 
-use super::StreamRow;
+use super::{StreamRow, STREAM};
 use crate::charts::bars::{self, si, BarChart};
 use crate::charts::spec::{color, Bar, Marker, Slot};
-use crate::charts::{read_csv, write_spec, ChartError};
+use crate::charts::{read_file, write_spec, ChartError};
 
-/// The CSV the chart is drawn from.
-pub(crate) const CSV_NAME: &str = "stream.csv";
 const SIDES: [&str; 2] = ["primary", "replica"];
 
 /// Renders `dir/stream.csv` into `dir/replication.svg` and `dir/replication.png`.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let rows = read_csv::<StreamRow>(&dir.join(CSV_NAME))?;
+    let rows = read_file(&STREAM, dir)?;
     write_spec(dir, "replication", &bars::spec(chart(&rows)))
 }
 
@@ -67,7 +65,7 @@ hset,7000,7000,7000,k tokens 3.5 ts 1700000000000
         let dir = csv_dir(
             tmp.path(),
             "replication",
-            CSV_NAME,
+            STREAM.name(),
             &format!("{HEADER}\n{ROWS}"),
         );
         let paths = render(&dir).unwrap();
@@ -84,7 +82,12 @@ hset,7000,7000,7000,k tokens 3.5 ts 1700000000000
     #[test]
     fn header_only_is_empty() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = csv_dir(tmp.path(), "replication", CSV_NAME, &format!("{HEADER}\n"));
+        let dir = csv_dir(
+            tmp.path(),
+            "replication",
+            STREAM.name(),
+            &format!("{HEADER}\n"),
+        );
         let err = render(&dir).unwrap_err();
         assert!(matches!(err, ChartError::Empty(_)), "{err}");
     }

@@ -23,7 +23,7 @@ mod report;
 mod rows;
 mod stream;
 
-pub use rows::{BucketRow, StreamRow};
+pub use rows::{BucketRow, StreamRow, BUCKETS, STREAM};
 
 use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
 use crate::record::Table;
@@ -49,10 +49,7 @@ impl Definition for Replication {
     const SUMMARY: Summarize = report::summary;
 
     fn tables() -> Vec<Table> {
-        vec![
-            Table::of::<BucketRow>("replication.csv"),
-            Table::of::<StreamRow>("stream.csv"),
-        ]
+        vec![BUCKETS.table(), STREAM.table()]
     }
 }
 

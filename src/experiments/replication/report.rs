@@ -1,8 +1,8 @@
 //! replication's summary for REPORT.md: how many buckets match and by what margin, then what
 //! each side executed.
 
-use super::{BucketRow, StreamRow};
-use crate::analysis::table::{summarize, Key, Stat};
+use super::{BucketRow, StreamRow, BUCKETS, STREAM};
+use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use std::path::Path;
 
@@ -23,8 +23,8 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("calls on replica", |r| Some(r.calls_on_replica as f64)),
         ("MONITOR on replica", |r| Some(r.monitor_on_replica as f64)),
     ];
-    let mut out = summarize(&dir.join("replication.csv"), &keys, &stats)?;
+    let mut out = summary_table(&BUCKETS.read(dir)?, &keys, &stats);
     out.push_str("\nWhat each side executed (INFO commandstats over the run):\n\n");
-    out.push_str(&summarize(&dir.join("stream.csv"), &command, &calls)?);
+    out.push_str(&summary_table(&STREAM.read(dir)?, &command, &calls));
     Ok(out)
 }

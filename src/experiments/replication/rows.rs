@@ -1,6 +1,13 @@
 //! replication's CSV schemas.
 
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `replication.csv`: One row per bucket, read on both sides.
+pub const BUCKETS: CsvFile<BucketRow> = CsvFile::new("replication.csv");
+
+/// `stream.csv`: One row per command either side executed.
+pub const STREAM: CsvFile<StreamRow> = CsvFile::new("stream.csv");
 
 /// One bucket, read on the primary and then on the replica once the replica had caught up.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -5,17 +5,17 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{CostRow, FlushRow, SurvivalRow};
+use super::{CostRow, FlushRow, SurvivalRow, COSTS, FLUSH, SURVIVAL};
 use crate::charts::bars::si;
 use crate::charts::lines::{self, LineChart, Scale, Series};
 use crate::charts::spec::{color, csv_name, text, Anchor, Axis, Chart, Layer, Marker, Plot, Range};
 use crate::charts::spec::{Rgb, Shape, Ticks, BLACK};
 use crate::charts::trials::{self, Category, Column, TrialChart};
-use crate::charts::{index_of, mean, read_csv, write_spec, ChartError};
+use crate::charts::{index_of, mean, read_file, write_spec, ChartError};
 
 /// Renders `dir/cost.csv` and `dir/flush.csv` into the four charts.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let cost: Vec<CostRow> = read_csv(&dir.join("cost.csv"))?;
+    let cost = read_file(&COSTS, dir)?;
     let modes = by_mode(&cost);
     let throughput = bar_chart(
         &modes,
@@ -42,7 +42,7 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
         },
     );
     written.extend(write_spec(dir, "cost_cpu", &trials::spec(cpu))?);
-    let flush: Vec<FlushRow> = read_csv(&dir.join("flush.csv"))?;
+    let flush = read_file(&FLUSH, dir)?;
     written.extend(write_spec(
         dir,
         "flush",
@@ -53,7 +53,7 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
         "flush_p99",
         &lines::spec(flush_p99(&flush))?,
     )?);
-    let survival: Vec<SurvivalRow> = read_csv(&dir.join("survival.csv"))?;
+    let survival = read_file(&SURVIVAL, dir)?;
     written.extend(write_spec(dir, "survival", &survival_grid(&survival)?)?);
     Ok(written)
 }
@@ -194,7 +194,7 @@ fn survival_grid(rows: &[SurvivalRow]) -> Result<Chart, ChartError> {
         index_of(&mut events, csv_name(&r.event));
     }
     if rows.is_empty() {
-        return Err(ChartError::Empty("survival.csv".into()));
+        return Err(ChartError::Empty(SURVIVAL.name().into()));
     }
     let n = events.len();
     // The first event at the top.
@@ -294,20 +294,20 @@ mod tests {
             cost(Invocation::Evalsha, 0, 45_000.0, 19.5),
             cost(Invocation::Eval, 1, 41_000.0, 21.0),
         ];
-        write(&dir.join("cost.csv"), &costs);
+        write(&COSTS.path(dir), &costs);
         let bins = [
             bin(Invocation::Evalsha, -100, 4000, 0),
             bin(Invocation::Evalsha, 0, 0, 9000),
             bin(Invocation::EvalshaEval, -100, 4000, 0),
             bin(Invocation::EvalshaEval, 0, 3900, 0),
         ];
-        write(&dir.join("flush.csv"), &bins);
+        write(&FLUSH.path(dir), &bins);
         let survival = [
             SurvivalRow::example(Invocation::Evalsha, Event::Replica, "noscript", 1),
             SurvivalRow::example(Invocation::Fcall, Event::Replica, "readonly", 1),
             SurvivalRow::example(Invocation::Fcall, Event::RestartRdb, "ok", 1),
         ];
-        write(&dir.join("survival.csv"), &survival);
+        write(&SURVIVAL.path(dir), &survival);
         let written = render(dir).unwrap();
         assert_eq!(written.len(), 10);
         let svg = std::fs::read_to_string(dir.join("survival.svg")).unwrap();

@@ -2,7 +2,7 @@
 //! Redis's CPU, its per-command time and the bytes it read and wrote around each measured run.
 
 use super::bucket::{bucket_script, load_scripts};
-use super::rows::CostRow;
+use super::rows::{CostRow, COSTS};
 use super::Params;
 use crate::experiments::measure::{measure, Measured};
 use crate::experiments::{ExperimentError, Phase, Session};
@@ -15,7 +15,7 @@ use crate::server::{admin, ServerError};
 const SAMPLER_COMMANDS: [&str; 2] = ["info", "client|setinfo"];
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
-    let mut rows = s.csv::<CostRow>("cost.csv")?;
+    let mut rows = COSTS.create(&s.run.staging)?;
     let bar = s.progress(u64::from(p.runs) * p.modes.len() as u64);
     let (source, _) = bucket_script(p);
     // The same buckets for every mode, so no mode runs on more data than another.

@@ -3,7 +3,7 @@
 //! binned around the instant the flush was sent.
 
 use super::bucket::{bucket, bucket_script, load_scripts};
-use super::rows::FlushRow;
+use super::rows::{FlushRow, FLUSH};
 use super::Params;
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{library, Invocation, Limiter};
@@ -22,7 +22,7 @@ pub(super) fn run(
     p: &Params,
     rt: &tokio::runtime::Runtime,
 ) -> Result<(), ExperimentError> {
-    let mut rows = s.csv::<FlushRow>("flush.csv")?;
+    let mut rows = FLUSH.create(&s.run.staging)?;
     let bar = s.progress(u64::from(p.flush_runs) * p.flush_modes.len() as u64);
     let (source, _) = bucket_script(p);
     for run in 0..p.flush_runs {

@@ -38,6 +38,7 @@ mod rows;
 mod survival;
 
 pub use rows::{CostRow, CustomSurvivalRow, Event, FlushRow, SurvivalRow};
+pub use rows::{COSTS, CUSTOM_SURVIVAL, FLUSH, SURVIVAL};
 
 use super::limiters::Verdicts;
 use super::{Body, Definition, Render, Summarize, Validate};
@@ -66,10 +67,10 @@ impl Definition for Scripts {
 
     fn tables() -> Vec<Table> {
         vec![
-            Table::of::<CostRow>("cost.csv"),
-            Table::of::<FlushRow>("flush.csv"),
-            Table::of::<SurvivalRow>("survival.csv"),
-            Table::of_custom_limiters::<CustomSurvivalRow>("survival_custom.csv"),
+            COSTS.table(),
+            FLUSH.table(),
+            SURVIVAL.table(),
+            Table::of_custom_limiters::<CustomSurvivalRow>(CUSTOM_SURVIVAL.name()),
         ]
     }
 }

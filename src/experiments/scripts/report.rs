@@ -2,7 +2,8 @@
 //! flush runs before and after the flush.
 
 use super::{CostRow, CustomSurvivalRow, FlushRow, SurvivalRow};
-use crate::analysis::table::{read_typed, summarize, summary_table, Key, Stat};
+use super::{COSTS, CUSTOM_SURVIVAL, FLUSH, SURVIVAL};
+use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::experiments::limiters::{self, Verdict};
 use crate::record::csv_text;
@@ -21,16 +22,14 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("bytes out/decision", |r| Some(r.bytes_out_per_decision)),
     ];
     let mut out = String::from("Cost (mean over runs; min-max in brackets):\n\n");
-    out.push_str(&summarize(&dir.join("cost.csv"), &keys, &stats)?);
+    out.push_str(&summary_table(&COSTS.read(dir)?, &keys, &stats));
     out.push_str(
         "\nSurvival: the first call after each event (outcome, round trips; SCRIPT EXISTS / \
          ratelab libraries on the called server before that call):\n\n",
     );
-    out.push_str(&matrix(&read_typed::<SurvivalRow>(
-        &dir.join("survival.csv"),
-    )?));
+    out.push_str(&matrix(&SURVIVAL.read(dir)?));
     out.push_str("\nFlush under load, per run: before the flush (t < 0) and after it:\n\n");
-    let rows = read_typed::<FlushRow>(&dir.join("flush.csv"))?;
+    let rows = FLUSH.read(dir)?;
     let keys: [Key<FlushRow>; 4] = [
         ("mode", |r| r.mode.to_string()),
         ("fallback", |r| r.fallback.clone()),
@@ -47,8 +46,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("max µs", |r| r.max_us),
     ];
     out.push_str(&summary_table(&rows, &keys, &stats));
-    let custom = dir.join("survival_custom.csv");
-    if custom.is_file() {
+    if CUSTOM_SURVIVAL.path(dir).is_file() {
         out.push_str(
             "\nCustom limiters, each in its own mode: the first call after each event:\n\n",
         );
@@ -63,7 +61,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
             ("NOSCRIPT on the way", |r| Some(f64::from(r.noscript))),
             ("round trips", |r| Some(f64::from(r.round_trips))),
         ];
-        out.push_str(&summarize(&custom, &keys, &stats)?);
+        out.push_str(&summary_table(&CUSTOM_SURVIVAL.read(dir)?, &keys, &stats));
     }
     Ok(out)
 }
@@ -72,11 +70,10 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
 /// after which its fallback had to reload the script (a writing script is refused on a replica
 /// whatever its mode, so that event is not counted).
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
-    let path = dir.join("survival_custom.csv");
-    if !path.is_file() {
+    if !CUSTOM_SURVIVAL.path(dir).is_file() {
         return Ok(Vec::new());
     }
-    let rows: Vec<CustomSurvivalRow> = read_typed(&path)?;
+    let rows = CUSTOM_SURVIVAL.read(dir)?;
     let mut out = Vec::new();
     for l in limiters::recorded(dir)? {
         let mine: Vec<&CustomSurvivalRow> = (rows.iter())

@@ -1,7 +1,20 @@
 //! scripts's CSV schemas: one row per cost run, per 100 ms of a flush run, per survival case.
 
 use crate::limiter::Invocation;
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `cost.csv`: One row per measured cost run of one invocation.
+pub const COSTS: CsvFile<CostRow> = CsvFile::new("cost.csv");
+
+/// `flush.csv`: One row per 100 ms bin of a flush run.
+pub const FLUSH: CsvFile<FlushRow> = CsvFile::new("flush.csv");
+
+/// `survival.csv`: One row per invocation after one event.
+pub const SURVIVAL: CsvFile<SurvivalRow> = CsvFile::new("survival.csv");
+
+/// `survival_custom.csv`: One row per custom limiter after one event.
+pub const CUSTOM_SURVIVAL: CsvFile<CustomSurvivalRow> = CsvFile::new("survival_custom.csv");
 
 /// One measured cost run of one invocation.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -3,7 +3,7 @@
 //! first call goes.
 
 use super::bucket::{bucket, bucket_script, libraries, load_scripts, script_exists};
-use super::rows::{CustomSurvivalRow, Event, SurvivalRow};
+use super::rows::{CustomSurvivalRow, Event, SurvivalRow, CUSTOM_SURVIVAL, SURVIVAL};
 use super::Params;
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{Attempt, Invocation, Limiter, LimiterError, Strategy};
@@ -20,7 +20,7 @@ pub(super) fn run(
     p: &Params,
     rt: &tokio::runtime::Runtime,
 ) -> Result<(), ExperimentError> {
-    let mut rows = s.csv::<SurvivalRow>("survival.csv")?;
+    let mut rows = SURVIVAL.create(&s.run.staging)?;
     let bar = s.progress((p.events.len() * p.survival_modes.len()) as u64);
     for &event in &p.events {
         for &mode in &p.survival_modes {
@@ -43,7 +43,7 @@ fn custom_run(
     if s.ctx.limiters.is_empty() {
         return Ok(());
     }
-    let mut rows = s.csv::<CustomSurvivalRow>("survival_custom.csv")?;
+    let mut rows = CUSTOM_SURVIVAL.create(&s.run.staging)?;
     for &strategy in &s.ctx.limiters {
         for &event in &p.events {
             let what = || {
