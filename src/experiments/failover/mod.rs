@@ -21,12 +21,14 @@
 
 mod body;
 mod charts;
+pub mod finder;
 mod report;
 mod rows;
+mod sentinel;
 pub mod tally;
 mod trial;
 
-pub use rows::{BinRow, KeyRow, TrialRow, Variant};
+pub use rows::{BinRow, ClientRow, KeyRow, TrialRow, Variant};
 
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::limiter::{Invocation, Strategy};
@@ -57,6 +59,7 @@ impl Definition for Failover {
             Table::of::<KeyRow>("failover.csv"),
             Table::of::<BinRow>("bins.csv"),
             Table::of::<TrialRow>("trials.csv"),
+            Table::of::<ClientRow>("clients.csv"),
         ]
     }
 }
@@ -94,6 +97,18 @@ pub struct Params {
     pub lag_ms: u64,
     /// Width of the time bins of bins.csv (admitted and allowed per bin, keys summed).
     pub bin_ms: u64,
+    /// The Sentinel variants' limiters, active keys and offered multiples (a Sentinel trial
+    /// takes seconds more than the others: its Sentinels must find each other, then fail over).
+    pub sentinel_strategies: Vec<Strategy>,
+    pub sentinel_keys: Vec<u64>,
+    pub sentinel_offered: Vec<f64>,
+    /// The Sentinels' `down-after-milliseconds`: how long the primary must be unreachable
+    /// before it is called down (sentinel-crash waits for it).
+    pub down_after_ms: u64,
+    /// The Sentinels' `failover-timeout`.
+    pub failover_timeout_ms: u64,
+    /// Sentinels (of 3) that must agree the primary is down.
+    pub quorum: usize,
 }
 
 impl Params {
@@ -102,17 +117,23 @@ impl Params {
         let mut out = Vec::new();
         for trial in 0..self.trials {
             for &variant in &self.variants {
-                for &strategy in &self.strategies {
+                let sentinel = variant.is_sentinel();
+                let strategies = match sentinel {
+                    true => &self.sentinel_strategies,
+                    false => &self.strategies,
+                };
+                for &strategy in strategies {
                     for &invocation in &self.invocations {
                         if invocation.uses_function() && strategy != Strategy::LuaBucket {
                             continue;
                         }
-                        let counts = match invocation.uses_function() {
-                            true => &self.fcall_keys,
-                            false => &self.keys,
+                        let (counts, offers) = match (sentinel, invocation.uses_function()) {
+                            (true, _) => (&self.sentinel_keys, &self.sentinel_offered),
+                            (false, true) => (&self.fcall_keys, &self.offered),
+                            (false, false) => (&self.keys, &self.offered),
                         };
                         for &keys in counts {
-                            for &offered in &self.offered {
+                            for &offered in offers {
                                 out.push(Case {
                                     variant,
                                     strategy,
@@ -174,6 +195,24 @@ impl Validate for Params {
                 "lag_ms must end after the first counted window starts",
             ),
             (p.bin_ms == 0, "bin_ms must be >= 1"),
+            (
+                (p.sentinel_strategies.iter()).any(|s| !scripted.contains(s))
+                    || p.sentinel_keys.contains(&0)
+                    || p.sentinel_offered.iter().any(|o| !(*o > 1.0 && o.is_finite())),
+                "sentinel_strategies must be lua-bucket and/or lua-window, sentinel_keys >= 1, \
+                 sentinel_offered > 1",
+            ),
+            (
+                p.variants.iter().any(|v| v.is_sentinel())
+                    && (p.sentinel_strategies.is_empty()
+                        || p.sentinel_keys.is_empty()
+                        || p.sentinel_offered.is_empty()),
+                "the Sentinel variants need sentinel_strategies, sentinel_keys and sentinel_offered",
+            ),
+            (
+                p.down_after_ms < 100 || p.failover_timeout_ms < 1000 || !(1..=3).contains(&p.quorum),
+                "down_after_ms must be >= 100, failover_timeout_ms >= 1000, quorum 1..=3 (of 3 Sentinels)",
+            ),
         ];
         match bad.iter().find(|(is_bad, _)| *is_bad) {
             Some((_, reason)) => Err((*reason).to_string()),
