@@ -207,6 +207,7 @@ impl Rows {
             send_lag_max_ms: m.send_lag_max_ms,
             attempts,
         };
+        let open = open_overshoot(&frame, m, &keys);
         let clients = (m.clients.iter())
             .map(|c| ClientRow {
                 variant: case.variant,
@@ -224,6 +225,8 @@ impl Rows {
                 failed: c.failed,
                 readonly: c.readonly,
                 unavailable_ms: c.unavailable_ms,
+                client_keys: open.get(c.client as usize).map_or(0, |o| o.0),
+                overshoot_open_bursts: open.get(c.client as usize).map_or(f64::NAN, |o| o.1),
             })
             .collect();
         Ok(Rows {
@@ -233,4 +236,28 @@ impl Rows {
             clients,
         })
     }
+}
+
+/// Per client (key % clients): its keys, and the mean over them of the overshoot with every check
+/// that got no decision in the windows after the switch counted admitted (a limiter failing
+/// open), in bursts.
+fn open_overshoot(frame: &Frame, m: &Measured, keys: &[KeyRow]) -> Vec<(u64, f64)> {
+    let clients = m.clients.len().max(1);
+    let (lo, hi) = (frame.switch_window(), frame.span().1);
+    let mut failed = vec![0u64; keys.len()];
+    let after = (m.checks.iter()).filter(|c| c.sent_unix_ms >= lo && c.sent_unix_ms < hi);
+    for c in after.filter(|c| c.answer == tally::Answer::Error) {
+        if let Some(n) = failed.get_mut(c.key as usize) {
+            *n += 1;
+        }
+    }
+    let mut out = vec![(0u64, 0.0f64); clients];
+    for (k, row) in keys.iter().enumerate() {
+        let slot = &mut out[k % clients];
+        slot.0 += 1;
+        slot.1 += (row.overshoot + failed[k] as i64) as f64 / frame.burst as f64;
+    }
+    (out.into_iter())
+        .map(|(n, sum)| (n, if n == 0 { f64::NAN } else { sum / n as f64 }))
+        .collect()
 }

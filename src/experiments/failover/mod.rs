@@ -241,15 +241,22 @@ mod tests {
         }
         let full = resolve::<Failover>(Profile::Full, &[]).unwrap();
         assert_eq!(full.keys, [10, 100, 1000]);
-        let counts = |fcall: bool| -> BTreeSet<u64> {
+        let counts = |fcall: bool, sentinel: bool| -> BTreeSet<u64> {
             let cases = full.cases().into_iter();
             cases
                 .filter(|c| c.invocation.uses_function() == fcall)
+                .filter(|c| c.variant.is_sentinel() == sentinel)
                 .map(|c| c.keys)
                 .collect()
         };
-        assert_eq!(counts(false), full.keys.iter().copied().collect());
-        assert_eq!(counts(true), full.fcall_keys.iter().copied().collect());
+        assert_eq!(counts(false, false), full.keys.iter().copied().collect());
+        assert_eq!(
+            counts(true, false),
+            full.fcall_keys.iter().copied().collect()
+        );
+        let sentinel_keys: BTreeSet<u64> = full.sentinel_keys.iter().copied().collect();
+        assert_eq!(counts(false, true), sentinel_keys);
+        assert_eq!(counts(true, true), sentinel_keys);
     }
 
     #[test]

@@ -178,12 +178,20 @@ pub struct ClientRow {
     pub rediscovered_ms: f64,
     /// Times the client asked the Sentinels after the failover's start.
     pub asks: u64,
-    /// Checks the client sent from the failover's start to its move, and of those the ones
-    /// that got no decision (errors, refusals), and of those the ones refused READONLY.
+    /// Checks the client sent from the failover's start to its move.
     pub checks_between: u64,
+    /// Of those, the checks that got no decision (a connection error, a refusal, no primary
+    /// known): what a limiter failing open would have admitted unchecked.
     pub failed: u64,
+    /// Of the failed, those refused READONLY (the demoted primary).
     pub readonly: u64,
     /// The first failed check's send to the first decided check's send after it, ms (0: none
     /// failed): how long the client's keys had no limiter.
     pub unavailable_ms: f64,
+    /// Active keys on this client (key % 8 == client).
+    pub client_keys: u64,
+    /// Mean over the client's keys of the overshoot counted as seed 003's drill counts it, its
+    /// limiter failing open: (admitted + checks without a decision) over the whole windows after
+    /// the switch, minus what the limit allows there, in bursts.
+    pub overshoot_open_bursts: f64,
 }
