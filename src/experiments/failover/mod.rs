@@ -16,8 +16,15 @@
 //! (the library is replicated). Every check is recorded; admitted per key over whole windows
 //! before and after the switch are compared with what the limit allows there.
 //!
+//! Sentinel variants (issue 35, sentinel.rs): a primary, a replica and 3 Sentinels built per
+//! trial through the session; `sentinel-planned` sends SENTINEL FAILOVER (seed 003's drill),
+//! `sentinel-crash` SIGKILLs the primary. The harness moves no client: each finds the primary
+//! through the Sentinels and asks again after a failed check (finder.rs), and the count after the
+//! switch runs through the last client's move.
+//!
 //! Writes `failover/failover.csv` (one row per key per trial), `failover/bins.csv` (one row per
-//! bin per trial, keys summed), `failover/trials.csv` (one row per trial), `failover/meta.json`.
+//! bin per trial, keys summed), `failover/trials.csv` (one row per trial), `failover/clients.csv`
+//! (one row per client per Sentinel trial), `failover/meta.json`.
 
 mod body;
 mod charts;
@@ -71,7 +78,9 @@ pub struct Params {
     /// Repetitions of every case.
     pub trials: u32,
     /// What the promoted replica holds: `replicated` (caught up), `lagging` (its link cut
-    /// `lag_ms` before), `wiped` (FLUSHALL before clients move).
+    /// `lag_ms` before), `wiped` (FLUSHALL before clients move); or Sentinel fails over and the
+    /// clients find it themselves: `sentinel-planned` (SENTINEL FAILOVER), `sentinel-crash`
+    /// (the primary SIGKILLed).
     pub variants: Vec<Variant>,
     /// The limiters whose state is lost or kept across the switch.
     pub strategies: Vec<Strategy>,
@@ -97,10 +106,12 @@ pub struct Params {
     pub lag_ms: u64,
     /// Width of the time bins of bins.csv (admitted and allowed per bin, keys summed).
     pub bin_ms: u64,
-    /// The Sentinel variants' limiters, active keys and offered multiples (a Sentinel trial
-    /// takes seconds more than the others: its Sentinels must find each other, then fail over).
+    /// The Sentinel variants' limiters (a Sentinel trial takes seconds more than the others:
+    /// its Sentinels start and agree, then fail over, and its clients must find the new primary).
     pub sentinel_strategies: Vec<Strategy>,
+    /// The Sentinel variants' active key counts (FCALL runs at these too).
     pub sentinel_keys: Vec<u64>,
+    /// The Sentinel variants' offered multiples of the limit's rate.
     pub sentinel_offered: Vec<f64>,
     /// The Sentinels' `down-after-milliseconds`: how long the primary must be unreachable
     /// before it is called down (sentinel-crash waits for it).
