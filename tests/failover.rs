@@ -171,3 +171,118 @@ fn overshoot_is_what_the_replica_lost_bounded_by_a_burst_and_grows_with_traffic_
         "the quick profile must offer rates far enough apart to show growth, on time: {wiped:?}"
     );
 }
+
+/// The Sentinel variants: Sentinels fail over (planned, and after a SIGKILL of the primary) and
+/// every client finds the promoted replica on its own. Physics, not times: no client can reach
+/// the promoted replica before the failover started, none after a crash before down-after has
+/// passed, every client's checks fail between a crash and its move, and the promoted replica
+/// holds the state replicated before the failover, so a key gains at most its burst back.
+#[test]
+fn sentinel_failovers_move_every_client_on_its_own_within_a_burst_per_key() {
+    let out = tempfile::tempdir().unwrap();
+    let variants = r#"["sentinel-planned", "sentinel-crash"]"#;
+    let dir = common::run_experiment("failover", out.path(), &[("variants", variants)]);
+    let clients = read_rows(&dir.join("clients.csv")).unwrap();
+    let trials = read_rows(&dir.join("trials.csv")).unwrap();
+    let keys = read_rows(&dir.join("failover.csv")).unwrap();
+    for variant in ["sentinel-planned", "sentinel-crash"] {
+        let of_variant: Vec<&Row> = (clients.iter())
+            .filter(|c| c["variant"] == variant)
+            .collect();
+        assert_eq!(
+            of_variant.len(),
+            8,
+            "{variant}: one row per client: {clients:?}"
+        );
+        for c in &of_variant {
+            let (moved, promoted) = (n(c, "rediscovered_ms"), n(c, "promoted_ms"));
+            assert!(moved > 0.0 && promoted > 0.0, "{variant}: {c:?}");
+            assert!(
+                n(c, "asks") >= 1.0,
+                "{variant}: moved without asking: {c:?}"
+            );
+            assert!(n(c, "failed") <= n(c, "checks_between"), "{c:?}");
+            assert!(n(c, "readonly") <= n(c, "failed"), "{c:?}");
+        }
+        for t in of(&trials, variant, "lua-bucket") {
+            assert_eq!(t["switch"], "sentinel-rediscovery");
+            assert!(n(t, "replica_keys") >= n(t, "keys"), "{variant}: {t:?}");
+            for k in keys_of(&keys, t) {
+                let over = n(k, "overshoot_bursts");
+                assert!(over <= 1.0 + slack(t), "{variant}: {over} bursts: {k:?}");
+            }
+        }
+    }
+    // After a crash nothing answers until Sentinel has waited down-after and promoted: every
+    // client's checks fail in between, and none reaches the replica sooner.
+    for c in clients.iter().filter(|c| c["variant"] == "sentinel-crash") {
+        let down_after = n(c, "down_after_ms");
+        assert!(
+            n(c, "promoted_ms") >= down_after,
+            "promoted before down-after: {c:?}"
+        );
+        assert!(
+            n(c, "rediscovered_ms") >= down_after,
+            "moved before down-after: {c:?}"
+        );
+        assert!(
+            n(c, "failed") >= 1.0,
+            "no check failed across a crash: {c:?}"
+        );
+        assert_eq!(
+            n(c, "failed"),
+            n(c, "checks_between"),
+            "a check decided while down: {c:?}"
+        );
+    }
+}
+
+/// A Sentinel trial whose body fails (a Sentinel killed before they agree) stops every process
+/// it started: the primary, the replica and the Sentinels left.
+#[test]
+fn a_failed_sentinel_trial_leaves_no_process_behind() {
+    let out = tempfile::tempdir().unwrap();
+    let child = std::process::Command::new(common::ratelab_exe())
+        .args(["run", "failover", "--profile", "quick", "--quiet", "--out"])
+        .arg(out.path())
+        .args(["--set", r#"variants=["sentinel-crash"]"#])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut started = Vec::new();
+    let five = common::wait_for(std::time::Duration::from_secs(30), || {
+        started = common::redis_children(child.id());
+        started.len() == 5
+    });
+    let sentinel = (started.iter()).copied().find(|&pid| {
+        let cmdline = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        cmdline.contains("sentinel")
+    });
+    if let Some(pid) = sentinel {
+        // SAFETY: kill(2) on a Sentinel the ratelab child started; it has not been reaped.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        five,
+        "never saw a primary, a replica and 3 Sentinels: {started:?}"
+    );
+    assert!(sentinel.is_some(), "no Sentinel among {started:?}");
+    assert!(
+        !output.status.success(),
+        "the run survived a dead Sentinel: {stderr}"
+    );
+    assert!(
+        stderr.contains("entinel"),
+        "the error does not name the Sentinel: {stderr}"
+    );
+    let alive: Vec<u32> = started
+        .into_iter()
+        .filter(|&p| common::pid_alive(p))
+        .collect();
+    assert!(
+        alive.is_empty(),
+        "left running after the failure: {alive:?}"
+    );
+}

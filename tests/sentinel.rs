@@ -161,3 +161,78 @@ fn a_sentinel_topology_follows_its_failover_and_leaves_nothing_running() {
         "a process outlived its deployment"
     );
 }
+
+/// failover's Sentinel client: it connects where the Sentinels say the primary is, and after the
+/// primary is killed its failed commands make it ask again until it reaches the promoted replica,
+/// which it can only do once Sentinel has waited down-after and promoted it. Its move is recorded
+/// with the instant it connected there.
+#[tokio::test(flavor = "current_thread")]
+async fn a_sentinel_client_finds_the_promoted_replica_after_a_crash_on_its_own() {
+    use ratelab::experiments::failover::finder::Finder;
+    let down_after = Duration::from_millis(500);
+    let topology = Topology::Sentinel {
+        replicas: 1,
+        sentinels: 3,
+        quorum: 2,
+        down_after,
+        failover_timeout: Duration::from_secs(5),
+    };
+    let mut built = topology
+        .build(&ServerOptions::default())
+        .expect("the topology starts");
+    let Deployment::Sentinel(watched) = &mut built else {
+        panic!("a Sentinel topology built {}", topology.describe());
+    };
+    let (first, replica) = (watched.set.primary.port(), watched.set.replicas[0].port());
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(2)))
+        .set_response_timeout(Some(Duration::from_secs(2)));
+    let finder = Finder::connect(&watched.sentinels.ports(), config)
+        .await
+        .expect("the Sentinels name a primary");
+    assert_eq!(finder.port(), first);
+    let killed = Instant::now();
+    watched.set.primary.kill().expect("the primary is killed");
+    let mut failed = 0;
+    while finder.port() != replica && killed.elapsed() < Duration::from_secs(30) {
+        let lease = finder.lease();
+        let ok = match lease.con.clone() {
+            Some(mut con) => redis::cmd("SET")
+                .arg("k")
+                .arg("v")
+                .query_async::<()>(&mut con)
+                .await
+                .is_ok(),
+            None => false,
+        };
+        if !ok {
+            failed += 1;
+            finder.failed(&lease).await;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (asks, moves) = finder.history();
+    assert_eq!(
+        finder.port(),
+        replica,
+        "never moved: {asks} asks, {failed} failures"
+    );
+    assert!(
+        failed >= 1 && asks >= 1,
+        "moved without a failure: {failed}, {asks}"
+    );
+    let arrived = moves.iter().find(|m| m.to_port == replica).expect("a move");
+    assert_eq!(arrived.from_port, first);
+    let took = arrived.at.duration_since(killed);
+    assert!(
+        took >= down_after,
+        "moved {took:?} after the crash, before down-after"
+    );
+    let mut con = finder.lease().con.expect("connected");
+    redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query_async::<()>(&mut con)
+        .await
+        .expect("the promoted replica takes writes");
+}

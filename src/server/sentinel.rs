@@ -3,7 +3,9 @@
 //! file ratelab writes in its own temporary directory (a Sentinel rewrites its file as it learns,
 //! so the file stays there), registered for cleanup like every server and killed on drop.
 //! Ready once every Sentinel reports the primary as a master with all its replicas and every other
-//! Sentinel: before that a failover would be decided by fewer Sentinels than configured.
+//! Sentinel: before that a failover would be decided by fewer Sentinels than configured. Each
+//! config names the Sentinel's own id and its peers (`known-sentinel`, as a Sentinel rewrites its
+//! file once it has met them), so they agree at once instead of after the 2 s hello messages.
 
 use super::spawn::{free_port, resolve_server_binary};
 use super::{admin_connection, cleanup, pin, RedisServer, ServerError};
@@ -50,6 +52,28 @@ impl Default for SentinelOptions {
     }
 }
 
+/// A Sentinel's address and run id, known before any starts so each config can name its peers.
+#[derive(Debug, Clone)]
+struct Peer {
+    port: u16,
+    id: String,
+}
+
+impl Peer {
+    /// A free port and a run id (40 hex digits) unique to this process, instant and index.
+    fn pick(index: usize) -> Result<Peer, ServerError> {
+        let port = free_port()?;
+        let nanos = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH))
+            .map_or(0, |d| d.as_nanos());
+        let id = format!(
+            "{:08x}{:032x}",
+            std::process::id(),
+            nanos ^ ((index as u128) << 100)
+        );
+        Ok(Peer { port, id })
+    }
+}
+
 /// One Sentinel process.
 struct Sentinel {
     child: Child,
@@ -62,14 +86,23 @@ impl Sentinel {
         binary: &Path,
         primary: &RedisServer,
         opts: &SentinelOptions,
+        (me, peers): (&Peer, &[Peer]),
     ) -> Result<Self, ServerError> {
         let dir = tempfile::Builder::new()
             .prefix("ratelab-sentinel-")
             .tempdir()
             .map_err(ServerError::TempDir)?;
-        let port = free_port()?;
+        let port = me.port;
         let conf = dir.path().join("sentinel.conf");
-        std::fs::write(&conf, config(port, dir.path(), primary, opts))?;
+        let mut text = config(port, dir.path(), primary, opts);
+        text.push_str(&format!("sentinel myid {}\n", me.id));
+        for peer in peers.iter().filter(|p| p.id != me.id) {
+            text.push_str(&format!(
+                "sentinel known-sentinel {SERVICE_NAME} 127.0.0.1 {} {}\n",
+                peer.port, peer.id
+            ));
+        }
+        std::fs::write(&conf, text)?;
         let mut cmd = Command::new(binary);
         cmd.arg(&conf)
             .arg("--sentinel")
@@ -104,6 +137,15 @@ impl Sentinel {
         let mut con = admin_connection(&self.url())?;
         Ok(redis::cmd("SENTINEL")
             .arg("MASTER")
+            .arg(SERVICE_NAME)
+            .query(&mut con)?)
+    }
+
+    /// What this Sentinel knows of the primary's replicas (`SENTINEL REPLICAS`).
+    fn replica_states(&self) -> Result<Vec<HashMap<String, String>>, ServerError> {
+        let mut con = admin_connection(&self.url())?;
+        Ok(redis::cmd("SENTINEL")
+            .arg("REPLICAS")
             .arg(SERVICE_NAME)
             .query(&mut con)?)
     }
@@ -172,10 +214,12 @@ impl RedisSentinels {
         let mut started = RedisSentinels {
             sentinels: Vec::new(),
         };
-        for _ in 0..opts.count {
-            started
-                .sentinels
-                .push(Sentinel::start(&binary, primary, opts)?);
+        let peers = (0..opts.count)
+            .map(Peer::pick)
+            .collect::<Result<Vec<_>, _>>()?;
+        for me in &peers {
+            let sentinel = Sentinel::start(&binary, primary, opts, (me, &peers))?;
+            started.sentinels.push(sentinel);
         }
         started.wait_agreed(replicas, opts.start_timeout)?;
         Ok(started)
@@ -289,13 +333,38 @@ fn seen(sentinel: &Sentinel, replicas: usize, peers: usize) -> String {
     let complete =
         number("num-slaves") == Some(replicas) && number("num-other-sentinels") == Some(peers);
     match is_master && complete {
-        true => String::new(),
+        true => replicas_usable(sentinel),
         false => format!(
             "sentinel {}: flags {}, {} of {replicas} replicas, {} of {peers} other Sentinels",
             sentinel.port,
             field("flags"),
             field("num-slaves"),
             field("num-other-sentinels")
+        ),
+    }
+}
+
+/// Why a replica `sentinel` lists could not be promoted yet, empty when none: a Sentinel picks
+/// only a replica it has read INFO from lately (within 5 s once the primary is down) with its link
+/// to the primary up, else SENTINEL FAILOVER answers NOGOODSLAVE; a replica is listed before its
+/// first INFO (then info-refresh counts from the epoch).
+fn replicas_usable(sentinel: &Sentinel) -> String {
+    let states = match sentinel.replica_states() {
+        Ok(states) => states,
+        Err(e) => return format!("sentinel {}: {e}", sentinel.port),
+    };
+    let unusable = states.iter().find(|r| {
+        let field = |name: &str| r.get(name).map(String::as_str).unwrap_or("?");
+        let fresh = field("info-refresh")
+            .parse::<u64>()
+            .is_ok_and(|ms| ms < 5000);
+        field("flags") != "slave" || field("master-link-status") != "ok" || !fresh
+    });
+    match unusable {
+        None => String::new(),
+        Some(r) => format!(
+            "sentinel {}: a replica not yet usable: {r:?}",
+            sentinel.port
         ),
     }
 }

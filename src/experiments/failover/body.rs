@@ -1,7 +1,7 @@
 //! failover's measurement: every case of the matrix on servers of its own (trial.rs), then its
 //! rows per key, per bin and per trial (tally.rs does the counting).
 
-use super::rows::{BinRow, KeyRow, TrialRow, SWITCH};
+use super::rows::{BinRow, ClientRow, KeyRow, TrialRow, SENTINEL_SWITCH, SWITCH};
 use super::tally::{self, Frame};
 use super::trial::{self, Case, Measured};
 use super::Params;
@@ -18,6 +18,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut keys = s.csv::<KeyRow>("failover.csv")?;
     let mut bins = s.csv::<BinRow>("bins.csv")?;
     let mut trials = s.csv::<TrialRow>("trials.csv")?;
+    let mut clients = s.csv::<ClientRow>("clients.csv")?;
     let bar = s.progress(cases.len() as u64);
     for case in cases {
         let what = || {
@@ -40,6 +41,9 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             bins.write(r)?;
         }
         trials.write(&rows.trial)?;
+        for r in &rows.clients {
+            clients.write(r)?;
+        }
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -69,7 +73,10 @@ fn run_on_time(
     // The attempts discarded so far, by how late they ran.
     let mut late = Vec::new();
     let m = loop {
-        let m = trial::run(s.ctx, p, case, rt)?;
+        let m = match case.variant.is_sentinel() {
+            true => super::sentinel::run(s, p, case, rt)?,
+            false => trial::run(s.ctx, p, case, rt)?,
+        };
         if m.send_lag_max_ms <= token_ms || late.len() as u32 + 1 == ATTEMPTS {
             break m;
         }
@@ -94,6 +101,7 @@ struct Rows {
     keys: Vec<KeyRow>,
     bins: Vec<BinRow>,
     trial: TrialRow,
+    clients: Vec<ClientRow>,
 }
 
 impl Rows {
@@ -103,14 +111,14 @@ impl Rows {
             burst: p.burst,
             window_ms: p.window_ms,
             pre_windows: p.pre_windows,
-            post_windows: p.post_windows,
+            post_windows: m.post_windows,
             switch_unix_ms: m.switch_unix_ms,
         };
         let burst = p.burst as f64;
         let keys: Vec<KeyRow> = (tally::per_key(&frame, &m.checks).into_iter().enumerate())
             .map(|(key, (sent_post, admitted_pre, admitted_post))| {
                 let allowed_pre = p.burst * p.pre_windows;
-                let allowed_post = p.burst * p.post_windows;
+                let allowed_post = p.burst * m.post_windows;
                 let baseline = admitted_pre as i64 - allowed_pre as i64;
                 let overshoot = admitted_post as i64 - allowed_post as i64;
                 KeyRow {
@@ -172,7 +180,11 @@ impl Rows {
             keys: case.keys,
             offered: case.offered,
             trial: case.trial,
-            switch: SWITCH.to_string(),
+            switch: match case.variant.is_sentinel() {
+                true => SENTINEL_SWITCH,
+                false => SWITCH,
+            }
+            .to_string(),
             burst: p.burst,
             window_ms: p.window_ms,
             lag_ms: m.lag_ms,
@@ -195,6 +207,57 @@ impl Rows {
             send_lag_max_ms: m.send_lag_max_ms,
             attempts,
         };
-        Ok(Rows { keys, bins, trial })
+        let open = open_overshoot(&frame, m, &keys);
+        let clients = (m.clients.iter())
+            .map(|c| ClientRow {
+                variant: case.variant,
+                strategy: case.strategy,
+                invocation: case.invocation,
+                keys: case.keys,
+                offered: case.offered,
+                trial: case.trial,
+                client: c.client,
+                down_after_ms: p.down_after_ms,
+                promoted_ms: c.promoted_ms,
+                rediscovered_ms: c.rediscovered_ms,
+                asks: c.asks,
+                checks_between: c.checks_between,
+                failed: c.failed,
+                readonly: c.readonly,
+                unavailable_ms: c.unavailable_ms,
+                client_keys: open.get(c.client as usize).map_or(0, |o| o.0),
+                overshoot_open_bursts: open.get(c.client as usize).map_or(f64::NAN, |o| o.1),
+            })
+            .collect();
+        Ok(Rows {
+            keys,
+            bins,
+            trial,
+            clients,
+        })
     }
+}
+
+/// Per client (key % clients): its keys, and the mean over them of the overshoot with every check
+/// that got no decision in the windows after the switch counted admitted (a limiter failing
+/// open), in bursts.
+fn open_overshoot(frame: &Frame, m: &Measured, keys: &[KeyRow]) -> Vec<(u64, f64)> {
+    let clients = m.clients.len().max(1);
+    let (lo, hi) = (frame.switch_window(), frame.span().1);
+    let mut failed = vec![0u64; keys.len()];
+    let after = (m.checks.iter()).filter(|c| c.sent_unix_ms >= lo && c.sent_unix_ms < hi);
+    for c in after.filter(|c| c.answer == tally::Answer::Error) {
+        if let Some(n) = failed.get_mut(c.key as usize) {
+            *n += 1;
+        }
+    }
+    let mut out = vec![(0u64, 0.0f64); clients];
+    for (k, row) in keys.iter().enumerate() {
+        let slot = &mut out[k % clients];
+        slot.0 += 1;
+        slot.1 += (row.overshoot + failed[k] as i64) as f64 / frame.burst as f64;
+    }
+    (out.into_iter())
+        .map(|(n, sum)| (n, if n == 0 { f64::NAN } else { sum / n as f64 }))
+        .collect()
 }

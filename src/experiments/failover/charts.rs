@@ -1,6 +1,9 @@
 //! The failover charts: `failover.svg`, admitted per bin (all keys summed) around the switch with
 //! the limit's line, one panel per variant, for the largest K; `failover_keys.svg`, overshoot per
-//! key in bursts against K, one line per variant, strategy and offered rate.
+//! key in bursts against K, one line per variant, strategy and offered rate;
+//! `failover_sentinel.svg` (when the run has Sentinel variants), one panel per Sentinel trial:
+//! admitted and failed checks per bin from the failover's start, marked where the replica was
+//! promoted and where the last client moved to it.
 
 use super::{BinRow, TrialRow, Variant};
 use crate::charts::lines::{self, LineChart, Scale, Series};
@@ -17,6 +20,13 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     }
     let mut written = write_spec(dir, "failover", &timeline(&bins)?)?;
     written.extend(write_spec(dir, "failover_keys", &per_key(&trials)?)?);
+    if trials.iter().any(|t| t.variant.is_sentinel()) {
+        written.extend(write_spec(
+            dir,
+            "failover_sentinel",
+            &sentinel(&bins, &trials)?,
+        )?);
+    }
     Ok(written)
 }
 
@@ -70,11 +80,11 @@ fn group<T>(
 fn panels(
     title: String,
     note: &str,
-    charts: Vec<(Variant, LineChart)>,
+    charts: Vec<(String, LineChart)>,
 ) -> Result<Chart, ChartError> {
     let mut plots = Vec::new();
     let mut legend = Vec::new();
-    for (variant, chart) in charts {
+    for (name, chart) in charts {
         let mut c = lines::spec(chart)?;
         if c.legend.len() > legend.len() {
             legend = std::mem::take(&mut c.legend);
@@ -88,25 +98,22 @@ fn panels(
             Range::Linear(lo, _) => lo,
             _ => 0.0,
         };
-        plot.layers.push(text(
-            (left, top),
-            (8, 4),
-            &csv_text(&variant),
-            BLACK,
-            Anchor::LeftTop,
-        ));
+        plot.layers
+            .push(text((left, top), (8, 4), &name, BLACK, Anchor::LeftTop));
         plots.push(plot);
     }
     let n = plots.len().max(1) as u32;
     Ok(Chart::new((1200, 120 + 340 * n), title, note, plots).legend(100, legend))
 }
 
-/// Admitted per bin around the switch, one panel per variant, the largest K only.
+/// Admitted per bin around the switch, one panel per variant, the largest K only (the Sentinel
+/// variants have a chart of their own).
 fn timeline(bins: &[BinRow]) -> Result<Chart, ChartError> {
+    let bins: Vec<&BinRow> = bins.iter().filter(|b| !b.variant.is_sentinel()).collect();
     let k = bins.iter().map(|b| b.keys).max().unwrap_or(0);
     let mut charts = Vec::new();
     for variant in variants(bins.iter().map(|b| &b.variant)) {
-        let rows: Vec<&BinRow> = (bins.iter())
+        let rows: Vec<&BinRow> = (bins.iter().copied())
             .filter(|b| b.variant == variant && b.keys == k)
             .collect();
         let mut series = group(
@@ -126,7 +133,7 @@ fn timeline(bins: &[BinRow]) -> Result<Chart, ChartError> {
             points,
         });
         charts.push((
-            variant,
+            csv_text(&variant),
             LineChart {
                 title: "",
                 note: "",
@@ -170,7 +177,7 @@ fn per_key(trials: &[TrialRow]) -> Result<Chart, ChartError> {
             points,
         });
         charts.push((
-            variant,
+            csv_text(&variant),
             LineChart {
                 title: "",
                 note: "",
@@ -188,4 +195,94 @@ fn per_key(trials: &[TrialRow]) -> Result<Chart, ChartError> {
     let title = "failover: overshoot per active key against the number of active keys".to_string();
     let note = "mean over keys of (admitted - limit) over whole windows from the switch's, in bursts; dot = one trial";
     panels(title, note, charts)
+}
+
+/// One panel per Sentinel trial: admitted and failed checks per bin (keys summed) from the
+/// failover's start, the limit's line, and marks at the promotion and at the last client's move.
+fn sentinel(bins: &[BinRow], trials: &[TrialRow]) -> Result<Chart, ChartError> {
+    let picked: Vec<&TrialRow> = trials.iter().filter(|t| t.variant.is_sentinel()).collect();
+    // The trial's name under its panel: at the top left it would overprint the marks' labels.
+    let descs: Vec<String> = (picked.iter())
+        .map(|t| {
+            format!(
+                "ms from the failover's start (bin middles): {} {} {} K={} {}x",
+                csv_text(&t.variant),
+                t.strategy,
+                t.invocation.name(),
+                t.keys,
+                t.offered
+            )
+        })
+        .collect();
+    let mut charts = Vec::new();
+    for (t, desc) in picked.into_iter().zip(&descs) {
+        let same = |b: &&BinRow| {
+            (b.variant, b.strategy, b.invocation, b.keys, b.trial)
+                == (t.variant, t.strategy, t.invocation, t.keys, t.trial)
+                && b.offered == t.offered
+        };
+        let rows: Vec<&BinRow> = bins.iter().filter(same).collect();
+        let middle = |r: &BinRow| r.t_ms + r.bin_ms as f64 / 2.0;
+        let line = |name: &str, color, value: fn(&BinRow) -> u64| Series {
+            name: name.into(),
+            color,
+            dashed: false,
+            points: rows.iter().map(|r| (middle(r), value(r) as f64)).collect(),
+        };
+        let (lo, hi) = (rows.iter()).fold((f64::MAX, f64::MIN), |(lo, hi), r| {
+            (lo.min(r.t_ms), hi.max(r.t_ms + r.bin_ms as f64))
+        });
+        let limit = rows.first().map_or(0.0, |r| r.limit);
+        let series = vec![
+            line("admitted", color(0), |r| r.admitted),
+            line("failed (no decision)", color(1), |r| r.errors),
+            Series {
+                name: "limit at its rate".into(),
+                color: RED,
+                dashed: true,
+                points: vec![(lo, limit), (hi, limit)],
+            },
+        ];
+        let marks = marks(
+            &[
+                (0.0, "failover starts"),
+                (t.promote_ms, "promoted"),
+                (t.switch_after_promote_ms, "last client moved"),
+            ],
+            (hi - lo) / 20.0,
+        );
+        charts.push((
+            String::new(),
+            LineChart {
+                title: "",
+                note: "",
+                x_desc: desc,
+                y_desc: "checks per bin",
+                x_scale: Scale::Linear,
+                y_scale: Scale::Linear,
+                y_from_zero: true,
+                series,
+                marks,
+                label: &label,
+            },
+        ));
+    }
+    let title =
+        "failover through Sentinel: admitted and failed checks per bin, keys summed".to_string();
+    let note = "clients find the primary through the Sentinels and move after a failed check; \
+                dashed red = what the limit allows per bin at its rate";
+    panels(title, note, charts)
+}
+
+/// Marks at ascending instants, one closer than `apart` to the previous joined to it (one line,
+/// both names) so that their labels do not overprint.
+fn marks(at: &[(f64, &str)], apart: f64) -> Vec<(f64, String)> {
+    let mut out: Vec<(f64, String)> = Vec::new();
+    for &(x, name) in at {
+        match out.last_mut() {
+            Some((last, names)) if x - *last < apart => names.push_str(&format!(", {name}")),
+            _ => out.push((x, name.to_string())),
+        }
+    }
+    out
 }

@@ -16,17 +16,26 @@
 //! (the library is replicated). Every check is recorded; admitted per key over whole windows
 //! before and after the switch are compared with what the limit allows there.
 //!
+//! Sentinel variants (issue 35, sentinel.rs): a primary, a replica and 3 Sentinels built per
+//! trial through the session; `sentinel-planned` sends SENTINEL FAILOVER (seed 003's drill),
+//! `sentinel-crash` SIGKILLs the primary. The harness moves no client: each finds the primary
+//! through the Sentinels and asks again after a failed check (finder.rs), and the count after the
+//! switch runs through the last client's move.
+//!
 //! Writes `failover/failover.csv` (one row per key per trial), `failover/bins.csv` (one row per
-//! bin per trial, keys summed), `failover/trials.csv` (one row per trial), `failover/meta.json`.
+//! bin per trial, keys summed), `failover/trials.csv` (one row per trial), `failover/clients.csv`
+//! (one row per client per Sentinel trial), `failover/meta.json`.
 
 mod body;
 mod charts;
+pub mod finder;
 mod report;
 mod rows;
+mod sentinel;
 pub mod tally;
 mod trial;
 
-pub use rows::{BinRow, KeyRow, TrialRow, Variant};
+pub use rows::{BinRow, ClientRow, KeyRow, TrialRow, Variant};
 
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::limiter::{Invocation, Strategy};
@@ -57,6 +66,7 @@ impl Definition for Failover {
             Table::of::<KeyRow>("failover.csv"),
             Table::of::<BinRow>("bins.csv"),
             Table::of::<TrialRow>("trials.csv"),
+            Table::of::<ClientRow>("clients.csv"),
         ]
     }
 }
@@ -68,7 +78,9 @@ pub struct Params {
     /// Repetitions of every case.
     pub trials: u32,
     /// What the promoted replica holds: `replicated` (caught up), `lagging` (its link cut
-    /// `lag_ms` before), `wiped` (FLUSHALL before clients move).
+    /// `lag_ms` before), `wiped` (FLUSHALL before clients move); or Sentinel fails over and the
+    /// clients find it themselves: `sentinel-planned` (SENTINEL FAILOVER), `sentinel-crash`
+    /// (the primary SIGKILLed).
     pub variants: Vec<Variant>,
     /// The limiters whose state is lost or kept across the switch.
     pub strategies: Vec<Strategy>,
@@ -94,6 +106,20 @@ pub struct Params {
     pub lag_ms: u64,
     /// Width of the time bins of bins.csv (admitted and allowed per bin, keys summed).
     pub bin_ms: u64,
+    /// The Sentinel variants' limiters (a Sentinel trial takes seconds more than the others:
+    /// its Sentinels start and agree, then fail over, and its clients must find the new primary).
+    pub sentinel_strategies: Vec<Strategy>,
+    /// The Sentinel variants' active key counts (FCALL runs at these too).
+    pub sentinel_keys: Vec<u64>,
+    /// The Sentinel variants' offered multiples of the limit's rate.
+    pub sentinel_offered: Vec<f64>,
+    /// The Sentinels' `down-after-milliseconds`: how long the primary must be unreachable
+    /// before it is called down (sentinel-crash waits for it).
+    pub down_after_ms: u64,
+    /// The Sentinels' `failover-timeout`.
+    pub failover_timeout_ms: u64,
+    /// Sentinels (of 3) that must agree the primary is down.
+    pub quorum: usize,
 }
 
 impl Params {
@@ -102,17 +128,23 @@ impl Params {
         let mut out = Vec::new();
         for trial in 0..self.trials {
             for &variant in &self.variants {
-                for &strategy in &self.strategies {
+                let sentinel = variant.is_sentinel();
+                let strategies = match sentinel {
+                    true => &self.sentinel_strategies,
+                    false => &self.strategies,
+                };
+                for &strategy in strategies {
                     for &invocation in &self.invocations {
                         if invocation.uses_function() && strategy != Strategy::LuaBucket {
                             continue;
                         }
-                        let counts = match invocation.uses_function() {
-                            true => &self.fcall_keys,
-                            false => &self.keys,
+                        let (counts, offers) = match (sentinel, invocation.uses_function()) {
+                            (true, _) => (&self.sentinel_keys, &self.sentinel_offered),
+                            (false, true) => (&self.fcall_keys, &self.offered),
+                            (false, false) => (&self.keys, &self.offered),
                         };
                         for &keys in counts {
-                            for &offered in &self.offered {
+                            for &offered in offers {
                                 out.push(Case {
                                     variant,
                                     strategy,
@@ -174,6 +206,24 @@ impl Validate for Params {
                 "lag_ms must end after the first counted window starts",
             ),
             (p.bin_ms == 0, "bin_ms must be >= 1"),
+            (
+                (p.sentinel_strategies.iter()).any(|s| !scripted.contains(s))
+                    || p.sentinel_keys.contains(&0)
+                    || p.sentinel_offered.iter().any(|o| !(*o > 1.0 && o.is_finite())),
+                "sentinel_strategies must be lua-bucket and/or lua-window, sentinel_keys >= 1, \
+                 sentinel_offered > 1",
+            ),
+            (
+                p.variants.iter().any(|v| v.is_sentinel())
+                    && (p.sentinel_strategies.is_empty()
+                        || p.sentinel_keys.is_empty()
+                        || p.sentinel_offered.is_empty()),
+                "the Sentinel variants need sentinel_strategies, sentinel_keys and sentinel_offered",
+            ),
+            (
+                p.down_after_ms < 100 || p.failover_timeout_ms < 1000 || !(1..=3).contains(&p.quorum),
+                "down_after_ms must be >= 100, failover_timeout_ms >= 1000, quorum 1..=3 (of 3 Sentinels)",
+            ),
         ];
         match bad.iter().find(|(is_bad, _)| *is_bad) {
             Some((_, reason)) => Err((*reason).to_string()),
@@ -202,15 +252,22 @@ mod tests {
         }
         let full = resolve::<Failover>(Profile::Full, &[]).unwrap();
         assert_eq!(full.keys, [10, 100, 1000]);
-        let counts = |fcall: bool| -> BTreeSet<u64> {
+        let counts = |fcall: bool, sentinel: bool| -> BTreeSet<u64> {
             let cases = full.cases().into_iter();
             cases
                 .filter(|c| c.invocation.uses_function() == fcall)
+                .filter(|c| c.variant.is_sentinel() == sentinel)
                 .map(|c| c.keys)
                 .collect()
         };
-        assert_eq!(counts(false), full.keys.iter().copied().collect());
-        assert_eq!(counts(true), full.fcall_keys.iter().copied().collect());
+        assert_eq!(counts(false, false), full.keys.iter().copied().collect());
+        assert_eq!(
+            counts(true, false),
+            full.fcall_keys.iter().copied().collect()
+        );
+        let sentinel_keys: BTreeSet<u64> = full.sentinel_keys.iter().copied().collect();
+        assert_eq!(counts(false, true), sentinel_keys);
+        assert_eq!(counts(true, true), sentinel_keys);
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! failover's summary for REPORT.md: per variant, strategy, invocation, K and offered rate, the
-//! overshoot per key in bursts beside the steady state's own, and what the replica had lost.
+//! overshoot per key in bursts beside the steady state's own, and what the replica had lost; for
+//! the Sentinel variants (clients.csv, when the run has them) when the clients moved and what
+//! their checks met until then.
 
-use super::TrialRow;
-use crate::analysis::table::{summarize, Key, Stat};
+use super::{ClientRow, TrialRow};
+use crate::analysis::table::{read_typed, summarize, summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::record::csv_text;
 use std::path::Path;
@@ -32,5 +34,46 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
          later than one token's refill (window / burst) is run again, up to 3 attempts (attempts in \
          trials.csv; the run's notes say how late).\n",
     );
+    out.push_str(&sentinel_clients(dir)?);
+    Ok(out)
+}
+
+/// The Sentinel variants' clients, one line per variant and case (means over its clients);
+/// nothing for a run without them (clients.csv absent or empty).
+fn sentinel_clients(dir: &Path) -> Result<String, AnalysisError> {
+    let path = dir.join("clients.csv");
+    if !path.exists() {
+        return Ok(String::new());
+    }
+    let rows = read_typed::<ClientRow>(&path)?;
+    if rows.is_empty() {
+        return Ok(String::new());
+    }
+    let keys: [Key<ClientRow>; 5] = [
+        ("variant", |r| csv_text(&r.variant)),
+        ("strategy", |r| r.strategy.to_string()),
+        ("invocation", |r| r.invocation.to_string()),
+        ("K", |r| r.keys.to_string()),
+        ("down-after ms", |r| r.down_after_ms.to_string()),
+    ];
+    let stats: [Stat<ClientRow>; 7] = [
+        ("promoted ms", |r| Some(r.promoted_ms)),
+        ("client moved ms", |r| Some(r.rediscovered_ms)),
+        ("asks", |r| Some(r.asks as f64)),
+        ("failed checks", |r| Some(r.failed as f64)),
+        ("of them READONLY", |r| Some(r.readonly as f64)),
+        ("unavailable ms", |r| Some(r.unavailable_ms)),
+        ("fail-open overshoot/key", |r| Some(r.overshoot_open_bursts)),
+    ];
+    let mut out = String::from(
+        "\nSentinel variants, per client (8 per trial; n counts clients): from the failover's start \
+         (SENTINEL FAILOVER sent, or the primary SIGKILLed) to the replica's promotion and to the \
+         client's move to it; the Sentinels asked, checks that got no decision before the move (a \
+         limiter failing open admits them unchecked), the longest span without a decision, and the \
+         overshoot per key in bursts had those checks been admitted (seed 003's limiter fails open). \
+         In trials.csv, switch = sentinel-rediscovery: the count after the switch runs through the \
+         last client's move, and lost admits are those the old primary admitted after the promotion.\n\n",
+    );
+    out.push_str(&summary_table(&rows, &keys, &stats));
     Ok(out)
 }

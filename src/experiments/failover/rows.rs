@@ -14,10 +14,26 @@ pub enum Variant {
     Lagging,
     /// The promoted replica was flushed before clients moved: every key is recreated empty.
     Wiped,
+    /// `SENTINEL FAILOVER` under load (seed 003's drill): Sentinel promotes the replica and
+    /// demotes the old primary; clients move when they learn it (a READONLY reply, an error).
+    SentinelPlanned,
+    /// The primary SIGKILLed under load: Sentinel promotes the replica after
+    /// `down-after-milliseconds`; clients move when the Sentinels name it.
+    SentinelCrash,
+}
+
+impl Variant {
+    /// Whether Sentinels fail over and clients find the primary through them.
+    pub fn is_sentinel(self) -> bool {
+        matches!(self, Variant::SentinelPlanned | Variant::SentinelCrash)
+    }
 }
 
 /// How every client reached the promoted replica at one instant.
 pub const SWITCH: &str = "client-reconnect";
+/// How clients reached the promoted replica in the Sentinel variants: each on its own, asking
+/// the Sentinels after a failed check.
+pub const SENTINEL_SWITCH: &str = "sentinel-rediscovery";
 
 /// One active key in one trial: what it was admitted over whole windows before and after the
 /// promotion, and what its limit allows over the same windows.
@@ -102,7 +118,9 @@ pub struct TrialRow {
     pub offered: f64,
     pub trial: u32,
     /// How clients moved: client-reconnect (connections to the replica opened beforehand, used
-    /// by every check sent after the switch).
+    /// by every check sent after the switch), or sentinel-rediscovery (each client asked the
+    /// Sentinels after a failed check; the "switch" is then the failover's start: SENTINEL
+    /// FAILOVER sent, or the primary killed).
     pub switch: String,
     /// Each key's burst: bucket capacity, or requests per fixed window.
     pub burst: u64,
@@ -110,17 +128,20 @@ pub struct TrialRow {
     pub window_ms: u64,
     /// How long the replication link was cut before the promotion (0 unless lagging).
     pub lag_ms: f64,
-    /// REPLICAOF NO ONE sent to role:master seen, ms.
+    /// REPLICAOF NO ONE sent (Sentinel: the failover's start) to role:master seen, ms.
     pub promote_ms: f64,
-    /// REPLICAOF NO ONE sent to the switch, ms (flush included when wiped).
+    /// REPLICAOF NO ONE sent to the switch, ms (flush included when wiped); Sentinel: the
+    /// failover's start to the last client's move to the promoted replica.
     pub switch_after_promote_ms: f64,
     /// Phase of the switch within its window, 0..1.
     pub switch_phase: f64,
     /// The old primary's master_repl_offset at the end minus the promoted replica's offset at
-    /// its promotion: replication bytes it never got.
+    /// its promotion: replication bytes it never got. -1 in the Sentinel variants: the old
+    /// primary is demoted and resynced, or dead, before its offset can be read.
     pub lost_repl_bytes: i64,
     /// Checks admitted by the old primary after the last write the replica got (the cut: the
-    /// caught-up offset, the blackhole, or everything when wiped).
+    /// caught-up offset, the blackhole, or everything when wiped); Sentinel: admitted by the
+    /// old primary after the replica's promotion (writes the demoted primary's resync drops).
     pub lost_admits: u64,
     /// Keys on the replica right after its promotion (before the flush when wiped).
     pub replica_keys: u64,
@@ -149,4 +170,43 @@ pub struct TrialRow {
     /// Runs of the case this trial took: earlier ones ran later than one token's refill
     /// (window / burst) and were discarded (the run's notes give how late).
     pub attempts: u32,
+}
+
+/// One client of one Sentinel trial: when it learned of the promoted replica, and what its
+/// checks met from the failover's start until then.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ClientRow {
+    pub variant: Variant,
+    pub strategy: Strategy,
+    pub invocation: Invocation,
+    pub keys: u64,
+    pub offered: f64,
+    pub trial: u32,
+    /// The client (its keys are those with key % clients == client).
+    pub client: u64,
+    /// The Sentinels' `down-after-milliseconds`.
+    pub down_after_ms: u64,
+    /// The failover's start (SENTINEL FAILOVER sent, or the primary killed) to the replica
+    /// reporting role:master, ms.
+    pub promoted_ms: f64,
+    /// The failover's start to the client's connection to the promoted replica, ms.
+    pub rediscovered_ms: f64,
+    /// Times the client asked the Sentinels after the failover's start.
+    pub asks: u64,
+    /// Checks the client sent from the failover's start to its move.
+    pub checks_between: u64,
+    /// Of those, the checks that got no decision (a connection error, a refusal, no primary
+    /// known): what a limiter failing open would have admitted unchecked.
+    pub failed: u64,
+    /// Of the failed, those refused READONLY (the demoted primary).
+    pub readonly: u64,
+    /// The first failed check's send to the first decided check's send after it, ms (0: none
+    /// failed): how long the client's keys had no limiter.
+    pub unavailable_ms: f64,
+    /// Active keys on this client (key % 8 == client).
+    pub client_keys: u64,
+    /// Mean over the client's keys of the overshoot counted as seed 003's drill counts it, its
+    /// limiter failing open: (admitted + checks without a decision) over the whole windows after
+    /// the switch, minus what the limit allows there, in bursts.
+    pub overshoot_open_bursts: f64,
 }

@@ -20,13 +20,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Connections per side; a key always uses the same one (`key % CONNECTIONS`).
-const CONNECTIONS: usize = 8;
+pub(super) const CONNECTIONS: usize = 8;
 /// Random stream of the keys' phases.
 const PHASE_STREAM: u64 = 0xfa11_0ce5;
 /// Time between the warm-up and the first scheduled check.
-const LEAD: Duration = Duration::from_millis(50);
+pub(super) const LEAD: Duration = Duration::from_millis(50);
 /// How long a promotion may take before the trial fails.
-const PROMOTE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const PROMOTE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One cell of the matrix.
 #[derive(Debug, Clone, Copy)]
@@ -52,6 +52,11 @@ pub struct Measured {
     pub replica_keys: u64,
     pub first_call: String,
     pub send_lag_max_ms: f64,
+    /// Whole windows counted after the switch's (its own included): `post_windows`, and in the
+    /// Sentinel variants as many more as the last client took to move.
+    pub post_windows: u64,
+    /// The Sentinel variants: each client's move (none in the others).
+    pub clients: Vec<super::sentinel::ClientReading>,
 }
 
 /// The limit both strategies enforce: `burst` per window, the bucket refilling at that rate.
@@ -72,19 +77,19 @@ fn unix_now_ms() -> f64 {
 
 /// The monotonic clock read against the Unix clock once, so every instant has a Unix time.
 #[derive(Clone, Copy)]
-struct Clock {
+pub(super) struct Clock {
     at: Instant,
     unix_ms: f64,
 }
 
 impl Clock {
-    fn now() -> Clock {
+    pub(super) fn now() -> Clock {
         Clock {
             at: Instant::now(),
             unix_ms: unix_now_ms(),
         }
     }
-    fn unix(&self, t: Instant) -> f64 {
+    pub(super) fn unix(&self, t: Instant) -> f64 {
         self.unix_ms + t.saturating_duration_since(self.at).as_secs_f64() * 1e3
     }
     fn instant(&self, unix_ms: f64) -> Instant {
@@ -150,7 +155,10 @@ async fn connect(url: &str, ctx: &Ctx) -> Result<Vec<MultiplexedConnection>, Pha
     Ok(out)
 }
 
-async fn info_field(con: &mut MultiplexedConnection, field: &str) -> Result<String, PhaseError> {
+pub(super) async fn info_field(
+    con: &mut MultiplexedConnection,
+    field: &str,
+) -> Result<String, PhaseError> {
     let info: redis::InfoDict = redis::cmd("INFO")
         .arg("replication")
         .query_async(con)
@@ -225,7 +233,7 @@ pub fn settle_windows(strategy: Strategy, offered: f64) -> u64 {
 
 /// Every key's checks, evenly spaced at its offered rate from a seeded phase, merged in order:
 /// (ms after the start, key).
-fn schedule(p: &Params, case: Case, seed: u64, span_ms: f64) -> Vec<(f64, u32)> {
+pub(super) fn schedule(p: &Params, case: Case, seed: u64, span_ms: f64) -> Vec<(f64, u32)> {
     let period = p.window_ms as f64 / (p.burst as f64 * case.offered);
     let mut rng = SplitMix64::new(seed, PHASE_STREAM);
     let mut out = Vec::new();
@@ -316,21 +324,25 @@ async fn timeline(
         .run(move |call| Arc::clone(&checking).check(call.tag as u32))
         .await?;
     let primary_offset = offset(&mut admin.primary, "master_repl_offset").await?;
-    measured(
+    let m = measured(
         case,
         &ran,
         clock.unix(start),
         promotion.into_inner(),
         primary_offset,
         clock,
-    )
+    )?;
+    Ok(Measured {
+        post_windows: p.post_windows,
+        ..m
+    })
 }
 
 /// The switch and the end of the load, ms after the start `start_unix`: the switch at `phase` of a
 /// window after the settling windows and the pre windows; the end a tenth of a window, at least
 /// 100 ms, past the last counted one, so checks keep coming until it has closed even when the
 /// generator runs late (20 ms at quick's 200 ms windows was not).
-fn switch_and_end(p: &Params, case: Case, start_unix: f64) -> (f64, f64) {
+pub(super) fn switch_and_end(p: &Params, case: Case, start_unix: f64) -> (f64, f64) {
     let w = p.window_ms as f64;
     let settle = settle_windows(case.strategy, case.offered) as f64;
     let first = ((start_unix / w).floor() + settle + p.pre_windows as f64) * w;
@@ -457,5 +469,7 @@ fn measured(
         replica_keys: n.replica_keys,
         first_call: first_call.to_string(),
         send_lag_max_ms,
+        post_windows: 0,
+        clients: Vec::new(),
     })
 }

@@ -1,0 +1,413 @@
+//! One Sentinel failover trial (sentinel-planned, sentinel-crash): a primary, one replica and
+//! three Sentinels built through the session (`Topology::Sentinel`), steady open-loop load over
+//! K keys from clients that find the primary through the Sentinels (finder.rs), and at a planned
+//! phase of a window the failover's start: `SENTINEL FAILOVER` (seed 003's drill) or SIGKILL of
+//! the primary. The harness moves no client: each moves when a failed check (an error, a READONLY
+//! refusal) makes it ask the Sentinels. The drill runs until every client has moved, then
+//! `post_windows` whole windows more, so the count after the switch covers the whole failover.
+
+use super::finder::{Finder, Lease};
+use super::rows::Variant;
+use super::tally::{Answer, Check};
+use super::trial::{self, Case, Clock, Measured, CONNECTIONS, LEAD, PROMOTE_TIMEOUT};
+use super::Params;
+use crate::experiments::{PhaseError, Session};
+use crate::limiter::Limiter;
+use crate::load::drill::{Arrival, Drill, Ran, Schedule, Stopper, When};
+use crate::server::{Deployment, Persistence, Topology, Watched};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// What one client met from the failover's start to its move (rows::ClientRow's measures).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientReading {
+    pub client: u64,
+    pub promoted_ms: f64,
+    pub rediscovered_ms: f64,
+    pub asks: u64,
+    pub checks_between: u64,
+    pub failed: u64,
+    pub readonly: u64,
+    pub unavailable_ms: f64,
+}
+
+/// The topology a Sentinel trial runs on.
+fn topology(p: &Params) -> Topology {
+    Topology::Sentinel {
+        replicas: 1,
+        sentinels: 3,
+        quorum: p.quorum,
+        down_after: Duration::from_millis(p.down_after_ms),
+        failover_timeout: Duration::from_millis(p.failover_timeout_ms),
+    }
+}
+
+/// Runs one Sentinel case on servers and Sentinels of its own, built through the session.
+pub fn run(
+    s: &Session,
+    p: &Params,
+    case: Case,
+    rt: &tokio::runtime::Runtime,
+) -> Result<Measured, PhaseError> {
+    let built = s.build_with(&topology(p), |o| o.persistence = Persistence::None);
+    let built = built.map_err(|e| PhaseError::Invalid(format!("building the Sentinels: {e}")))?;
+    let Deployment::Sentinel(mut watched) = built else {
+        return Err(PhaseError::Invalid(
+            "a Sentinel topology built something else".into(),
+        ));
+    };
+    // Functions travel with the replication stream: the replica has the library when promoted.
+    (redis::cmd("FUNCTION").arg("LOAD").arg("REPLACE"))
+        .arg(crate::limiter::library())
+        .query::<String>(&mut watched.set.primary.connection()?)
+        .map_err(|e| PhaseError::Invalid(format!("FUNCTION LOAD: {e}")))?;
+    let limiter = Limiter::with_invocation(case.strategy, trial::limit(p), case.invocation)
+        .map_err(|e| PhaseError::Invalid(e.to_string()))?;
+    let seed = s.ctx.seed ^ u64::from(case.trial).wrapping_mul(0x9e37_79b9);
+    rt.block_on(timeline(s, p, case, &mut watched, limiter, seed))
+}
+
+/// The clients: one finder per connection, a key always on the same one.
+struct Load {
+    limiter: Limiter,
+    finders: Vec<Finder>,
+    names: Vec<String>,
+}
+
+/// What one check returned, and where it went.
+pub(super) struct Sent {
+    answer: Answer,
+    noscript: bool,
+    readonly: bool,
+    port: u16,
+}
+
+impl Load {
+    async fn check(self: Rc<Self>, key: u32) -> Sent {
+        let finder = &self.finders[key as usize % CONNECTIONS];
+        let lease = finder.lease();
+        let Lease { con, port, .. } = &lease;
+        let mut sent = Sent {
+            answer: Answer::Error,
+            noscript: false,
+            readonly: false,
+            port: *port,
+        };
+        let Some(mut con) = con.clone() else {
+            finder.failed(&lease).await;
+            return sent;
+        };
+        let attempt = (self.limiter)
+            .attempt(&mut con, &self.names[key as usize])
+            .await;
+        sent.noscript = attempt.noscript;
+        match attempt.outcome {
+            Ok(d) => {
+                sent.answer = if d.allowed {
+                    Answer::Admitted
+                } else {
+                    Answer::Denied
+                };
+            }
+            Err(e) => {
+                sent.readonly = e.to_string().contains("READONLY");
+                finder.failed(&lease).await;
+            }
+        }
+        sent
+    }
+
+    /// One check per client on a key of its own (connect, cache the script).
+    async fn warm_up(&self) -> Result<(), PhaseError> {
+        for finder in &self.finders {
+            let Some(mut con) = finder.lease().con else {
+                return Err(PhaseError::Invalid("a client found no primary".into()));
+            };
+            let attempt = (self.limiter)
+                .attempt(&mut con, "ratelab:failover:warm")
+                .await;
+            (attempt.outcome).map_err(|e| PhaseError::Invalid(format!("warm-up check: {e}")))?;
+        }
+        Ok(())
+    }
+}
+
+/// The failover's instants, monotonic.
+#[derive(Default)]
+struct Notes {
+    started: Option<Instant>,
+    promoted: Option<Instant>,
+    moved: Option<Instant>,
+    replica_keys: u64,
+    post_windows: u64,
+}
+
+/// The trial as a drill: the keys' checks on the open-loop schedule, the failover as the plan's
+/// one fault (which also ends the drill once the count after the last move is complete).
+async fn timeline(
+    s: &Session<'_>,
+    p: &Params,
+    case: Case,
+    watched: &mut Watched,
+    limiter: Limiter,
+    seed: u64,
+) -> Result<Measured, PhaseError> {
+    let ports = watched.sentinels.ports();
+    let mut finders = Vec::new();
+    for _ in 0..CONNECTIONS {
+        let finder = Finder::connect(&ports, s.ctx.timeouts.config()).await;
+        finders.push(finder.map_err(|e| {
+            PhaseError::Invalid(format!(
+                "a client asking the Sentinels for the primary: {e}"
+            ))
+        })?);
+    }
+    let names = (0..case.keys)
+        .map(|k| format!("ratelab:failover:k{k}"))
+        .collect();
+    let load = Rc::new(Load {
+        limiter,
+        finders,
+        names,
+    });
+    load.warm_up()
+        .await
+        .map_err(|e| PhaseError::Invalid(format!("warm-up: {e}")))?;
+    let (old_port, new_port) = (watched.set.primary.port(), watched.set.replicas[0].port());
+    let replica = crate::server::endpoint::client(&watched.set.replicas[0].url())?;
+    let clock = Clock::now();
+    let start = Instant::now() + LEAD;
+    let (switch_ms, _) = trial::switch_and_end(p, case, clock.unix(start));
+    let span_ms =
+        switch_ms + deadline(p).as_secs_f64() * 1e3 + ((p.post_windows + 2) * p.window_ms) as f64;
+    let arrivals = (trial::schedule(p, case, seed, span_ms).into_iter())
+        .map(|(t_ms, key)| Arrival {
+            at_ns: (t_ms * 1e6) as u64,
+            tag: u64::from(key),
+        })
+        .collect();
+    let drill = Drill::new(start, Schedule::Open(arrivals));
+    let failover = Failover {
+        p,
+        variant: case.variant,
+        load: Rc::clone(&load),
+        replica,
+        config: s.ctx.timeouts.config(),
+        new_port,
+        stopper: drill.stopper(),
+        clock,
+        notes: RefCell::default(),
+    };
+    let checking = Rc::clone(&load);
+    let ran = drill
+        .fault(
+            When::At(Duration::from_secs_f64(switch_ms / 1e3)),
+            "fail over",
+            || failover.run(watched),
+        )
+        .run(move |call| Rc::clone(&checking).check(call.tag as u32))
+        .await?;
+    let notes = failover.notes.into_inner();
+    reading(case, &ran, &load, notes, (old_port, new_port), clock)
+}
+
+/// How long a failover may take before the trial fails: down-after, a failover's timeout, and
+/// the promotion's own.
+fn deadline(p: &Params) -> Duration {
+    Duration::from_millis(p.down_after_ms + p.failover_timeout_ms) + PROMOTE_TIMEOUT
+}
+
+/// The plan's fault and what it needs.
+struct Failover<'p> {
+    p: &'p Params,
+    variant: Variant,
+    load: Rc<Load>,
+    replica: redis::Client,
+    config: redis::AsyncConnectionConfig,
+    new_port: u16,
+    stopper: Stopper,
+    clock: Clock,
+    notes: RefCell<Notes>,
+}
+
+impl Failover<'_> {
+    /// Starts the failover, waits for the promotion and for every client's move, then for
+    /// `post_windows` whole windows after the last move's window, and stops the load.
+    async fn run(&self, watched: &mut Watched) -> Result<(), PhaseError> {
+        let started = match self.variant {
+            Variant::SentinelCrash => {
+                let at = Instant::now();
+                watched.set.primary.kill()?;
+                at
+            }
+            _ => (watched.sentinels.failover())
+                .map_err(|e| PhaseError::Invalid(format!("SENTINEL FAILOVER: {e}")))?,
+        };
+        self.notes.borrow_mut().started = Some(started);
+        let until = started + deadline(self.p);
+        // Sentinel closes the promoted replica's normal connections (CLIENT KILL TYPE normal,
+        // so clients reconnect): each poll on a connection of its own.
+        while self.replica_role().await.as_deref() != Some("master") {
+            self.give_up_after(until, watched, "the replica was not promoted")?;
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let promoted = Instant::now();
+        let mut replica = self
+            .replica
+            .get_multiplexed_async_connection_with_config(&self.config)
+            .await?;
+        let replica_keys: u64 = redis::cmd("DBSIZE").query_async(&mut replica).await?;
+        while (self.load.finders.iter()).any(|f| f.port() != self.new_port) {
+            self.give_up_after(until, watched, "a client never found the promoted replica")?;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let moved = Instant::now();
+        let w = self.p.window_ms as f64;
+        let switch_window = (self.clock.unix(started) / w).floor();
+        let moved_window = (self.clock.unix(moved) / w).floor();
+        let post_windows = (moved_window - switch_window) as u64 + self.p.post_windows;
+        let end_unix = (switch_window + post_windows as f64) * w + (0.1 * w).max(100.0);
+        let end = started
+            + Duration::from_secs_f64(((end_unix - self.clock.unix(started)) / 1e3).max(0.0));
+        tokio::time::sleep_until(end.into()).await;
+        self.stopper.stop();
+        let mut n = self.notes.borrow_mut();
+        (n.promoted, n.moved) = (Some(promoted), Some(moved));
+        (n.replica_keys, n.post_windows) = (replica_keys, post_windows);
+        Ok(())
+    }
+
+    /// The replica's role, or None when it could not be read (its connections are closed as it
+    /// is promoted).
+    async fn replica_role(&self) -> Option<String> {
+        let mut con = (self.replica)
+            .get_multiplexed_async_connection_with_config(&self.config)
+            .await
+            .ok()?;
+        trial::info_field(&mut con, "role").await.ok()
+    }
+
+    /// Fails the trial, with the Sentinels' logs, once `until` has passed.
+    fn give_up_after(
+        &self,
+        until: Instant,
+        watched: &Watched,
+        what: &str,
+    ) -> Result<(), PhaseError> {
+        match Instant::now() > until {
+            true => Err(PhaseError::Invalid(format!(
+                "{what} within {:?}; the Sentinels' logs:\n{}",
+                deadline(self.p),
+                watched.sentinels.log_tails()
+            ))),
+            false => Ok(()),
+        }
+    }
+}
+
+/// The trial's reading of the drill: every check on the Unix clock (after the switch: sent to
+/// the promoted replica), what the old primary admitted after the promotion, each client's move.
+fn reading(
+    case: Case,
+    ran: &Ran<Sent>,
+    load: &Load,
+    n: Notes,
+    (old_port, new_port): (u16, u16),
+    clock: Clock,
+) -> Result<Measured, PhaseError> {
+    let (Some(started), Some(promoted), Some(moved)) = (n.started, n.promoted, n.moved) else {
+        return Err(PhaseError::Invalid("the failover never completed".into()));
+    };
+    let start_unix = clock.unix(ran.origin);
+    let unix = |ns: u64| start_unix + ns as f64 / 1e6;
+    let mut checks: Vec<Check> = (ran.records.iter())
+        .map(|r| Check {
+            key: r.tag as u32,
+            sent_unix_ms: unix(r.start_ns),
+            answer: r.out.answer,
+            noscript: r.out.noscript,
+            after_switch: r.out.port == new_port,
+        })
+        .collect();
+    checks.sort_by(|a, b| a.sent_unix_ms.total_cmp(&b.sent_unix_ms));
+    let promoted_unix = clock.unix(promoted);
+    let mut lost_admits = vec![0u64; case.keys as usize];
+    for r in &ran.records {
+        let split = r.out.port == old_port && unix(r.start_ns) >= promoted_unix;
+        if split && r.out.answer == Answer::Admitted {
+            if let Some(count) = lost_admits.get_mut(r.tag as usize) {
+                *count += 1;
+            }
+        }
+    }
+    let first_call = (checks.iter().find(|c| c.after_switch)).map_or("none", |c| match c {
+        c if c.noscript => "noscript",
+        c if c.answer == Answer::Error => "error",
+        _ => "ok",
+    });
+    let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1e3;
+    let clients = (0..CONNECTIONS)
+        .map(|c| client_reading(c, ran, load, started, promoted, new_port))
+        .collect::<Result<Vec<_>, _>>()?;
+    let last_move = (clients.iter().map(|c| c.rediscovered_ms)).fold(0.0, f64::max);
+    debug_assert!(last_move <= ms(started, moved) + 1.0);
+    Ok(Measured {
+        checks,
+        switch_unix_ms: clock.unix(started),
+        promote_ms: ms(started, promoted),
+        switch_after_promote_ms: last_move,
+        lag_ms: 0.0,
+        lost_repl_bytes: -1,
+        lost_admits,
+        replica_keys: n.replica_keys,
+        first_call: first_call.to_string(),
+        send_lag_max_ms: (ran.records.iter())
+            .map(|r| r.start_ns.saturating_sub(r.intended_ns) as f64 / 1e6)
+            .fold(0.0, f64::max),
+        post_windows: n.post_windows,
+        clients,
+    })
+}
+
+/// Client `c`'s move to `new_port` and what its checks met from the failover's start until then.
+fn client_reading(
+    c: usize,
+    ran: &Ran<Sent>,
+    load: &Load,
+    started: Instant,
+    promoted: Instant,
+    new_port: u16,
+) -> Result<ClientReading, PhaseError> {
+    let (asks, moves) = load.finders[c].history();
+    let Some(arrived) = moves.iter().find(|m| m.to_port == new_port) else {
+        return Err(PhaseError::Invalid(format!(
+            "client {c} never moved to the promoted replica"
+        )));
+    };
+    let (from_ns, to_ns) = (ran.ns(started), ran.ns(arrived.at));
+    let mine: Vec<_> = (ran.records.iter())
+        .filter(|r| r.tag as usize % CONNECTIONS == c && r.start_ns as i64 >= from_ns)
+        .collect();
+    let between: Vec<_> = mine
+        .iter()
+        .filter(|r| (r.start_ns as i64) < to_ns)
+        .collect();
+    let failed = between.iter().filter(|r| r.out.answer == Answer::Error);
+    let first_failed = mine.iter().find(|r| r.out.answer == Answer::Error);
+    let unavailable_ms = first_failed.map_or(0.0, |f| {
+        let back = (mine.iter()).find(|r| r.start_ns > f.start_ns && r.out.answer != Answer::Error);
+        back.map_or(0.0, |b| (b.start_ns - f.start_ns) as f64 / 1e6)
+    });
+    let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1e3;
+    Ok(ClientReading {
+        client: c as u64,
+        promoted_ms: ms(started, promoted),
+        rediscovered_ms: ms(started, arrived.at),
+        asks,
+        checks_between: between.len() as u64,
+        failed: failed.clone().count() as u64,
+        readonly: failed.filter(|r| r.out.readonly).count() as u64,
+        unavailable_ms,
+    })
+}
