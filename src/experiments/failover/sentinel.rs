@@ -8,7 +8,7 @@
 
 use super::finder::{Finder, Lease};
 use super::rows::Variant;
-use super::tally::{Answer, Check};
+use super::tally::{Answer, Check, ClientReading};
 use super::trial::{self, Case, Clock, Measured, CONNECTIONS, LEAD, PROMOTE_TIMEOUT};
 use super::Params;
 use crate::experiments::{PhaseError, Session};
@@ -18,19 +18,6 @@ use crate::server::{Deployment, Persistence, Topology, Watched};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
-
-/// What one client met from the failover's start to its move (rows::ClientRow's measures).
-#[derive(Debug, Clone, Copy)]
-pub struct ClientReading {
-    pub client: u64,
-    pub promoted_ms: f64,
-    pub rediscovered_ms: f64,
-    pub asks: u64,
-    pub checks_between: u64,
-    pub failed: u64,
-    pub readonly: u64,
-    pub unavailable_ms: f64,
-}
 
 /// The topology a Sentinel trial runs on.
 fn topology(p: &Params) -> Topology {

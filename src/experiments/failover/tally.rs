@@ -123,6 +123,19 @@ pub fn bins(frame: &Frame, checks: &[Check], bin_ms: u64) -> Vec<Bin> {
     out
 }
 
+/// What one client met from the failover's start to its move (rows::ClientRow's measures).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientReading {
+    pub client: u64,
+    pub promoted_ms: f64,
+    pub rediscovered_ms: f64,
+    pub asks: u64,
+    pub checks_between: u64,
+    pub failed: u64,
+    pub readonly: u64,
+    pub unavailable_ms: f64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,7 +56,7 @@ pub struct Measured {
     /// Sentinel variants as many more as the last client took to move.
     pub post_windows: u64,
     /// The Sentinel variants: each client's move (none in the others).
-    pub clients: Vec<super::sentinel::ClientReading>,
+    pub clients: Vec<super::tally::ClientReading>,
 }
 
 /// The limit both strategies enforce: `burst` per window, the bucket refilling at that rate.
