@@ -239,19 +239,49 @@ fn citations_cite_the_software_and_the_write_ups() {
     assert!(text.contains("\nreferences:\n  - type: blog\n"), "{text}");
 }
 
+/// A run from a dirty tree says so in the dataset's README (the reference no longer is one: the
+/// copy is made dirty here).
 #[test]
 fn the_dataset_readme_keeps_dirty_on_a_commit() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = results_dir(tmp.path(), "dirty");
-    let meta = read(&dir.join("calibrate/meta.json"));
+    let meta_path = dir.join("calibrate/meta.json");
+    let meta: serde_json::Value = serde_json::from_str(&read(&meta_path)).unwrap();
+    let commit = meta["git_commit"].as_str().expect("a commit").to_string();
+    let dirty = read(&meta_path).replace(&format!("\"{commit}\""), &format!("\"{commit}-dirty\""));
     assert!(
-        meta.contains("-dirty\""),
-        "the reference calibrate run was from a dirty tree"
+        dirty.contains("-dirty\""),
+        "calibrate's meta.json names its commit as git_commit"
     );
+    std::fs::write(&meta_path, dirty).unwrap();
     publish::publish(&dir, None).unwrap();
     let readme = read(&dir.join("README.md"));
     let row = (readme.lines())
         .find(|l| l.starts_with("| calibrate |"))
         .expect("calibrate's machine row");
     assert!(row.contains("-dirty`"), "{row}");
+}
+
+/// The committed reference is run from a clean tree at a committed commit: no meta.json of it may
+/// name a dirty tree (all 17 did until this session's re-run).
+#[test]
+fn no_committed_reference_run_is_from_a_dirty_tree() {
+    let reference = repo().join("results/reference");
+    let mut dirty = Vec::new();
+    for entry in std::fs::read_dir(&reference).unwrap() {
+        let meta = entry.unwrap().path().join("meta.json");
+        if !meta.exists() {
+            continue;
+        }
+        let value: serde_json::Value = serde_json::from_str(&read(&meta)).unwrap();
+        let commit = value["git_commit"].as_str().unwrap_or("none").to_string();
+        if commit.ends_with("-dirty") || commit.len() != 40 {
+            dirty.push(format!("{}: {commit}", meta.display()));
+        }
+    }
+    assert!(
+        dirty.is_empty(),
+        "not from a clean committed tree:\n{}",
+        dirty.join("\n")
+    );
 }
