@@ -246,10 +246,14 @@ mod tests {
             text.contains("- redis version: 7.0.15 / 8.2.1 (every experiment)"),
             "{text}"
         );
-        // The reference's race ran with 5.6% / 4.5% steal and predates the stall watcher.
+        // Both copies carry the reference race's meta.json: its steal and stalls, in both columns.
+        let meta = read_meta(&a.path().join("race")).unwrap().unwrap();
+        let (steal, stalls) = (steal_cell(&meta), stalls_cell(&meta));
+        assert!(steal != "-" && stalls != "-", "the reference's race records steal and stalls");
+        let cell = format!("steal {steal} %; stalls {stalls}");
         assert!(
             text.contains("## How much the machine disturbed each run")
-                && text.contains("| race | steal 5.6 / 4.5 % | steal 5.6 / 4.5 % |"),
+                && text.contains(&format!("| race | {cell} | {cell} |")),
             "{text}"
         );
         let missing = side_by_side(&[a.path().join("nowhere")], &["race"]);
