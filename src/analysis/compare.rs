@@ -249,7 +249,10 @@ mod tests {
         // Both copies carry the reference race's meta.json: its steal and stalls, in both columns.
         let meta = read_meta(&a.path().join("race")).unwrap().unwrap();
         let (steal, stalls) = (steal_cell(&meta), stalls_cell(&meta));
-        assert!(steal != "-" && stalls != "-", "the reference's race records steal and stalls");
+        assert!(
+            steal != "-" && stalls != "-",
+            "the reference's race records steal and stalls"
+        );
         let cell = format!("steal {steal} %; stalls {stalls}");
         assert!(
             text.contains("## How much the machine disturbed each run")

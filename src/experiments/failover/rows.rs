@@ -39,7 +39,8 @@ pub const SENTINEL_SWITCH: &str = "sentinel-rediscovery";
 /// promotion, and what its limit allows over the same windows.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct KeyRow {
-    /// What the promoted replica holds of the limiter's state: `replicated`, `lagging` or `wiped`.
+    /// What the promoted replica holds of the limiter's state: `replicated`, `lagging` or `wiped`;
+    /// or how Sentinel promotes it: `sentinel-planned` (SENTINEL FAILOVER), `sentinel-crash` (SIGKILL).
     pub variant: Variant,
     pub strategy: Strategy,
     /// How the limiter's script is invoked: eval, evalsha, evalsha-eval, evalsha-load or fcall.
@@ -82,7 +83,8 @@ pub struct KeyRow {
 /// One bin of one trial, all keys summed, timed from the switch.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct BinRow {
-    /// What the promoted replica holds of the limiter's state: `replicated`, `lagging` or `wiped`.
+    /// What the promoted replica holds of the limiter's state: `replicated`, `lagging` or `wiped`;
+    /// or how Sentinel promotes it: `sentinel-planned` (SENTINEL FAILOVER), `sentinel-crash` (SIGKILL).
     pub variant: Variant,
     pub strategy: Strategy,
     /// How the limiter's script is invoked: eval, evalsha, evalsha-eval, evalsha-load or fcall.
@@ -109,7 +111,8 @@ pub struct BinRow {
 /// One trial: the promotion, the switch, and what the replica had lost.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TrialRow {
-    /// What the promoted replica holds of the limiter's state: `replicated`, `lagging` or `wiped`.
+    /// What the promoted replica holds of the limiter's state: `replicated`, `lagging` or `wiped`;
+    /// or how Sentinel promotes it: `sentinel-planned` (SENTINEL FAILOVER), `sentinel-crash` (SIGKILL).
     pub variant: Variant,
     pub strategy: Strategy,
     /// How the limiter's script is invoked: eval, evalsha, evalsha-eval, evalsha-load or fcall.
@@ -176,8 +179,10 @@ pub struct TrialRow {
 /// checks met from the failover's start until then.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ClientRow {
+    /// The Sentinel variant: `sentinel-planned` (SENTINEL FAILOVER) or `sentinel-crash` (SIGKILL).
     pub variant: Variant,
     pub strategy: Strategy,
+    /// How the limiter's script is invoked: eval, evalsha, evalsha-eval, evalsha-load or fcall.
     pub invocation: Invocation,
     pub keys: u64,
     pub offered: f64,
