@@ -7,12 +7,12 @@
 //! config names the Sentinel's own id and its peers (`known-sentinel`, as a Sentinel rewrites its
 //! file once it has met them), so they agree at once instead of after the 2 s hello messages.
 
-use super::spawn::{free_port, resolve_server_binary};
-use super::{admin_connection, cleanup, pin, RedisServer, ServerError};
+use super::spawn::{free_port, resolve_server_binary, spawn_owned};
+use super::{admin_connection, cleanup, RedisServer, ServerError};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// The name every Sentinel knows the primary by (`sentinel monitor <name> ...`).
@@ -104,18 +104,8 @@ impl Sentinel {
         }
         std::fs::write(&conf, text)?;
         let mut cmd = Command::new(binary);
-        cmd.arg(&conf)
-            .arg("--sentinel")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        cleanup::set_parent_death_signal(&mut cmd);
-        pin::pin_command(&mut cmd, &opts.cpus);
-        let child = cmd.spawn().map_err(|source| ServerError::Spawn {
-            binary: binary.to_path_buf(),
-            source,
-        })?;
-        cleanup::register(child.id());
+        cmd.arg(&conf).arg("--sentinel");
+        let child = spawn_owned(cmd, binary, &opts.cpus)?;
         Ok(Sentinel { child, port, dir })
     }
 

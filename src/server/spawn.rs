@@ -44,11 +44,21 @@ pub(super) fn spawn(
     for (name, value) in &opts.extra_args {
         cmd.arg(format!("--{name}")).arg(value);
     }
+    spawn_owned(cmd, binary, &opts.cpus)
+}
+
+/// Spawns `cmd` (a redis-server or Sentinel from `binary`) silent, pinned to `cpus`, dying with
+/// the harness and registered for cleanup.
+pub(super) fn spawn_owned(
+    mut cmd: Command,
+    binary: &Path,
+    cpus: &[usize],
+) -> Result<Child, ServerError> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     cleanup::set_parent_death_signal(&mut cmd);
-    pin::pin_command(&mut cmd, &opts.cpus);
+    pin::pin_command(&mut cmd, cpus);
     let child = cmd.spawn().map_err(|source| ServerError::Spawn {
         binary: binary.to_path_buf(),
         source,
