@@ -301,12 +301,7 @@ impl RedisServer {
 
     /// The last `lines` lines of the server's log, for error messages.
     pub fn log_tail(&self, lines: usize) -> String {
-        let path = self.dir.path().join("redis.log");
-        let Ok(file) = std::fs::File::open(&path) else {
-            return format!("(no log at {})", path.display());
-        };
-        let all: Vec<String> = BufReader::new(file).lines().map_while(Result::ok).collect();
-        all[all.len().saturating_sub(lines)..].join("\n")
+        log_tail(&self.dir.path().join("redis.log"), lines)
     }
 
     /// Fails with the log tail if the process has exited.
@@ -343,4 +338,13 @@ impl Drop for RedisServer {
         // A SIGSTOPped server must not be left behind: `kill` continues it, then kills it.
         let _ = self.kill();
     }
+}
+
+/// The last `lines` lines of a server's (or Sentinel's) log file, or where it was looked for.
+pub(super) fn log_tail(path: &Path, lines: usize) -> String {
+    let Ok(file) = std::fs::File::open(path) else {
+        return format!("(no log at {})", path.display());
+    };
+    let all: Vec<String> = BufReader::new(file).lines().map_while(Result::ok).collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
 }

@@ -10,7 +10,6 @@
 use super::spawn::{free_port, resolve_server_binary, spawn_owned};
 use super::{admin_connection, cleanup, RedisServer, ServerError};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -114,12 +113,7 @@ impl Sentinel {
     }
 
     fn log_tail(&self, lines: usize) -> String {
-        let path = self.dir.path().join("sentinel.log");
-        let Ok(file) = std::fs::File::open(&path) else {
-            return format!("(no log at {})", path.display());
-        };
-        let all: Vec<String> = BufReader::new(file).lines().map_while(Result::ok).collect();
-        all[all.len().saturating_sub(lines)..].join("\n")
+        super::managed::log_tail(&self.dir.path().join("sentinel.log"), lines)
     }
 
     /// What this Sentinel knows of the primary (`SENTINEL MASTER`), or why it could not say.
