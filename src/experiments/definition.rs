@@ -27,6 +27,9 @@ pub trait Definition: Sync + 'static {
     const MUST_OWN_SERVER: Option<&'static str> = None;
     /// Whether it runs custom limiters (`--limiter`) beside its built-in strategies.
     const TAKES_LIMITERS: bool = false;
+    /// Whether custom limiters that are processes (a library's adapter) run in it: only where
+    /// every check goes through the one decider, never a script on the experiment's connection.
+    const TAKES_PROCESSES: bool = false;
     /// What its results say about each custom limiter, for REPORT.md's verdict table.
     const VERDICTS: Verdicts = limiters::none;
     /// Why `--tls` cannot apply to every server it starts (replicas and cluster nodes are started

@@ -28,6 +28,15 @@ pub enum ExperimentError {
     Record(#[from] RecordError),
     #[error("experiment `{id}` does not take --limiter; these do: {takers}")]
     NoCustomLimiters { id: &'static str, takers: String },
+    #[error(
+        "experiment `{id}` asks limiters on its own Redis connections and cannot run limiter process {name} \
+         (a library's adapter); these can: {takers}"
+    )]
+    NoLimiterProcesses {
+        id: &'static str,
+        name: String,
+        takers: String,
+    },
     #[error(transparent)]
     Manifest(#[from] crate::limiter::custom::ManifestError),
 }

@@ -10,6 +10,8 @@ use super::limiters::LimiterRow;
 use super::params::{self, ParamError};
 use super::session::{Parts, Session};
 use crate::context::Ctx;
+use crate::limiter::custom::{CustomLimiter, Probe};
+use crate::limiter::process::Handshake;
 use crate::limiter::Strategy;
 use crate::record::RunRecord;
 use crate::server::{RedisMeta, ServerError, Target, Topology};
@@ -22,10 +24,11 @@ pub use super::session::{fail_on_errors, progress_bar};
 pub const EXPERIMENT_TOML: &str = "experiment.toml";
 
 /// Resolves and validates `D`'s parameters for this context and checks its precondition;
-/// `takers` names the experiments that do take `--limiter`, for the error of one that does not.
+/// `takers(processes)` names the experiments that do take `--limiter` (limiter processes with
+/// `true`), for the error of one that does not.
 pub fn prepare<D: Definition>(
     ctx: &Ctx,
-    takers: fn() -> String,
+    takers: fn(bool) -> String,
 ) -> Result<(D::Params, toml::Table), ExperimentError> {
     let (params, table): (D::Params, _) = params::resolve(D::ID, D::TOML, ctx.profile, &ctx.sets)?;
     params.validate().map_err(|reason| ParamError::Invalid {
@@ -44,7 +47,18 @@ pub fn prepare<D: Definition>(
     if !ctx.limiters.is_empty() && !D::TAKES_LIMITERS {
         return Err(ExperimentError::NoCustomLimiters {
             id: D::ID,
-            takers: takers(),
+            takers: takers(false),
+        });
+    }
+    let process = (ctx.limiters.iter()).find_map(|l| match l {
+        Strategy::Custom(name) => name.definition().filter(|d| d.process.is_some()),
+        _ => None,
+    });
+    if let (Some(d), false) = (process, D::TAKES_PROCESSES) {
+        return Err(ExperimentError::NoLimiterProcesses {
+            id: D::ID,
+            name: d.name,
+            takers: takers(true),
         });
     }
     // FUNCTION LOAD would leave a library in a server that is not ratelab's, outside its keys.
@@ -85,7 +99,10 @@ pub fn resolve<D: Definition>(
 /// Runs `D` in the frame and returns its committed results directory: its declared topology built
 /// (or the user's server named), the body run, this run's keys deleted whatever happened, and
 /// every server the frame built stopped when the session drops, on every exit path.
-pub fn run<D: Definition>(ctx: &Ctx, takers: fn() -> String) -> Result<PathBuf, ExperimentError> {
+pub fn run<D: Definition>(
+    ctx: &Ctx,
+    takers: fn(bool) -> String,
+) -> Result<PathBuf, ExperimentError> {
     let (params, table) = prepare::<D>(ctx, takers)?;
     let info = params::info(D::TOML)?;
     let parts = build::<D>(ctx).phase(|| "starting redis-server".into())?;
@@ -192,6 +209,57 @@ fn delete_keys(target: &Target, prefix: &str) -> Result<u64, ServerError> {
     }
 }
 
+/// A custom limiter's row of `limiters.csv` and the note on what its probe saw; a limiter
+/// process's `handshake` names its library.
+fn limiter_row(
+    limiter: Strategy,
+    d: &CustomLimiter,
+    probe: Probe,
+    handshake: Option<&Handshake>,
+) -> (LimiterRow, String) {
+    let library = handshake.map_or(String::new(), |h| match h.client.is_empty() {
+        true => format!("{} {}", h.library, h.version),
+        false => format!("{} {} ({})", h.library, h.version, h.client),
+    });
+    let kind = match handshake {
+        Some(_) => format!("process `{}` running {library}", d.script),
+        None => format!("reference {}", d.algorithm.reference()),
+    };
+    let mut note = format!(
+        "custom limiter {limiter} ({}, {}, {kind}): probed before the run, it admitted {} of {} calls made one at \
+         a time on a fresh key with limit {}",
+        d.manifest,
+        d.algorithm.name(),
+        probe.admitted,
+        probe.calls,
+        probe.limit
+    );
+    for key in &d.key_notes {
+        note.push_str(&format!("; {key}"));
+    }
+    let row = LimiterRow {
+        strategy: limiter,
+        algorithm: d.algorithm,
+        reference: d.algorithm.reference(),
+        manifest: d.manifest.clone(),
+        script: d.script.clone(),
+        invocation: match handshake {
+            Some(_) => "process".to_string(),
+            None => d.mode.to_string(),
+        },
+        library,
+        anchor: match d.algorithm.has_windows() {
+            true => d.anchor.name().to_string(),
+            false => String::new(),
+        },
+        caller_clock: d.uses_caller_clock(),
+        probe_calls: probe.calls,
+        probe_admitted: probe.admitted,
+        probe_limit: probe.limit,
+    };
+    (row, note)
+}
+
 /// Calls every custom limiter on a fresh key of the run before any measurement (see
 /// [`crate::limiter::custom::probe`]): its row of `limiters.csv` and a note on what the probe saw.
 fn probe_limiters(
@@ -218,6 +286,13 @@ fn probe_limiters(
             continue;
         };
         let key = format!("{prefix}probe:{limiter}");
+        if d.process.is_some() {
+            let reach = ctx.timeouts.reach(&endpoint.url());
+            let probed =
+                runtime.block_on(crate::limiter::process::probe(name.as_str(), &reach, &key))?;
+            out.push(limiter_row(limiter, &d, probed.0, Some(&probed.1)));
+            continue;
+        }
         let probe = runtime.block_on(async {
             let client = endpoint.client()?;
             let mut con = client.get_multiplexed_async_connection().await?;
@@ -226,36 +301,7 @@ fn probe_limiters(
             Ok::<_, redis::RedisError>(crate::limiter::custom::probe(&mut con, limiter, &key).await)
         });
         let probe = probe.phase(|| format!("connecting to probe custom limiter {limiter}"))??;
-        let mut note = format!(
-            "custom limiter {limiter} ({}, {}, reference {}): probed before the run, it admitted {} of {} \
-             calls made one at a time on a fresh key with {{limit}} = {}",
-            d.manifest,
-            d.algorithm.name(),
-            d.algorithm.reference(),
-            probe.admitted,
-            probe.calls,
-            probe.limit
-        );
-        for key in &d.key_notes {
-            note.push_str(&format!("; {key}"));
-        }
-        let row = LimiterRow {
-            strategy: limiter,
-            algorithm: d.algorithm,
-            reference: d.algorithm.reference(),
-            manifest: d.manifest.clone(),
-            script: d.script.clone(),
-            invocation: d.mode.to_string(),
-            anchor: match d.algorithm.has_windows() {
-                true => d.anchor.name().to_string(),
-                false => String::new(),
-            },
-            caller_clock: d.uses_caller_clock(),
-            probe_calls: probe.calls,
-            probe_admitted: probe.admitted,
-            probe_limit: probe.limit,
-        };
-        out.push((row, note));
+        out.push(limiter_row(limiter, &d, probe, None));
     }
     Ok(out)
 }

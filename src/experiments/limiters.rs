@@ -24,10 +24,14 @@ pub struct LimiterRow {
     pub reference: Strategy,
     /// The manifest's path and the script it names, as given.
     pub manifest: String,
-    /// The Lua script the manifest names, as given.
+    /// The Lua script the manifest names, as given; a limiter process's command.
     pub script: String,
-    /// How it is invoked: `evalsha-eval` or `fcall-load`.
+    /// How it is invoked: `evalsha-eval`, `fcall-load`, ...; `process` for a limiter process.
     pub invocation: String,
+    /// A limiter process's library, version and Redis client, as its adapter's handshake said
+    /// (empty for a script).
+    #[serde(default)]
+    pub library: String,
     /// Where its windows start (`epoch`, `origin`, `first-hit`; empty for an algorithm without
     /// windows and in runs before the manifest could say).
     #[serde(default)]

@@ -29,6 +29,8 @@ pub trait Experiment: Sync {
     fn must_own_server(&self) -> Option<&'static str>;
     /// Whether it runs custom limiters (`--limiter`).
     fn takes_limiters(&self) -> bool;
+    /// Whether it takes limiter processes (asks every limiter through the one decider).
+    fn takes_processes(&self) -> bool;
     /// Its verdicts on the custom limiters in `dir`.
     fn verdicts(&self, dir: &Path) -> Result<Vec<Verdict>, AnalysisError>;
     /// Checks the parameters and the precondition without starting anything.
@@ -66,6 +68,9 @@ impl<D: Definition> Experiment for D {
     }
     fn takes_limiters(&self) -> bool {
         D::TAKES_LIMITERS
+    }
+    fn takes_processes(&self) -> bool {
+        D::TAKES_PROCESSES
     }
     fn verdicts(&self, dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         (D::VERDICTS)(dir)
@@ -125,9 +130,9 @@ pub static ALL: &[&dyn Experiment] = &[
 ];
 
 /// The experiments that take `--limiter`, for the error of one that does not.
-fn takers() -> String {
+fn takers(processes: bool) -> String {
     let takers: Vec<&str> = (ALL.iter())
-        .filter(|e| e.takes_limiters())
+        .filter(|e| e.takes_limiters() && (!processes || e.takes_processes()))
         .map(|e| e.id())
         .collect();
     takers.join(", ")

@@ -2,10 +2,11 @@
 //! A decider takes a key and a cost and answers with an [`Attempt`] (the decision, or why there
 //! was none, with the round trips and NOSCRIPTs it took), whatever it decides with: a script or
 //! plain commands on the caller's Redis connection ([`Limiter`]: the built-in strategies and the
-//! custom manifests), a window in this process's memory ([`InMemory`]), or (next) a limiter
+//! custom manifests), a window in this process's memory ([`InMemory`]), or a limiter
 //! process with its own client. [`Decider`] is the registry: the kinds a run can name, built from
 //! a strategy and its limit, dispatched by `match` (no allocation per check on the Redis kinds).
 
+use super::process::{Process, Reach};
 use super::{Attempt, InMemoryWindow, Invocation, LimitSpec, Limiter, LimiterError, Strategy};
 use redis::aio::MultiplexedConnection;
 use std::future::Future;
@@ -41,22 +42,12 @@ impl<'a> Check<'a> {
 /// A way of deciding. Implementations are `Send + Sync` (the store is shared across threads)
 /// and so are their futures.
 ///
-/// A limiter process (issue 37) fits as one more implementation, in one file beside this one
-/// (`process.rs`), without touching load/ or store/:
-/// - built (by [`Decider::new`], in a worker before its start signal and inside its runtime's
-///   context) it spawns the adapter with `kill_on_drop`, reads its handshake, and starts a task
-///   reading answer lines into a map of waiting ids (`oneshot` senders);
-/// - [`link`](Decide::link) is [`Link::Own`]: its library has its own Redis client, so the load
-///   loops open no connection for it and the store makes, keeps and drops none (its budget,
-///   policy and breaker still bound and answer each check);
-/// - [`decide`](Decide::decide) writes `{"id", "key", "cost"}` on the adapter's stdin and awaits
-///   its id's answer: many in flight, answered in any order. A Redis failure the adapter reports
-///   is a [`LimiterError::Redis`] (the store's policy answers it); a timeout, a crash, a
-///   malformed line or an unknown id is another [`LimiterError`], which stops the run.
-///
-/// It is registered by one arm in [`Decider::new`] (a custom name whose manifest says
-/// `kind = "process"`, which `custom::manifest` learns to read), wrapped in [`Decider::Boxed`]:
-/// one allocation per check, which a round trip through a pipe dwarfs.
+/// A limiter process ([`super::process::Process`]) is one more implementation: built by
+/// [`Decider::reaching`] in a worker before its start signal, it has [`Link::Own`] (its library
+/// has its own Redis client, so the load loops open no connection for it and the store makes
+/// none; the store's budget, policy and breaker still bound and answer each check), and it is
+/// wrapped in [`Decider::Boxed`]: one allocation per check, which a round trip through a pipe
+/// dwarfs.
 pub trait Decide: Send + Sync {
     /// What it needs from the caller's pool.
     fn link(&self) -> Link;
@@ -150,10 +141,8 @@ pub enum Decider {
 }
 
 impl Decider {
-    /// The decider of `strategy` bound to `spec`, its script (if any) invoked as `invocation`.
-    /// Registering a new kind is one arm here, before the Redis strategies', e.g.
-    /// `Strategy::Custom(name) if process::is_process(name) =>
-    /// Decider::Boxed(Arc::new(process::Process::start(name, spec)?))`.
+    /// The decider of `strategy` bound to `spec`, its script (if any) invoked as `invocation`;
+    /// a limiter process needs [`reaching`](Self::reaching), which knows the server.
     pub fn new(
         strategy: Strategy,
         spec: LimitSpec,
@@ -162,6 +151,32 @@ impl Decider {
         Ok(Decider::Redis(Limiter::with_invocation(
             strategy, spec, invocation,
         )?))
+    }
+
+    /// [`new`](Self::new), where a limiter process is started against `reach` (the server the
+    /// caller's own connections go to): its adapter's handshake is read before this returns.
+    pub fn reaching(
+        strategy: Strategy,
+        spec: LimitSpec,
+        invocation: Invocation,
+        reach: &Reach,
+    ) -> Result<Self, LimiterError> {
+        let process = match strategy {
+            Strategy::Custom(name) => name
+                .definition()
+                .and_then(|d| Some((name, d.algorithm, d.process?))),
+            _ => None,
+        };
+        match process {
+            Some((name, algorithm, command)) => Ok(Decider::Boxed(Arc::new(Process::start(
+                name.as_str(),
+                algorithm,
+                &command,
+                &spec,
+                reach,
+            )?))),
+            None => Self::new(strategy, spec, invocation),
+        }
     }
 
     /// A window in this process's memory enforcing `spec`.

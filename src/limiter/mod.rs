@@ -21,6 +21,7 @@ mod lua_window;
 mod multi_window;
 mod naive_bucket;
 mod naive_window;
+pub mod process;
 mod script;
 mod spec;
 mod strategy;
@@ -128,6 +129,10 @@ pub enum LimiterError {
     /// A decider that runs on the caller's Redis connection was handed none.
     #[error("{strategy} needs a Redis connection from its caller and was given none")]
     NoConnection { strategy: Strategy },
+    /// A limiter process could not decide: it could not start, exited, wrote something that is
+    /// not an answer, answered an id not in flight, or did not answer in time. The run stops.
+    #[error("limiter process {name}: {why}")]
+    Process { name: String, why: String },
     /// The strategy cannot be invoked that way (FCALL of a strategy the library lacks).
     #[error("{strategy} cannot be invoked as {invocation}: {why}")]
     Unsupported {
@@ -186,6 +191,8 @@ impl Limiter {
             Strategy::LuaGcra => Prepared::LuaGcra(lua_gcra::script()),
             Strategy::Get => Prepared::Get,
             Strategy::Custom(name) => match custom::lookup(name.as_str()) {
+                // A process decides through its adapter, never on a caller's connection.
+                Some(loaded) if loaded.def.process.is_some() => Prepared::Unloaded(name),
                 Some(loaded) => {
                     let script = loaded.script.clone();
                     Prepared::Custom(loaded, script)
@@ -341,7 +348,11 @@ impl Limiter {
         self.refused(LimiterError::Unsupported {
             strategy: self.strategy(),
             invocation: self.invocation(),
-            why: "no manifest of that name is loaded (--limiter)",
+            why: match custom::lookup(self.strategy().name()) {
+                Some(_) => "a limiter process decides through its adapter, and this experiment calls limiters \
+                            on its own Redis connections: give it a script manifest",
+                None => "no manifest of that name is loaded (--limiter)",
+            },
         })
     }
 
@@ -486,7 +497,7 @@ impl Limiter {
     }
 
     /// Decides one request on any async connection, a Redis Cluster client's included. Only the
-    /// scripts whose one key is KEYS[1] (lua-bucket, lua-window) run there: a cluster client routes
+    /// scripts whose one key is `KEYS[1]` (lua-bucket, lua-window) run there: a cluster client routes
     /// a script by its first key, and nothing else of theirs needs a node of its own.
     pub async fn attempt_on(
         &self,

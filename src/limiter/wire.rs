@@ -1,7 +1,7 @@
 //! A decision as bytes on the wire, for the lean pipelined client (`load::pipelined`): the one
 //! command a strategy sends, encoded straight into a reused buffer (no per-request `Vec` per
 //! argument, no `redis::Cmd`), and its reply read in place (no `redis::Value` tree). A strategy
-//! writes its KEYS and ARGV once, against [`ArgSink`], so redis-rs's call and this encoder send
+//! writes its KEYS and ARGV once, against `ArgSink`, so redis-rs's call and this encoder send
 //! the same bytes (a test compares them).
 
 use super::script::Call;

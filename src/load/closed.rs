@@ -12,9 +12,15 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// The worker's decider: its strategy bound to its limit (before the start signal, so starting
-/// it is not measured).
+/// it, a limiter process's adapter included, is not measured).
 pub fn decider(spec: &WorkerSpec) -> Result<Decider, LoadError> {
-    Ok(Decider::new(spec.strategy, spec.limit, spec.invocation)?)
+    let reach = spec.timeouts.reach(&spec.url);
+    Ok(Decider::reaching(
+        spec.strategy,
+        spec.limit,
+        spec.invocation,
+        &reach,
+    )?)
 }
 
 /// Opens the connections `decider` takes from the worker (before the start signal, so
@@ -140,7 +146,7 @@ impl Shared {
     }
 }
 
-/// Runs the worker's checks by `decider` on `cons` (from [`connect`]) from the moment it is
+/// Runs the worker's checks by `decider` on `cons` (from `connect`) from the moment it is
 /// called; needs a `LocalSet`.
 pub async fn run_checks(
     spec: &WorkerSpec,

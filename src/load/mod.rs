@@ -169,6 +169,16 @@ pub struct ClientTimeouts {
     pub response_ms: u64,
 }
 
+impl ClientTimeouts {
+    /// What a limiter process is told of the server at `url` and of these timeouts.
+    pub fn reach(&self, url: &str) -> crate::limiter::process::Reach {
+        crate::limiter::process::Reach {
+            redis_url: url.to_string(),
+            timeout_ms: self.response_ms,
+        }
+    }
+}
+
 impl Default for ClientTimeouts {
     fn default() -> Self {
         ClientTimeouts {

@@ -18,10 +18,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The worker's decider: its strategy bound to its limit, its script invoked the default way.
 pub fn decider(spec: &OpenSpec) -> Result<Decider, LoadError> {
-    Ok(Decider::new(
+    let reach = spec.timeouts.reach(&spec.url);
+    Ok(Decider::reaching(
         spec.strategy,
         spec.limit,
         Invocation::default(),
+        &reach,
     )?)
 }
 

@@ -247,7 +247,7 @@ pub(super) fn percent_decode(text: &str) -> String {
 }
 
 /// The URL with its password replaced by [`MASK`]: what meta.json, logs and errors show.
-/// Something that is not a URL with a host is masked by its shape ([`masked_by_shape`]), the
+/// Something that is not a URL with a host is masked by its shape (`masked_by_shape`), the
 /// rest shown as typed so the user sees what is wrong with it.
 pub fn masked(url: &str) -> String {
     match url::Url::parse(url) {

@@ -9,7 +9,7 @@
 //! hash tag on the base key (`{user:42}`), which puts the derived key in the base key's slot.
 //!
 //! Method: per phase, one EVAL per user and variant, sent by the harness to the node owning
-//! KEYS[1] (`variants.rs`); every key's slot and node recorded beside the outcome and the server's
+//! `KEYS[1]` (`variants.rs`); every key's slot and node recorded beside the outcome and the server's
 //! error text. Phases: one-redis (the run's own non-cluster server), cluster (a managed N-node
 //! cluster, `server::RedisCluster`, set-up timed), reshard (a slot range moved, then the same
 //! calls); then the token bucket with its key declared, through redis-rs's cluster client from

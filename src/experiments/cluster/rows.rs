@@ -37,7 +37,7 @@ pub struct CallRow {
     /// (nodes - 1) / nodes: the share of users whose derived key an even split puts on another
     /// node than the base key.
     pub expected_fail_fraction: f64,
-    /// Which key KEYS[1] held: `base` (the script derives the counter) or `derived` (declared).
+    /// Which key `KEYS[1]` held: `base` (the script derives the counter) or `derived` (declared).
     pub declared: String,
     /// The user's key, from which the window's counter is derived.
     pub base_key: String,
@@ -55,7 +55,7 @@ pub struct CallRow {
     pub same_node: u8,
     /// 1 when they hash to the same slot.
     pub same_slot: u8,
-    /// The node the EVAL went to: the owner of KEYS[1].
+    /// The node the EVAL went to: the owner of `KEYS[1]`.
     pub sent_to: String,
     /// 1 when the script ran and replied.
     pub ok: u8,

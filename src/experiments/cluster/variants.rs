@@ -1,5 +1,5 @@
 //! The script variants, the keys each gives a user, and one phase's calls: per variant and user
-//! one EVAL, sent to the node owning KEYS[1], and a row with both keys' placement and the reply.
+//! one EVAL, sent to the node owning `KEYS[1]`, and a row with both keys' placement and the reply.
 //!
 //! The harness routes each EVAL itself rather than through redis-rs's cluster client: the client
 //! would send it to the same node (scripts route by their first key), but it follows MOVED and
@@ -20,11 +20,11 @@ pub enum Variant {
     /// The counter `KEYS[1] .. ':' .. window` built inside, no shebang (Redis's legacy mode:
     /// undeclared keys allowed when local, cross-slot allowed).
     Undeclared,
-    /// The same with `#!lua`: undeclared keys in another slot than KEYS[1] are refused too.
+    /// The same with `#!lua`: undeclared keys in another slot than `KEYS[1]` are refused too.
     UndeclaredShebang,
     /// The same with `#!lua flags=allow-cross-slot-keys`: back to "local is enough".
     UndeclaredShebangAllowCrossSlot,
-    /// The caller names the window's counter and passes it as KEYS[1] (the lua-window script).
+    /// The caller names the window's counter and passes it as `KEYS[1]` (the lua-window script).
     Declared,
     /// Undeclared, with a hash tag on the base key (`{user:42}`): the derived key shares its slot.
     Hashtag,
@@ -67,7 +67,7 @@ impl Variant {
     }
 
     /// Whether placement says the call fails: on a cluster, an undeclared key elsewhere than
-    /// KEYS[1]'s node (any script), or in another slot (`#!lua` without the flag).
+    /// `KEYS[1]`'s node (any script), or in another slot (`#!lua` without the flag).
     pub fn predicted_fail(self, cluster: bool, same_node: bool, same_slot: bool) -> bool {
         cluster
             && match self {
@@ -216,7 +216,7 @@ fn placed(
     }
 }
 
-/// The EVAL of `row`'s call: KEYS[1] is the derived key when declared, else the base key.
+/// The EVAL of `row`'s call: `KEYS[1]` is the derived key when declared, else the base key.
 fn eval(script: &str, row: &CallRow, window: &Window) -> redis::Cmd {
     let declared = if row.declared == "derived" {
         &row.derived_key

@@ -35,6 +35,7 @@ impl Definition for Race {
     const TOML: &'static str = include_str!("../../../experiments/race.toml");
     type Params = Params;
     const TAKES_LIMITERS: bool = true;
+    const TAKES_PROCESSES: bool = true;
     const VERDICTS: Verdicts = report::verdicts;
     /// The trace records the order in which the server ran the commands.
     const PERMISSIONS: &'static [Extra] = &[Extra::Monitor];

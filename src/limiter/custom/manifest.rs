@@ -16,10 +16,13 @@
 //! remaining = "element 1"           # optional
 //! retry_after_ms = "element 2"      # optional
 //! ```
+//!
+//! A manifest with `kind = "process"` names an adapter program instead (`command`, `algorithm`,
+//! `anchor`; examples/adapters/PROTOCOL.md): a real library run as itself.
 
 use super::reply::{Pick, Rule};
 use super::template::{Piece, Placeholder, Template};
-use super::{Algorithm, Anchor, CustomLimiter, ManifestError};
+use super::{Algorithm, Anchor, CustomLimiter, ManifestError, ProcessCommand};
 use crate::limiter::Invocation;
 use serde::Deserialize;
 use std::path::Path;
@@ -28,6 +31,9 @@ use toml::Spanned;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
+    #[serde(default)]
+    #[allow(dead_code)]
+    kind: Option<Spanned<String>>,
     name: Spanned<String>,
     #[serde(default)]
     description: String,
@@ -68,6 +74,90 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
         line: Some(line_of(text, span.start)),
         message,
     };
+    if let Some(kind) = kind_of(text) {
+        return match kind.get_ref().as_str() {
+            "process" => parse_process(path, text, &at),
+            "script" => parse_script(path, text, &at),
+            other => Err(at(
+                kind.span(),
+                format!("kind `{other}`: valid: script, process"),
+            )),
+        };
+    }
+    parse_script(path, text, &at)
+}
+
+/// The manifest's `kind`, when it names one (a manifest that is not TOML fails in its parser).
+fn kind_of(text: &str) -> Option<Spanned<String>> {
+    #[derive(Deserialize)]
+    struct Kind {
+        kind: Option<Spanned<String>>,
+    }
+    toml::from_str::<Kind>(text).ok().and_then(|k| k.kind)
+}
+
+/// A process manifest: the adapter's program instead of a script (examples/adapters/PROTOCOL.md).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProcessFile {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    #[allow(dead_code)]
+    kind: Spanned<String>,
+    command: Spanned<Vec<String>>,
+    algorithm: Spanned<String>,
+    #[serde(default)]
+    anchor: Option<Spanned<String>>,
+}
+
+fn parse_process(path: &Path, text: &str, at: &At) -> Result<CustomLimiter, ManifestError> {
+    let file: ProcessFile = toml::from_str(text).map_err(|e| ManifestError {
+        manifest: path.display().to_string(),
+        line: e.span().map(|s| line_of(text, s.start)),
+        message: e.message().to_string(),
+    })?;
+    let name = file.name.get_ref();
+    valid_name(name).map_err(|m| at(file.name.span(), m))?;
+    let algorithm: Algorithm =
+        (file.algorithm.get_ref().parse()).map_err(|m| at(file.algorithm.span(), m))?;
+    let anchor = anchor(file.anchor.as_ref(), algorithm, at)?;
+    if file.command.get_ref().first().is_none_or(|p| p.is_empty()) {
+        return Err(at(
+            file.command.span(),
+            "command: the adapter's program and its arguments".into(),
+        ));
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Ok(CustomLimiter {
+        name: name.clone(),
+        description: file.description.trim().to_string(),
+        algorithm,
+        manifest: path.display().to_string(),
+        script: file.command.get_ref().join(" "),
+        source: String::new(),
+        anchor,
+        mode: Invocation::default(),
+        function: None,
+        keys: Vec::new(),
+        key_notes: Vec::new(),
+        args: Vec::new(),
+        allowed: Rule::NotNil,
+        allowed_text: String::new(),
+        allowed_line: 0,
+        remaining: None,
+        retry_after_ms: None,
+        process: Some(ProcessCommand {
+            argv: file.command.get_ref().clone(),
+            dir: dir.display().to_string(),
+        }),
+    })
+}
+
+fn parse_script(path: &Path, text: &str, at: &At) -> Result<CustomLimiter, ManifestError> {
     let file: File = toml::from_str(text).map_err(|e| ManifestError {
         manifest: path.display().to_string(),
         line: e.span().map(|s| line_of(text, s.start)),
@@ -78,8 +168,8 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
     valid_name(name).map_err(|m| at(file.name.span(), m))?;
     let algorithm: Algorithm =
         (file.algorithm.get_ref().parse()).map_err(|m| at(file.algorithm.span(), m))?;
-    let anchor = anchor(&file, algorithm, &at)?;
-    let (mode, function) = invocation(&file, &at)?;
+    let anchor = anchor(file.anchor.as_ref(), algorithm, at)?;
+    let (mode, function) = invocation(&file, at)?;
 
     let script_path = path
         .parent()
@@ -101,7 +191,7 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
     let template = |s: &Spanned<String>, what: String| {
         Template::parse(s.get_ref()).map_err(|m| at(s.span(), format!("{what}: {m}")))
     };
-    let (keys, key_notes) = keys(&file, &at)?;
+    let (keys, key_notes) = keys(&file, at)?;
     let args = (file.args.iter().enumerate())
         .map(|(i, a)| template(a, format!("args[{i}]")))
         .collect::<Result<Vec<_>, _>>()?;
@@ -130,6 +220,7 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
         allowed,
         remaining: pick(&file.remaining, "remaining")?,
         retry_after_ms: pick(&file.retry_after_ms, "retry_after_ms")?,
+        process: None,
     })
 }
 
@@ -137,8 +228,12 @@ pub fn parse(path: &Path, text: &str) -> Result<CustomLimiter, ManifestError> {
 type At<'a> = dyn Fn(std::ops::Range<usize>, String) -> ManifestError + 'a;
 
 /// Where the windows start: only algorithms with windows take an anchor.
-fn anchor(file: &File, algorithm: Algorithm, at: &At) -> Result<Anchor, ManifestError> {
-    match &file.anchor {
+fn anchor(
+    written: Option<&Spanned<String>>,
+    algorithm: Algorithm,
+    at: &At,
+) -> Result<Anchor, ManifestError> {
+    match written {
         None => Ok(Anchor::default()),
         Some(a) if !algorithm.has_windows() => Err(at(
             a.span(),

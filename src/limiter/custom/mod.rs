@@ -165,6 +165,17 @@ pub struct CustomLimiter {
     pub allowed_line: usize,
     pub remaining: Option<reply::Pick>,
     pub retry_after_ms: Option<reply::Pick>,
+    /// `kind = "process"`: the adapter's program, which decides instead of a script (the script
+    /// fields are then empty).
+    #[serde(default)]
+    pub process: Option<ProcessCommand>,
+}
+
+/// A limiter process's program: its argv and the folder it runs in (the manifest's).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessCommand {
+    pub argv: Vec<String>,
+    pub dir: String,
 }
 
 impl CustomLimiter {
@@ -263,7 +274,8 @@ impl CustomName {
 
     /// The Redis key its first KEYS template names for `key` now.
     pub fn state_key(self, key: &str, spec: &LimitSpec) -> String {
-        match lookup(self.0) {
+        // A limiter process names its keys itself: they start with the client's key.
+        match lookup(self.0).filter(|l| !l.def.keys.is_empty()) {
             Some(l) => {
                 let fill = l.fill(Check::one(key), spec, String::new());
                 String::from_utf8_lossy(&l.def.keys[0].render(&fill)).into_owned()
@@ -419,6 +431,18 @@ pub const PROBE_LIMIT: u64 = 5;
 /// The probe's window: its refill (the limit per window) cannot add a token during the probe.
 const PROBE_WINDOW_MS: u64 = 600_000;
 
+/// The limit a probe gives a limiter: [`PROBE_LIMIT`] per `PROBE_WINDOW_MS`, with a real refill
+/// as slow as the window (a bucket that divides by its rate can run).
+pub fn probe_spec() -> LimitSpec {
+    LimitSpec {
+        capacity: PROBE_LIMIT,
+        refill_per_sec: PROBE_LIMIT as f64 * 1000.0 / PROBE_WINDOW_MS as f64,
+        window_ms: PROBE_WINDOW_MS,
+        window_origin_ms: super::unix_ms(),
+        ..LimitSpec::default()
+    }
+}
+
 /// Loads the limiter's script (SCRIPT LOAD) or library (FUNCTION LOAD REPLACE) into a server, as
 /// a library whose mode has no fallback does when it starts (EVALSHA or FCALL alone would fail on
 /// a server that has never seen it); nothing for a mode that sends or loads it itself.
@@ -457,14 +481,7 @@ pub async fn probe(
         line: None,
         message: "not loaded".into(),
     })?;
-    // A real refill, as slow as the window: a bucket that divides by its rate can run.
-    let spec = LimitSpec {
-        capacity: PROBE_LIMIT,
-        refill_per_sec: PROBE_LIMIT as f64 * 1000.0 / PROBE_WINDOW_MS as f64,
-        window_ms: PROBE_WINDOW_MS,
-        window_origin_ms: super::unix_ms(),
-        ..LimitSpec::default()
-    };
+    let spec = probe_spec();
     let fail = |line: Option<usize>, message: String| ManifestError {
         manifest: loaded.def.manifest.clone(),
         line,

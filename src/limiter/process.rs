@@ -1,0 +1,618 @@
+//! A limiter process (`kind = "process"` in a manifest): a real library's adapter, run as a child
+//! with its own Redis client, spoken to in newline-delimited JSON (examples/adapters/PROTOCOL.md).
+//! ratelab writes a setup line, reads the adapter's handshake, then sends checks and reads their
+//! answers, many in flight, in any order. Two threads carry the lines (a writer fed by a channel
+//! and a reader that hands each answer to the check waiting for its id), so the adapter works with
+//! any runtime and a stalled adapter never blocks one: a check waits at most its answer time.
+//!
+//! Anything but an answer (the adapter exits, writes garbage, answers an id not in flight, or
+//! lets a check wait past its answer time) is a [`LimiterError::Process`]: the run stops. An
+//! answer that carries an `error` is the library failing to decide (its Redis client failed), a
+//! [`LimiterError::Redis`], which a store's policy answers like any Redis failure.
+
+use super::custom::ProcessCommand;
+use super::{Attempt, Check, Decide, Decision, LimitSpec, LimiterError, Link};
+use redis::aio::MultiplexedConnection;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, VecDeque};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// The protocol version this ratelab speaks.
+pub const PROTOCOL: u64 = 1;
+
+/// How long an adapter may take to say it is ready (connecting included).
+const READY_WITHIN: Duration = Duration::from_secs(20);
+
+/// How long an adapter has to exit once its stdin is closed.
+const EXIT_WITHIN: Duration = Duration::from_secs(2);
+
+/// Lines of the adapter's stderr kept to explain a failure.
+const STDERR_LINES: usize = 12;
+
+/// Where a limiter process talks to, and how long its checks may take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reach {
+    /// The run's server, credentials included.
+    pub redis_url: String,
+    /// The response timeout ratelab's own clients use in this run.
+    pub timeout_ms: u64,
+}
+
+impl Reach {
+    /// How long ratelab waits for one answer: twice the client's own timeout, and two seconds
+    /// (a library that retries once on its timeout still answers in time).
+    pub fn answer_ms(&self) -> u64 {
+        self.timeout_ms.saturating_mul(2).saturating_add(2_000)
+    }
+}
+
+/// The setup line, the first thing an adapter reads.
+#[derive(Debug, Serialize)]
+struct Setup<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    protocol: u64,
+    redis_url: &'a str,
+    algorithm: &'static str,
+    limit: u64,
+    window_ms: u64,
+    refill_per_s: f64,
+    timeout_ms: u64,
+    answer_ms: u64,
+}
+
+/// What an adapter says it is, in its handshake.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Handshake {
+    /// The adapter's own name.
+    #[serde(default)]
+    pub adapter: String,
+    /// The library it runs, and its version as installed.
+    #[serde(default)]
+    pub library: String,
+    #[serde(default)]
+    pub version: String,
+    /// Its Redis client and version.
+    #[serde(default)]
+    pub client: String,
+}
+
+/// One answer line.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Answer {
+    id: u64,
+    #[serde(default)]
+    allowed: Option<bool>,
+    #[serde(default)]
+    error: Option<String>,
+    /// What failed: "timeout", "connection" (the default) or "reply" (Redis answered an error).
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    remaining: Option<i64>,
+    #[serde(default)]
+    retry_after_ms: Option<i64>,
+}
+
+/// What the reader hands a waiting check.
+type Reply = Result<Decision, redis::RedisError>;
+
+/// The state the reader thread and the checks share.
+#[derive(Default)]
+struct Shared {
+    waiting: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
+    /// Why the adapter can answer no more, once it cannot.
+    broken: Mutex<Option<String>>,
+    stderr: Mutex<VecDeque<String>>,
+    /// Says when the adapter's stderr has ended (all of it kept).
+    stderr_ended: Mutex<Option<mpsc::Receiver<()>>>,
+}
+
+impl Shared {
+    /// Records the first reason the adapter broke and wakes every waiting check.
+    fn break_with(&self, why: String) {
+        lock(&self.broken).get_or_insert(why);
+        lock(&self.waiting).clear();
+    }
+
+    fn broken(&self) -> Option<String> {
+        lock(&self.broken).clone()
+    }
+
+    /// The last lines the adapter wrote on stderr, for an error.
+    fn stderr_tail(&self) -> String {
+        let lines = lock(&self.stderr);
+        match lines.is_empty() {
+            true => String::new(),
+            false => format!(
+                "; its stderr ended with:\n{}",
+                Vec::from(lines.clone()).join("\n")
+            ),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A running adapter, deciding checks for one limit.
+pub struct Process {
+    name: String,
+    child: Arc<Mutex<Child>>,
+    lines: Mutex<Option<mpsc::Sender<String>>>,
+    shared: Arc<Shared>,
+    next_id: AtomicU64,
+    answer: Duration,
+    /// What it said it is.
+    pub handshake: Handshake,
+}
+
+impl Process {
+    /// The adapter's process id.
+    pub fn pid(&self) -> u32 {
+        lock(&self.child).id()
+    }
+}
+
+impl std::fmt::Debug for Process {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Process")
+            .field("name", &self.name)
+            .field("handshake", &self.handshake)
+            .finish()
+    }
+}
+
+impl Process {
+    /// Starts `command` as limiter `name` of `algorithm` for `spec` against `reach`, and waits for
+    /// its handshake. Spawned from the calling thread (its death signal is tied to it: call from a
+    /// thread that lives as long as the process should).
+    pub fn start(
+        name: &str,
+        algorithm: super::custom::Algorithm,
+        command: &ProcessCommand,
+        spec: &LimitSpec,
+        reach: &Reach,
+    ) -> Result<Self, LimiterError> {
+        let fail = |why: String| LimiterError::Process {
+            name: name.to_string(),
+            why,
+        };
+        let mut child = spawn(command).map_err(&fail)?;
+        crate::server::register(child.id());
+        let (stdin, stdout, stderr) =
+            match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+                (Some(i), Some(o), Some(e)) => (i, o, e),
+                _ => return Err(fail("its pipes could not be opened".into())),
+            };
+        let shared = Arc::new(Shared::default());
+        let child = Arc::new(Mutex::new(child));
+        keep_stderr(stderr, shared.clone());
+        let setup = Setup {
+            kind: "setup",
+            protocol: PROTOCOL,
+            redis_url: &reach.redis_url,
+            algorithm: algorithm.name(),
+            limit: spec.capacity,
+            window_ms: spec.window_ms,
+            refill_per_s: spec.refill_per_sec,
+            timeout_ms: reach.timeout_ms,
+            answer_ms: reach.answer_ms(),
+        };
+        let first = serde_json::to_string(&setup).map_err(|e| fail(e.to_string()))?;
+        let lines = write_lines(stdin, first);
+        let (ready_tx, ready_rx) = mpsc::channel();
+        read_answers(stdout, shared.clone(), child.clone(), ready_tx);
+        let mut process = Process {
+            name: name.to_string(),
+            child,
+            lines: Mutex::new(Some(lines)),
+            shared,
+            next_id: AtomicU64::new(1),
+            answer: Duration::from_millis(reach.answer_ms()),
+            handshake: Handshake::default(),
+        };
+        let handshake = match ready_rx.recv_timeout(READY_WITHIN) {
+            Ok(Ok(h)) => h,
+            Ok(Err(why)) => return Err(fail(why + &process.shared.stderr_tail())),
+            Err(_) => {
+                let why = (process.shared.broken())
+                    .unwrap_or_else(|| format!("no handshake within {} s", READY_WITHIN.as_secs()));
+                return Err(fail(why + &process.shared.stderr_tail()));
+            }
+        };
+        process.handshake = handshake;
+        Ok(process)
+    }
+
+    /// Asks the adapter to decide `check`.
+    async fn ask(&self, check: Check<'_>) -> Result<Decision, LimiterError> {
+        let fail = |why: String| LimiterError::Process {
+            name: self.name.clone(),
+            why: why + &self.shared.stderr_tail(),
+        };
+        if let Some(why) = self.shared.broken() {
+            return Err(fail(why));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.shared.waiting).insert(id, tx);
+        let line = serde_json::json!({"id": id, "key": check.key, "cost": check.cost}).to_string();
+        let sent = lock(&self.lines)
+            .as_ref()
+            .is_some_and(|l| l.send(line).is_ok());
+        if !sent {
+            lock(&self.shared.waiting).remove(&id);
+            return Err(fail("its stdin is closed".into()));
+        }
+        match tokio::time::timeout(self.answer, rx).await {
+            Ok(Ok(reply)) => reply.map_err(LimiterError::Redis),
+            Ok(Err(_woken)) => Err(fail(
+                self.shared
+                    .broken()
+                    .unwrap_or_else(|| "it stopped answering".into()),
+            )),
+            Err(_elapsed) => {
+                let why = format!(
+                    "no answer to check {id} within {} ms (answer_ms)",
+                    self.answer.as_millis()
+                );
+                self.shared.break_with(why.clone());
+                Err(fail(why))
+            }
+        }
+    }
+}
+
+impl Decide for Process {
+    fn link(&self) -> Link {
+        Link::Own
+    }
+
+    async fn decide<'a>(
+        &'a self,
+        _con: Option<&'a mut MultiplexedConnection>,
+        check: Check<'a>,
+    ) -> Attempt {
+        Attempt {
+            outcome: self.ask(check).await,
+            round_trips: 0,
+            noscript: false,
+        }
+    }
+}
+
+impl Drop for Process {
+    /// Closes the adapter's stdin, gives it `EXIT_WITHIN` to exit, then kills it.
+    fn drop(&mut self) {
+        lock(&self.lines).take();
+        let mut child = lock(&self.child);
+        let deadline = Instant::now() + EXIT_WITHIN;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                crate::server::unregister(child.id());
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        crate::server::unregister(child.id());
+    }
+}
+
+/// Starts limiter process `name` with the probe's limit and calls it limit + 1 times, one at a
+/// time, on the fresh key `key` before anything is measured, as scripts are probed
+/// ([`super::custom::probe`]): a failed start, a failed call or a first call refused is an error
+/// naming the manifest. Says what it admitted and what the adapter said it is.
+pub async fn probe(
+    name: &str,
+    reach: &Reach,
+    key: &str,
+) -> Result<(super::custom::Probe, Handshake), super::custom::ManifestError> {
+    use super::custom::{ManifestError, PROBE_LIMIT};
+    let def = super::custom::CustomName::loaded(name).and_then(|n| n.definition());
+    let Some((def, command)) = def.and_then(|d| d.process.clone().map(|c| (d, c))) else {
+        return Err(ManifestError {
+            manifest: name.to_string(),
+            line: None,
+            message: "not loaded as a limiter process".into(),
+        });
+    };
+    let fail = |message: String| ManifestError {
+        manifest: def.manifest.clone(),
+        line: None,
+        message,
+    };
+    let spec = super::custom::probe_spec();
+    let process = Process::start(name, def.algorithm, &command, &spec, reach)
+        .map_err(|e| fail(e.to_string()))?;
+    let mut admitted = 0;
+    for call in 0..=PROBE_LIMIT {
+        match process.ask(Check::one(key)).await {
+            Ok(d) if call == 0 && !d.allowed => {
+                return Err(fail(format!(
+                    "the first call on a fresh key was denied (limit {PROBE_LIMIT}): does the adapter read `limit` \
+                     from the setup line?"
+                )))
+            }
+            Ok(d) => admitted += u64::from(d.allowed),
+            Err(e) => return Err(fail(format!("probe call {} on a fresh key failed: {e}", call + 1))),
+        }
+    }
+    let probe = super::custom::Probe {
+        calls: PROBE_LIMIT + 1,
+        admitted,
+        limit: PROBE_LIMIT,
+    };
+    Ok((probe, process.handshake.clone()))
+}
+
+/// Spawns the adapter in its manifest's folder, its three pipes open, dying with ratelab.
+fn spawn(command: &ProcessCommand) -> Result<Child, String> {
+    let Some((program, args)) = command.argv.split_first() else {
+        return Err("its command is empty".into());
+    };
+    let dir = std::path::Path::new(&command.dir);
+    // A program named with a slash is the manifest's own file; a bare name is looked up on PATH.
+    let path = match program.contains('/') {
+        true => dir.join(program),
+        false => std::path::PathBuf::from(program),
+    };
+    let mut cmd = Command::new(&path);
+    cmd.args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    crate::server::set_parent_death_signal(&mut cmd);
+    cmd.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!(
+            "cannot start `{}` in {}: not found (install it, or name it by its path)",
+            program, command.dir
+        ),
+        _ => format!("cannot start `{}` in {}: {e}", program, command.dir),
+    })
+}
+
+/// Keeps the last lines of the adapter's stderr.
+fn keep_stderr(stderr: std::process::ChildStderr, shared: Arc<Shared>) {
+    let (ended, ended_rx) = mpsc::channel();
+    *lock(&shared.stderr_ended) = Some(ended_rx);
+    std::thread::spawn(move || {
+        let _ended = ended;
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let mut kept = lock(&shared.stderr);
+            if kept.len() == STDERR_LINES {
+                kept.pop_front();
+            }
+            kept.push_back(line);
+        }
+    });
+}
+
+/// A thread writing `first`, then every line sent on the returned channel, to the adapter's
+/// stdin; it closes stdin when the channel closes.
+fn write_lines(stdin: ChildStdin, first: String) -> mpsc::Sender<String> {
+    let (tx, rx) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        let mut stdin = std::io::BufWriter::new(stdin);
+        let mut next = Some(first);
+        while let Some(line) = next.take().or_else(|| rx.recv().ok()) {
+            let mut written = writeln!(stdin, "{line}");
+            // Lines queued behind this one go out in the same write.
+            while let (Ok(()), Ok(more)) = (&written, rx.try_recv()) {
+                written = writeln!(stdin, "{more}");
+            }
+            if written.and_then(|()| stdin.flush()).is_err() {
+                return;
+            }
+        }
+    });
+    tx
+}
+
+/// A thread reading the handshake (sent on `ready`) and then every answer, handing each to the
+/// check waiting for its id; anything else breaks the adapter with the reason.
+fn read_answers(
+    stdout: std::process::ChildStdout,
+    shared: Arc<Shared>,
+    child: Arc<Mutex<Child>>,
+    ready: mpsc::Sender<Result<Handshake, String>>,
+) {
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        let first = lines.next().and_then(Result::ok);
+        let handshake = match first {
+            Some(line) => handshake(&line),
+            None => Err(gone(
+                &child,
+                &shared,
+                "closed its stdout before its handshake",
+            )),
+        };
+        let ok = handshake.is_ok();
+        if let Err(why) = &handshake {
+            shared.break_with(why.clone());
+        }
+        let _ = ready.send(handshake);
+        if !ok {
+            return;
+        }
+        for line in lines {
+            let Ok(line) = line else { break };
+            if let Err(why) = hand_over(&line, &shared) {
+                shared.break_with(why);
+                return;
+            }
+        }
+        shared.break_with(gone(&child, &shared, "closed its stdout"));
+    });
+}
+
+/// The handshake in `line`, or why it is not one.
+fn handshake(line: &str) -> Result<Handshake, String> {
+    let value: serde_json::Value = serde_json::from_str(line)
+        .map_err(|e| format!("its first line is not JSON ({e}): {}", clip(line)))?;
+    match value.get("type").and_then(|t| t.as_str()) {
+        Some("ready") => {}
+        Some("fatal") => {
+            let error = value
+                .get("error")
+                .and_then(|e| e.as_str())
+                .unwrap_or("(no error text)");
+            return Err(format!("it could not start: {error}"));
+        }
+        _ => {
+            return Err(format!(
+                "its first line is not a ready handshake: {}",
+                clip(line)
+            ))
+        }
+    }
+    match value.get("protocol").and_then(|p| p.as_u64()) {
+        Some(PROTOCOL) => {}
+        other => {
+            return Err(format!(
+                "it speaks protocol {}, this ratelab speaks {PROTOCOL}",
+                other.map_or("(none given)".to_string(), |p| p.to_string())
+            ))
+        }
+    }
+    serde_json::from_value(value)
+        .map_err(|e| format!("its handshake is malformed ({e}): {}", clip(line)))
+}
+
+/// Hands the answer in `line` to the check waiting for its id.
+fn hand_over(line: &str, shared: &Shared) -> Result<(), String> {
+    let answer: Answer = serde_json::from_str(line).map_err(|e| {
+        format!(
+            "it wrote a line that is not an answer ({e}): {}",
+            clip(line)
+        )
+    })?;
+    let reply = match (answer.allowed, &answer.error) {
+        (Some(allowed), None) => Ok(Decision::settled(
+            allowed,
+            answer.remaining.unwrap_or(0),
+            answer.retry_after_ms.unwrap_or(0),
+            0,
+        )),
+        (None, Some(error)) => Err(library_error(error, answer.kind.as_deref())?),
+        _ => {
+            return Err(format!(
+                "its answer has neither or both of `allowed` and `error`: {}",
+                clip(line)
+            ))
+        }
+    };
+    let waiting = lock(&shared.waiting).remove(&answer.id);
+    match waiting {
+        // A check that gave up (its caller's budget ran out) no longer listens: not an error.
+        Some(tx) => {
+            let _ = tx.send(reply);
+            Ok(())
+        }
+        None => Err(format!(
+            "it answered id {}, which is not in flight: {}",
+            answer.id,
+            clip(line)
+        )),
+    }
+}
+
+/// The library's failure as a Redis error of the kind it names.
+fn library_error(text: &str, kind: Option<&str>) -> Result<redis::RedisError, String> {
+    let io = |kind| redis::RedisError::from(std::io::Error::new(kind, text.to_string()));
+    match kind {
+        None | Some("connection") => Ok(io(std::io::ErrorKind::ConnectionReset)),
+        Some("timeout") => Ok(io(std::io::ErrorKind::TimedOut)),
+        Some("reply") => Ok(redis::RedisError::from((
+            redis::ErrorKind::Extension,
+            "the library's Redis reply",
+            text.to_string(),
+        ))),
+        Some(other) => Err(format!(
+            "its error kind `{other}` is not timeout, connection or reply"
+        )),
+    }
+}
+
+/// Why the adapter is gone, with its exit status when it has one; its last words on stderr are
+/// kept before this returns.
+fn gone(child: &Mutex<Child>, shared: &Shared, what: &str) -> String {
+    let ended = lock(&shared.stderr_ended).take();
+    if let Some(ended) = ended {
+        // A grandchild may hold stderr open: wait for its end only briefly.
+        let _ = ended.recv_timeout(Duration::from_millis(500));
+    }
+    // It may still be exiting: give it a moment to have a status.
+    for _ in 0..50 {
+        if let Ok(Some(status)) = lock(child).try_wait() {
+            return format!("it {what} and exited ({status})");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    format!("it {what}")
+}
+
+/// A line as shown in an error: at most 200 characters.
+fn clip(line: &str) -> String {
+    match line.char_indices().nth(200) {
+        Some((at, _)) => format!("{:?}...", &line[..at]),
+        None => format!("{line:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_read_or_refused_with_the_line() {
+        let shared = Shared::default();
+        let (tx, mut rx) = oneshot::channel();
+        lock(&shared.waiting).insert(7, tx);
+        hand_over(
+            r#"{"id":7,"allowed":false,"remaining":0,"retry_after_ms":420}"#,
+            &shared,
+        )
+        .unwrap();
+        let d = rx.try_recv().unwrap().unwrap();
+        assert_eq!((d.allowed, d.retry_ms), (false, 420));
+        let again = hand_over(r#"{"id":7,"allowed":true}"#, &shared).unwrap_err();
+        assert!(again.contains("id 7, which is not in flight"), "{again}");
+        let garbage = hand_over("allowed", &shared).unwrap_err();
+        assert!(garbage.contains("not an answer"), "{garbage}");
+        let (tx, mut rx) = oneshot::channel();
+        lock(&shared.waiting).insert(8, tx);
+        hand_over(
+            r#"{"id":8,"error":"Command timed out","kind":"timeout"}"#,
+            &shared,
+        )
+        .unwrap();
+        assert!(rx.try_recv().unwrap().unwrap_err().is_timeout());
+        let both = hand_over(r#"{"id":9,"allowed":true,"error":"x"}"#, &shared).unwrap_err();
+        assert!(both.contains("neither or both"), "{both}");
+    }
+
+    #[test]
+    fn a_handshake_must_be_ready_and_of_this_protocol() {
+        let h = handshake(
+            r#"{"type":"ready","protocol":1,"adapter":"a","library":"l","version":"1.2.3"}"#,
+        );
+        assert_eq!(h.unwrap().version, "1.2.3");
+        let old = handshake(r#"{"type":"ready","protocol":0}"#).unwrap_err();
+        assert!(old.contains("protocol 0"), "{old}");
+        let fatal = handshake(r#"{"type":"fatal","error":"rediss is not supported"}"#).unwrap_err();
+        assert!(fatal.contains("rediss is not supported"), "{fatal}");
+        assert!(handshake("hello").unwrap_err().contains("not JSON"));
+    }
+}

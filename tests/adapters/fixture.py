@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""A limiter process for ratelab's protocol tests, with no dependencies: a fixed window opened
+at each key's first request (SET NX PX, then INCRBY) on a real Redis, spoken to in RESP over one
+socket with the commands of concurrent checks pipelined. argv[1] picks how it behaves:
+
+  window          a correct adapter
+  crash-after N   answers N checks, then exits with status 3
+  garbage         answers the first check with a line that is not JSON
+  unknown-id      answers the first check with an id that was never sent
+  silent          never answers a check
+  fatal           says it cannot start
+  old-protocol    says it speaks protocol 0
+  no-handshake    exits before its handshake
+"""
+import asyncio
+import json
+import os
+import sys
+import urllib.parse
+
+
+def command(*args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+async def read_reply(reader):
+    line = (await reader.readline()).rstrip(b"\r\n")
+    kind, rest = line[:1], line[1:]
+    if kind == b"-":
+        raise RuntimeError(rest.decode())
+    if kind == b":":
+        return int(rest)
+    if kind == b"+":
+        return rest.decode()
+    if kind == b"$":
+        n = int(rest)
+        return None if n < 0 else (await reader.readexactly(n + 2))[:-2].decode()
+    raise RuntimeError("unexpected reply %r" % line)
+
+
+class Redis:
+    """One connection; replies arrive in the order commands were written."""
+
+    def __init__(self, reader, writer):
+        self.reader, self.writer, self.waiting = reader, writer, asyncio.Queue()
+        asyncio.get_running_loop().create_task(self.read())
+
+    async def read(self):
+        while True:
+            fut = await self.waiting.get()
+            try:
+                fut.set_result(await read_reply(self.reader))
+            except Exception as e:  # a dead server fails every waiting command
+                fut.set_exception(e)
+
+    def send(self, *args):
+        fut = asyncio.get_running_loop().create_future()
+        self.writer.write(command(*args))
+        self.waiting.put_nowait(fut)
+        return fut
+
+
+def say(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+async def main():
+    mode = sys.argv[1]
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    setup = json.loads(await reader.readline())
+    if mode == "no-handshake":
+        sys.exit(0)
+    if mode == "fatal":
+        say({"type": "fatal", "error": "this fixture was told to refuse"})
+        sys.exit(1)
+    url = urllib.parse.urlparse(setup["redis_url"])
+    r, w = await asyncio.open_connection(url.hostname, url.port)
+    redis = Redis(r, w)
+    if url.password:
+        await redis.send("AUTH", *([url.username] if url.username else []), url.password)
+    protocol = 0 if mode == "old-protocol" else 1
+    say({"type": "ready", "protocol": protocol, "adapter": "fixture", "library": "fixture",
+         "version": "1." + mode, "client": "raw RESP"})
+    limit, window_ms = setup["limit"], setup["window_ms"]
+    answered = 0
+
+    async def check(msg):
+        nonlocal answered
+        if mode == "silent":
+            return
+        if mode == "garbage":
+            sys.stdout.write("this is not json\n")
+            sys.stdout.flush()
+            return
+        if mode == "unknown-id":
+            say({"id": msg["id"] + 1000, "allowed": True})
+            return
+        try:
+            redis.send("SET", msg["key"], 0, "PX", window_ms, "NX")
+            count = await redis.send("INCRBY", msg["key"], msg["cost"])
+            say({"id": msg["id"], "allowed": count <= limit})
+        except Exception as e:
+            say({"id": msg["id"], "error": str(e)})
+        answered += 1
+        if mode.startswith("crash-after") and answered >= int(sys.argv[2]):
+            print("fixture: crashing as told", file=sys.stderr, flush=True)
+            os._exit(3)
+
+    tasks = set()
+    while line := await reader.readline():
+        task = loop.create_task(check(json.loads(line)))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    # stdin ended: ratelab is done (or gone). Finish what is in flight, briefly.
+    if tasks:
+        await asyncio.wait(tasks, timeout=1)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,330 @@
+//! Limiter processes (examples/adapters/PROTOCOL.md) against real servers: an adapter decides
+//! many checks in flight, and every way an adapter can break the protocol (crash, garbage, an
+//! unknown id, silence, a refusal, another protocol, no handshake, a missing program) is an error
+//! that says what it did, leaves no process behind and, in a run, writes nothing.
+
+mod common;
+
+use ratelab::limiter::custom::{self, Algorithm, ProcessCommand};
+use ratelab::limiter::process::{Process, Reach};
+use ratelab::limiter::{Check, Decide, LimitSpec, LimiterError};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::rc::Rc;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/adapters/{name}.toml"))
+}
+
+/// The fixture's command as its manifest says it.
+fn command(name: &str) -> ProcessCommand {
+    let limiter = custom::load(&fixture(name)).expect("the fixture's manifest loads");
+    limiter.process.expect("a process manifest")
+}
+
+fn spec(limit: u64) -> LimitSpec {
+    LimitSpec {
+        capacity: limit,
+        window_ms: 600_000,
+        ..LimitSpec::default()
+    }
+}
+
+fn reach(server: &ratelab::server::RedisServer, timeout_ms: u64) -> Reach {
+    Reach {
+        redis_url: server.endpoint().url(),
+        timeout_ms,
+    }
+}
+
+fn start(
+    name: &str,
+    server: &ratelab::server::RedisServer,
+    timeout_ms: u64,
+) -> Result<Rc<Process>, LimiterError> {
+    let reach = reach(server, timeout_ms);
+    Process::start(
+        name,
+        Algorithm::FixedWindow,
+        &command(name),
+        &spec(5),
+        &reach,
+    )
+    .map(Rc::new)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+/// Asks `n` checks on `key` at once; their outcomes in the order asked.
+fn ask_at_once(
+    process: &Rc<Process>,
+    key: &'static str,
+    n: usize,
+) -> Vec<Result<bool, LimiterError>> {
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime(), async {
+        let asks: Vec<_> = (0..n)
+            .map(|_| {
+                let process = process.clone();
+                tokio::task::spawn_local(async move {
+                    let attempt = process.decide(None, Check::one(key)).await;
+                    attempt.outcome.map(|d| d.allowed)
+                })
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for ask in asks {
+            outcomes.push(ask.await.expect("the check's task ends"));
+        }
+        outcomes
+    })
+}
+
+fn error_text(outcome: &Result<bool, LimiterError>) -> String {
+    match outcome {
+        Err(e) => e.to_string(),
+        Ok(allowed) => panic!("expected an error, the adapter decided {allowed}"),
+    }
+}
+
+/// Whether process `pid` still runs, a moment after it should have gone.
+fn gone(pid: u32) -> bool {
+    !common::pid_alive(pid)
+}
+
+#[test]
+fn an_adapter_decides_checks_in_flight_at_once_and_writes_under_the_key() {
+    let server = common::start_server();
+    let process = start("window", &server, 1_000).expect("the fixture starts");
+    assert_eq!(process.handshake.library, "fixture");
+    assert_eq!(process.handshake.version, "1.window");
+    let key = "ratelab:process-test:1:2:one";
+    let outcomes = ask_at_once(&process, key, 20);
+    let admitted = outcomes.iter().filter(|o| matches!(o, Ok(true))).count();
+    let failed: Vec<_> = outcomes.iter().filter(|o| o.is_err()).collect();
+    assert!(failed.is_empty(), "no check failed: {failed:?}");
+    assert_eq!(
+        admitted, 5,
+        "a fixed window of 5 admits 5 of 20 asked at once"
+    );
+    let mut con = server.endpoint().connection().unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut con).unwrap();
+    assert_eq!(
+        keys,
+        vec![key.to_string()],
+        "the adapter wrote the check's key only"
+    );
+    let pid = process.pid();
+    drop(process);
+    assert!(gone(pid), "closing its stdin ended the adapter");
+}
+
+#[test]
+fn an_adapter_that_breaks_the_protocol_is_named_with_what_it_did_and_is_gone() {
+    let server = common::start_server();
+    let key = "ratelab:process-test:1:2:k";
+    // Each breaks after its handshake: the checks say how, and the process is gone once dropped.
+    let cases = [
+        ("crash", 6, "exited (exit status: 3)"),
+        ("garbage", 2, "not an answer"),
+        ("unknown-id", 2, "which is not in flight"),
+        ("silent", 2, "no answer to check"),
+    ];
+    for (name, n, says) in cases {
+        let process = start(name, &server, 100).unwrap_or_else(|e| panic!("{name} starts: {e}"));
+        let pid = process.pid();
+        let outcomes = ask_at_once(&process, key, n);
+        let errors: Vec<String> = (outcomes.iter().filter(|o| o.is_err()))
+            .map(error_text)
+            .collect();
+        assert!(
+            !errors.is_empty(),
+            "{name}: some check failed: {outcomes:?}"
+        );
+        assert!(
+            errors
+                .iter()
+                .all(|e| e.contains(says) && e.contains(&format!("limiter process {name}"))),
+            "{name}: every failed check says `{says}`: {errors:?}"
+        );
+        if name == "crash" {
+            let decided = outcomes.iter().filter(|o| o.is_ok()).count();
+            assert_eq!(
+                decided, 3,
+                "the three checks answered before the crash stand"
+            );
+            assert!(
+                errors[0].contains("crashing as told"),
+                "its stderr is shown: {}",
+                errors[0]
+            );
+        }
+        drop(process);
+        assert!(gone(pid), "{name}: no adapter is left running");
+    }
+}
+
+#[test]
+fn an_adapter_that_cannot_start_is_named_with_why() {
+    let server = common::start_server();
+    let cases = [
+        (
+            "fatal",
+            "it could not start: this fixture was told to refuse",
+        ),
+        (
+            "old-protocol",
+            "it speaks protocol 0, this ratelab speaks 1",
+        ),
+        (
+            "no-handshake",
+            "closed its stdout before its handshake and exited (exit status: 0)",
+        ),
+    ];
+    for (name, says) in cases {
+        let error = start(name, &server, 100).expect_err(name).to_string();
+        assert!(error.contains(says), "{name}: `{says}` in: {error}");
+    }
+    let missing = ProcessCommand {
+        argv: vec!["ratelab-no-such-adapter".into()],
+        dir: ".".into(),
+    };
+    let error = Process::start(
+        "missing",
+        Algorithm::FixedWindow,
+        &missing,
+        &spec(5),
+        &reach(&server, 100),
+    )
+    .expect_err("a missing program");
+    assert!(
+        error.to_string().contains("not found (install it"),
+        "{error}"
+    );
+}
+
+fn ratelab(args: &[&str]) -> std::process::Output {
+    Command::new(common::ratelab_exe())
+        .args(args)
+        .env("CI", "1")
+        .output()
+        .expect("ratelab runs")
+}
+
+/// Processes running the fixture with `mode`.
+fn fixtures_running(mode: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    (entries.flatten())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains("fixture.py") && c.contains(mode))
+        .count()
+}
+
+#[test]
+fn race_runs_an_adapter_in_every_worker_and_names_its_library() {
+    let out = tempfile::tempdir().unwrap();
+    let window = fixture("window");
+    let run = ratelab(&[
+        "run",
+        "race",
+        "--profile",
+        "quick",
+        "--limiter",
+        window.to_str().unwrap(),
+        "--set",
+        "strategies=[\"lua-bucket\"]",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success(),
+        "race with a limiter process runs: {stderr}"
+    );
+    let limiters = std::fs::read_to_string(out.path().join("race/limiters.csv")).unwrap();
+    assert!(
+        limiters.contains("fixture 1.window (raw RESP)"),
+        "{limiters}"
+    );
+    assert!(limiters.contains(",process,"), "{limiters}");
+    let rows = std::fs::read_to_string(out.path().join("race/race.csv")).unwrap();
+    let header: Vec<&str> = rows.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let mine: Vec<Vec<&str>> = (rows.lines().skip(1))
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|r| r[col("strategy")] == "fixture-window")
+        .collect();
+    assert!(!mine.is_empty(), "race.csv has the adapter's rows");
+    for r in &mine {
+        // An atomic window opened at the first hit, longer than the run: exactly its limit.
+        assert_eq!(r[col("admitted")], r[col("limit")], "{r:?}");
+        assert_eq!(r[col("errors")], "0", "{r:?}");
+    }
+    assert_eq!(
+        fixtures_running("window"),
+        0,
+        "every worker's adapter is gone"
+    );
+}
+
+#[test]
+fn a_run_whose_adapter_crashes_stops_writing_nothing_and_leaves_no_process() {
+    let out = tempfile::tempdir().unwrap();
+    let crash = fixture("crash-mid");
+    let run = ratelab(&[
+        "run",
+        "race",
+        "--profile",
+        "quick",
+        "--limiter",
+        crash.to_str().unwrap(),
+        "--set",
+        "strategies=[\"lua-bucket\"]",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "the run fails");
+    assert!(
+        stderr.contains("limiter process fixture-crash-mid"),
+        "{stderr}"
+    );
+    assert!(
+        !out.path().join("race").exists(),
+        "nothing partial is written"
+    );
+    assert_eq!(
+        fixtures_running("crash-after"),
+        0,
+        "no adapter is left running"
+    );
+}
+
+#[test]
+fn an_experiment_that_asks_on_its_own_connections_refuses_a_process() {
+    let out = tempfile::tempdir().unwrap();
+    let window = fixture("window");
+    let run = ratelab(&[
+        "run",
+        "cost",
+        "--limiter",
+        window.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success());
+    assert!(
+        stderr.contains("cannot run limiter process fixture-window"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("these can: race"), "{stderr}");
+}
