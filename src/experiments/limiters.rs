@@ -176,10 +176,18 @@ pub fn farthest<R>(
 
 /// The verdict table, one row per custom limiter, one column per aspect in first-seen order;
 /// empty when no experiment ran a custom limiter.
-pub fn table(verdicts: &[Verdict]) -> String {
+pub fn table(verdicts: &[Verdict], recorded: &[LimiterRow]) -> String {
     if verdicts.is_empty() {
         return String::new();
     }
+    // What each limiter is: its script and invocation, or the library its adapter runs.
+    let what = |l: &str| {
+        let row = recorded.iter().find(|r| r.strategy.name() == l);
+        row.map_or(String::new(), |r| match r.library.is_empty() {
+            true => format!("script `{}` ({})", r.script, r.invocation),
+            false => format!("process: {}", r.library),
+        })
+    };
     let mut limiters: Vec<&str> = Vec::new();
     let mut aspects: Vec<&str> = Vec::new();
     for v in verdicts {
@@ -193,16 +201,16 @@ pub fn table(verdicts: &[Verdict]) -> String {
     let mut out = String::from(
         "\n## Custom limiters\n\nEach `--limiter` beside the built-in strategies, from this run's CSVs \
          (the experiments' sections show the runs). Ratios are admitted over what an exact limiter \
-         could admit.\n\n| limiter |",
+         could admit.\n\n| limiter | what it is |",
     );
     for a in &aspects {
         let _ = write!(out, " {a} |");
     }
-    out.push_str("\n|---|");
+    out.push_str("\n|---|---|");
     out.push_str(&"---|".repeat(aspects.len()));
     out.push('\n');
     for l in &limiters {
-        let _ = write!(out, "| {l} |");
+        let _ = write!(out, "| {l} | {} |", what(l));
         for a in &aspects {
             let cell = (verdicts.iter())
                 .find(|v| v.limiter == *l && v.aspect == *a)

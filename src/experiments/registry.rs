@@ -200,7 +200,12 @@ pub fn write_report(
         .filter(|e| e.takes_limiters())
         .flat_map(|e| e.verdicts(&results_dir.join(e.id())).unwrap_or_default())
         .collect();
-    crate::analysis::write_report_with(results_dir, &sections, &limiters::table(&verdicts))
+    let recorded: Vec<limiters::LimiterRow> = (ALL.iter())
+        .filter(|e| e.takes_limiters())
+        .flat_map(|e| limiters::recorded(&results_dir.join(e.id())).unwrap_or_default())
+        .collect();
+    let table = limiters::table(&verdicts, &recorded);
+    crate::analysis::write_report_with(results_dir, &sections, &table)
 }
 
 #[cfg(test)]

@@ -41,6 +41,7 @@ impl Definition for Atomic {
     const TOML: &'static str = include_str!("../../../experiments/atomic.toml");
     type Params = Params;
     const TAKES_LIMITERS: bool = true;
+    const TAKES_PROCESSES: bool = true;
     const VERDICTS: Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;

@@ -34,6 +34,7 @@ impl Definition for Latency {
     const TOML: &'static str = include_str!("../../../experiments/latency.toml");
     type Params = Params;
     const TAKES_LIMITERS: bool = true;
+    const TAKES_PROCESSES: bool = true;
     const VERDICTS: Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;

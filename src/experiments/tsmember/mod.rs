@@ -40,6 +40,7 @@ impl Definition for Tsmember {
     const TOML: &'static str = include_str!("../../../experiments/tsmember.toml");
     type Params = Params;
     const TAKES_LIMITERS: bool = true;
+    const TAKES_PROCESSES: bool = true;
     const VERDICTS: Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;

@@ -43,6 +43,7 @@ impl Definition for WindowEdge {
     const TOML: &'static str = include_str!("../../../experiments/window-edge.toml");
     type Params = Params;
     const TAKES_LIMITERS: bool = true;
+    const TAKES_PROCESSES: bool = true;
     const VERDICTS: Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;
