@@ -260,15 +260,38 @@ mod tests {
             aspect,
             value: value.into(),
         };
-        let text = table(&[
-            v("a", "race", "1.00"),
-            v("b", "race", "10.0"),
-            v("a", "edge", "2.0"),
-        ]);
-        assert!(text.contains("| limiter | race | edge |"), "{text}");
-        assert!(text.contains("| a | 1.00 | 2.0 |"), "{text}");
-        assert!(text.contains("| b | 10.0 | not run |"), "{text}");
-        assert_eq!(table(&[]), "");
+        let process = LimiterRow {
+            strategy: Strategy::Custom(crate::limiter::custom::CustomName::recorded("b").unwrap()),
+            algorithm: Algorithm::FixedWindow,
+            reference: Strategy::LuaWindow,
+            manifest: "b.toml".into(),
+            script: "node adapter.js".into(),
+            invocation: "process".into(),
+            library: "lib 1.2.3 (client 4.5)".into(),
+            anchor: "first-hit".into(),
+            caller_clock: false,
+            probe_calls: 6,
+            probe_admitted: 5,
+            probe_limit: 5,
+        };
+        let text = table(
+            &[
+                v("a", "race", "1.00"),
+                v("b", "race", "10.0"),
+                v("a", "edge", "2.0"),
+            ],
+            &[process],
+        );
+        assert!(
+            text.contains("| limiter | what it is | race | edge |"),
+            "{text}"
+        );
+        assert!(text.contains("| a |  | 1.00 | 2.0 |"), "{text}");
+        assert!(
+            text.contains("| b | process: lib 1.2.3 (client 4.5) | 10.0 | not run |"),
+            "{text}"
+        );
+        assert_eq!(table(&[], &[]), "");
     }
 
     #[test]
