@@ -362,8 +362,10 @@ fn spawn(command: &ProcessCommand) -> Result<Child, String> {
     };
     let dir = std::path::Path::new(&command.dir);
     // A program named with a slash is the manifest's own file; a bare name is looked up on PATH.
+    // Absolute, because a relative one would be resolved again from the child's working directory.
     let path = match program.contains('/') {
-        true => dir.join(program),
+        true => std::path::absolute(dir.join(program))
+            .map_err(|e| format!("cannot find `{program}`: {e}"))?,
         false => std::path::PathBuf::from(program),
     };
     let mut cmd = Command::new(&path);
