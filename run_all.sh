@@ -63,6 +63,16 @@ ensure_validators() {
     return "$failed"
 }
 
+# The limiter adapters' own packages (examples/adapters/*: npm ci, a pip venv), each into its folder.
+ensure_adapters() {
+    scripts/adapters.sh || {
+        echo "run_all: ================================================================"
+        echo "run_all: COULD NOT INSTALL THE LIMITER ADAPTERS (above): tests/adapters.rs WILL FAIL."
+        echo "run_all: ================================================================"
+        return 1
+    } >&2
+}
+
 # The test suite. With cargo-nextest (the machine image has it) every test is its own process, two
 # run at a time on 2 cores and the quick profile of every experiment, the longest, starts first
 # (.config/nextest.toml); --all-targets runs the criterion benches once each in test mode as well.
@@ -74,6 +84,8 @@ run_tests() {
     export FRICTIONLESS="$PWD/$root/frictionless/bin/frictionless" CFFCONVERT="$PWD/$root/cffconvert/bin/cffconvert"
     ensure_validators &
     local validators=$!
+    ensure_adapters &
+    local adapters=$!
     local runner=(cargo test --all-targets)
     if cargo nextest --version >/dev/null 2>&1; then
         runner=(cargo nextest run --all-targets --no-fail-fast)
@@ -83,6 +95,7 @@ run_tests() {
     local built=0
     cargo test --all-targets --no-run || built=$?
     wait "$validators" || echo "run_all: a validator is missing (see above): its test will fail" >&2
+    wait "$adapters" || echo "run_all: an adapter is not installed (see above): its test will fail" >&2
     [ "$built" -eq 0 ] || exit "$built"
     "${runner[@]}" "$@"
 }
@@ -104,6 +117,8 @@ if [ "$mode" = test ]; then
     exit 0
 fi
 
+# Only what `--limiter examples/adapters/...` needs; a run without it does not use them.
+ensure_adapters || true
 if [ -n "${RATELAB_BIN:-}" ]; then
     ratelab=$RATELAB_BIN
 else

@@ -28,8 +28,8 @@ pub enum Command {
         /// Override a parameter: --set name=value (repeatable).
         #[arg(long = "set", value_name = "NAME=VALUE")]
         sets: Vec<String>,
-        /// Run your own Lua limiter beside the built-in strategies: a manifest (TOML) beside
-        /// its .lua file, see examples/limiters/ (repeatable).
+        /// Run your own limiter beside the built-in strategies: a manifest (TOML) beside its .lua
+        /// file (examples/limiters/), or a library's adapter process (examples/adapters/) (repeatable).
         #[arg(long = "limiter", value_name = "MANIFEST")]
         limiters: Vec<PathBuf>,
     },

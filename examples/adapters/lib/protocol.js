@@ -1,0 +1,95 @@
+// ratelab's limiter process protocol, version 1 (PROTOCOL.md), for the Node adapters here: it reads
+// the setup line, lets the adapter connect its library, writes the handshake, answers every check as
+// its promise settles (many in flight, in any order) and exits when ratelab closes stdin.
+'use strict';
+
+const fs = require('node:fs');
+const path = require('node:path');
+const readline = require('node:readline');
+
+function say(message) {
+  process.stdout.write(JSON.stringify(message) + '\n');
+}
+
+function text(err) {
+  return String((err && err.message) || err || 'unknown error');
+}
+
+// What kind of failure a client's error is: Redis answered with an error, the client gave up waiting,
+// or (the default) the connection failed or is not ready.
+function errorKind(err) {
+  const name = String((err && (err.name || (err.constructor && err.constructor.name))) || '');
+  if (/ReplyError|ErrorReply/.test(name)) return 'reply';
+  if (/timed? ?out|timeout/i.test(`${name} ${text(err)}`)) return 'timeout';
+  return 'connection';
+}
+
+// The version of a package as installed beside the adapter (not as remembered).
+function installedVersion(dir, pkg) {
+  const manifest = path.join(dir, 'node_modules', pkg, 'package.json');
+  return JSON.parse(fs.readFileSync(manifest, 'utf8')).version;
+}
+
+// Rejects after `ms` with a timeout: a budget around one check, as a middleware gives it.
+function within(ms, promise) {
+  let timer;
+  const expired = new Promise((_, reject) => {
+    const timeout = Object.assign(new Error(`check timed out after ${ms} ms`), { name: 'Timeout' });
+    timer = setTimeout(() => reject(timeout), ms);
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+}
+
+function answer(limiter, line) {
+  let check;
+  try {
+    check = JSON.parse(line);
+  } catch (err) {
+    process.stderr.write(`not a check: ${line.slice(0, 120)}\n`);
+    return;
+  }
+  Promise.resolve()
+    .then(() => limiter.check(check.key, check.cost === undefined ? 1 : check.cost))
+    .then(
+      (decision) => say({ id: check.id, ...decision }),
+      (err) => say({ id: check.id, error: text(err), kind: errorKind(err) }),
+    );
+}
+
+async function begin(adapter, start, line) {
+  const setup = JSON.parse(line);
+  if (setup.type !== 'setup' || setup.protocol !== 1) {
+    throw new Error(`expected a protocol 1 setup line, got: ${line.slice(0, 120)}`);
+  }
+  const limiter = await start(setup);
+  const { library, version, client } = limiter;
+  say({ type: 'ready', protocol: 1, adapter, library, version, client });
+  return limiter;
+}
+
+// Runs an adapter. `start(setup)` connects and resolves to
+// { library, version, client, check(key, cost) -> Promise<{allowed, remaining?, retry_after_ms?}>, close() }.
+function serve(adapter, start) {
+  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+  let ready = null;
+  lines.on('line', (line) => {
+    if (ready === null) {
+      ready = begin(adapter, start, line).catch((err) => {
+        say({ type: 'fatal', error: text(err) });
+        process.exit(1);
+      });
+      return;
+    }
+    ready.then((limiter) => answer(limiter, line));
+  });
+  // ratelab closed stdin (the run is over, or ratelab is gone): close the client and leave.
+  lines.on('close', () => {
+    setTimeout(() => process.exit(0), 1000).unref();
+    Promise.resolve(ready)
+      .then((limiter) => limiter && limiter.close && limiter.close())
+      .catch(() => {})
+      .finally(() => process.exit(0));
+  });
+}
+
+module.exports = { serve, installedVersion, within };

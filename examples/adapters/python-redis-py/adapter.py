@@ -1,0 +1,77 @@
+"""A small limiter of our own in Python on redis-py's asyncio client: it shows ratelab's limiter
+process protocol (PROTOCOL.md) is not Node-specific. A fixed window opened by each key's first hit,
+in one MULTI: INCRBY the cost, PEXPIRE ... NX (Redis >= 7.0), and the request passes while the count
+INCRBY returned is within the limit: INCRBY returns the post-increment value atomically, so no
+decision reads a stale count. Denied requests count too, as in most INCR limiters.
+"""
+import asyncio
+import importlib.metadata
+import json
+import sys
+
+import redis.asyncio as redis
+
+
+def say(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def kind(err):
+    if isinstance(err, redis.ResponseError):
+        return "reply"
+    if isinstance(err, (redis.TimeoutError, asyncio.TimeoutError)):
+        return "timeout"
+    return "connection"
+
+
+async def decide(client, setup, check):
+    cost = check.get("cost", 1)
+    async with client.pipeline(transaction=True) as tx:
+        tx.incrby(check["key"], cost)
+        tx.pexpire(check["key"], setup["window_ms"], nx=True)
+        count, _ = await tx.execute()
+    return {"allowed": count <= setup["limit"], "remaining": max(0, setup["limit"] - count)}
+
+
+async def answer(client, setup, check):
+    try:
+        say({"id": check["id"], **await decide(client, setup, check)})
+    except Exception as err:  # the client failed: no decision was made
+        say({"id": check["id"], "error": str(err) or type(err).__name__, "kind": kind(err)})
+
+
+async def lines():
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 20)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    while line := await reader.readline():
+        yield line
+
+
+async def main():
+    stream = lines()
+    setup = json.loads(await anext(stream))
+    if setup.get("type") != "setup" or setup.get("protocol") != 1:
+        say({"type": "fatal", "error": "expected a protocol 1 setup line"})
+        return
+    timeout = setup["timeout_ms"] / 1000
+    client = redis.Redis.from_url(setup["redis_url"], socket_timeout=timeout, socket_connect_timeout=timeout)
+    try:
+        await client.ping()
+    except Exception as err:
+        say({"type": "fatal", "error": f"cannot reach Redis: {err}"})
+        return
+    version = importlib.metadata.version("redis")
+    say({"type": "ready", "protocol": 1, "adapter": "python-redis-py", "library": "ratelab's python window",
+         "version": "1", "client": f"redis-py {version}"})
+    tasks = set()
+    async for line in stream:
+        task = asyncio.create_task(answer(client, setup, json.loads(line)))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    await client.aclose()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,66 @@
+// Seed 000's Express middleware as an adapter, on the seed's own client: node-redis with its offline
+// queue disabled ("what makes a dead Redis fail fast") and a budget of the run's timeout around every
+// check ("RedisStore gives every check a 250 ms budget"); on a failure it answers an error and the
+// experiment's fail-open or fail-closed reading applies. argv[2] picks the limiter:
+//   lua    the token bucket decided in one script with Redis's TIME (ratelab's
+//          src/limiter/lua/token_bucket.lua, the seed's script: the two runs differ only in the client),
+//          EVALSHA with EVAL on NOSCRIPT, so a restarted Redis gets the script again;
+//   naive  the seed's naiveCheck: HMGET the tokens, decide in JavaScript, HSET them back.
+'use strict';
+
+const fs = require('node:fs');
+const path = require('node:path');
+const { createHash } = require('node:crypto');
+const { createClient } = require('redis');
+const { serve, installedVersion, within } = require('../lib/protocol');
+
+const BUCKET = fs.readFileSync(path.join(__dirname, '../../../src/limiter/lua/token_bucket.lua'), 'utf8');
+const BUCKET_SHA = createHash('sha1').update(BUCKET).digest('hex');
+
+// The bucket's expiry as ratelab's own callers derive it: one refill of the whole bucket and a second.
+function bucketTtlMs(setup) {
+  return setup.refill_per_s > 0 ? Math.ceil((setup.limit / setup.refill_per_s) * 1000) + 1000 : 600000;
+}
+
+async function luaCheck(client, setup, key, cost) {
+  const options = {
+    keys: [key],
+    arguments: [String(setup.limit), String(setup.refill_per_s), String(cost), String(bucketTtlMs(setup))],
+  };
+  let reply;
+  try {
+    reply = await client.evalSha(BUCKET_SHA, options);
+  } catch (err) {
+    if (!/^NOSCRIPT/.test(String(err.message))) throw err;
+    reply = await client.eval(BUCKET, options);
+  }
+  const [allowed, remaining, retry] = reply.map(Number);
+  return allowed === 1 ? { allowed: true, remaining } : { allowed: false, remaining, retry_after_ms: retry };
+}
+
+// The seed's naiveCheck, with the run's capacity for K and the check's cost for its 1.
+async function naiveCheck(client, setup, key, cost) {
+  const [tokens] = await client.hmGet(key, ['tokens']);
+  const t = tokens === null ? setup.limit : Number(tokens);
+  if (t < cost) return { allowed: false, remaining: t };
+  await client.hSet(key, { tokens: String(t - cost) });
+  return { allowed: true, remaining: t - cost };
+}
+
+const limiters = { lua: luaCheck, naive: naiveCheck };
+const mode = process.argv[2];
+
+serve(`seed000 ${mode}`, async (setup) => {
+  const decide = limiters[mode];
+  if (!decide) throw new Error(`argv[2] must be lua or naive, not ${mode}`);
+  const client = createClient({ url: setup.redis_url, disableOfflineQueue: true });
+  client.on('error', (err) => process.stderr.write(`node-redis: ${err.message}\n`));
+  await client.connect();
+  return {
+    library: 'seed 000 middleware',
+    version: mode,
+    client: `node-redis ${installedVersion(__dirname, 'redis')}`,
+    check: (key, cost) => within(setup.timeout_ms, decide(client, setup, key, cost)),
+    close: () => client.close(),
+  };
+});
