@@ -56,7 +56,12 @@ async def main():
         say({"type": "fatal", "error": "expected a protocol 1 setup line"})
         return
     timeout = setup["timeout_ms"] / 1000
-    client = redis.Redis.from_url(setup["redis_url"], socket_timeout=timeout, socket_connect_timeout=timeout)
+    # At most 32 connections; a check waits for a free one (up to the run's timeout) rather than
+    # opening one per check in flight.
+    pool = redis.BlockingConnectionPool.from_url(
+        setup["redis_url"], max_connections=32, timeout=timeout, socket_timeout=timeout, socket_connect_timeout=timeout
+    )
+    client = redis.Redis(connection_pool=pool)
     try:
         await client.ping()
     except Exception as err:

@@ -3,6 +3,7 @@
 use super::{Params, RaceRow, TraceRow};
 use super::{RACE, TRACE};
 use crate::experiments::{Concurrency, ExperimentError, Phase, Session};
+use crate::limiter::custom::Algorithm;
 use crate::limiter::{unix_ms, LimitSpec, LogVariant, Strategy};
 use crate::load::{run_closed_loop, WorkerSpec};
 use crate::record::MonitorCapture;
@@ -10,11 +11,12 @@ use crate::record::MonitorCapture;
 /// Runs every trial, then the trace.
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut rows = RACE.create(&s.run.staging)?;
-    // Custom limiters run the matrix beside the built-in ones (seed 001's burst is about windows
-    // a client decides on, the trace about the naive bucket).
+    // Custom limiters run the matrix beside the built-in ones, and the fixed windows seed 001's
+    // burst too (the trace is about the naive bucket).
     let strategies = s.with_limiters(&p.strategies);
+    let burst = burst_strategies(s, p);
     let matrix_trials = p.trials as u64 * (p.configs.len() * strategies.len()) as u64;
-    let burst_trials = p.trials as u64 * p.seed001_strategies.len() as u64;
+    let burst_trials = p.trials as u64 * burst.len() as u64;
     let bar = s.progress(matrix_trials + burst_trials + 1);
 
     for trial in 0..p.trials {
@@ -31,7 +33,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                 bar.inc(1);
             }
         }
-        for &strategy in &p.seed001_strategies {
+        for &strategy in &burst {
             let config = Concurrency {
                 processes: 1,
                 in_flight: p.seed001_hits as usize,
@@ -52,6 +54,18 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     rows.write(&trace_row)?;
     bar.finish_and_clear();
     Ok(())
+}
+
+/// Seed 001's burst: its window limiters, and every custom fixed window (a library's, or the seed's
+/// own middleware through its adapter) asked the same question beside them.
+fn burst_strategies(s: &Session, p: &Params) -> Vec<Strategy> {
+    let windows = s.with_limiters(&[]).into_iter().filter(|l| match l {
+        Strategy::Custom(name) => name.algorithm() == Some(Algorithm::FixedWindow),
+        _ => false,
+    });
+    let mut all = p.seed001_strategies.clone();
+    all.extend(windows);
+    all
 }
 
 /// One trial's setup.

@@ -23,23 +23,31 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
     Ok(summary_table(&RACE.read(dir)?, &keys, &stats))
 }
 
-/// Exactness under concurrency: each custom limiter's configuration of the matrix farthest from
-/// the limit, either way (refill 0, one window per trial: an exact limiter admits the limit).
+/// Exactness under concurrency: each custom limiter's trial farthest from the limit, either way
+/// (refill 0, one window per trial: an exact limiter admits the limit), in the matrix and in seed
+/// 001's burst (fixed windows).
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     let rows: Vec<RaceRow> = RACE.read(dir)?;
     let mut out = Vec::new();
     for l in limiters::recorded(dir)? {
-        let mine = |r: &RaceRow| r.strategy == l.strategy && r.scenario == "matrix";
-        let exact = |r: &RaceRow| (r.admitted as f64, Exact::limit(r.limit, r.checks));
-        let Some((worst, admitted, bound)) = limiters::farthest(&rows, mine, exact) else {
-            continue;
-        };
-        let value = limiters::judged(admitted, bound);
-        out.push(Verdict {
-            limiter: l.strategy.to_string(),
-            aspect: "race: admitted / exact",
-            value: format!("{value} at {}x{}", worst.processes, worst.in_flight),
-        });
+        let scenarios = [
+            ("matrix", "race: admitted / exact"),
+            ("seed001", "seed 001 burst: admitted / exact"),
+        ];
+        for (scenario, aspect) in scenarios {
+            let mine = |r: &RaceRow| r.strategy == l.strategy && r.scenario == scenario;
+            let exact = |r: &RaceRow| (r.admitted as f64, Exact::limit(r.limit, r.checks));
+            let Some((worst, admitted, bound)) = limiters::farthest(&rows, mine, exact) else {
+                continue;
+            };
+            let value = limiters::judged(admitted, bound);
+            let at = format!("{}x{}", worst.processes, worst.in_flight);
+            out.push(Verdict {
+                limiter: l.strategy.to_string(),
+                aspect,
+                value: format!("{value} at {at}"),
+            });
+        }
     }
     Ok(out)
 }
