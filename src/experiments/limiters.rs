@@ -46,6 +46,14 @@ pub struct LimiterRow {
     pub probe_limit: u64,
 }
 
+impl LimiterRow {
+    /// Whether it is the do-nothing adapter (its handshake names the library `noop`): its latency
+    /// is what the process boundary alone costs, beside any library's in the same run.
+    pub fn is_boundary(&self) -> bool {
+        self.invocation == "process" && self.library.split(' ').next() == Some("noop")
+    }
+}
+
 /// The custom limiters recorded in an experiment's directory (none if it ran none).
 pub fn recorded(dir: &Path) -> Result<Vec<LimiterRow>, AnalysisError> {
     let path = dir.join(LIMITERS_CSV);
@@ -292,6 +300,28 @@ mod tests {
             "{text}"
         );
         assert_eq!(table(&[], &[]), "");
+    }
+
+    #[test]
+    fn only_the_noop_adapter_measures_the_boundary() {
+        let row = |invocation: &str, library: &str| LimiterRow {
+            strategy: Strategy::Custom(crate::limiter::custom::CustomName::recorded("x").unwrap()),
+            algorithm: Algorithm::FixedWindow,
+            reference: Strategy::LuaWindow,
+            manifest: "x.toml".into(),
+            script: "node adapter.js".into(),
+            invocation: invocation.into(),
+            library: library.into(),
+            anchor: "first-hit".into(),
+            caller_clock: false,
+            probe_calls: 6,
+            probe_admitted: 5,
+            probe_limit: 5,
+        };
+        assert!(row("process", "noop 1 (node 20.20.2)").is_boundary());
+        assert!(!row("process", "noopish 1 (ioredis 6)").is_boundary());
+        assert!(!row("process", "rate-limiter-flexible 11.4.0 (ioredis 6.1.0)").is_boundary());
+        assert!(!row("evalsha-eval", "").is_boundary());
     }
 
     #[test]

@@ -21,16 +21,29 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
     Ok(summary_table(&LATENCY.read(dir)?, &keys, &stats))
 }
 
-/// The median latency of one check of each custom limiter against its reference strategy's.
+/// The median latency of one check of each custom limiter against its reference strategy's; a
+/// limiter process's beside the do-nothing adapter's, when it ran too: what the boundary costs.
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     let rows = LATENCY.read(dir)?;
+    let recorded = limiters::recorded(dir)?;
+    let of = |s| limiters::mean_of(&rows, |r| r.strategy == s, |r| r.p50_us);
+    let boundary = recorded
+        .iter()
+        .find(|l| l.is_boundary())
+        .and_then(|l| of(l.strategy));
     let mut out = Vec::new();
-    for l in limiters::recorded(dir)? {
-        let of = |s| limiters::mean_of(&rows, |r| r.strategy == s, |r| r.p50_us);
+    for l in &recorded {
+        let mut value =
+            limiters::against_reference(of(l.strategy), of(l.reference), l.reference, "µs");
+        if let Some(noop) = boundary.filter(|_| l.invocation == "process" && !l.is_boundary()) {
+            value.push_str(&format!(
+                "; the process boundary alone (noop): {noop:.2} µs"
+            ));
+        }
         out.push(Verdict {
             limiter: l.strategy.to_string(),
             aspect: "latency p50 vs reference",
-            value: limiters::against_reference(of(l.strategy), of(l.reference), l.reference, "µs"),
+            value,
         });
     }
     Ok(out)
