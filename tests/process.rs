@@ -328,3 +328,74 @@ fn an_experiment_that_asks_on_its_own_connections_refuses_a_process() {
     );
     assert!(stderr.contains("these can: race"), "{stderr}");
 }
+
+/// survival_custom.csv's rows of `name`: (event, first outcome, recovered ms).
+fn survival_rows(csv: &str, name: &str) -> Vec<(String, String, String)> {
+    let header: Vec<&str> = csv.lines().next().unwrap_or_default().split(',').collect();
+    let col = |c: &str| {
+        header
+            .iter()
+            .position(|h| *h == c)
+            .unwrap_or_else(|| panic!("{c}"))
+    };
+    (csv.lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>()))
+    .filter(|r| r[col("strategy")] == name)
+    .map(|r| {
+        let text = |c: &str| r[col(c)].to_string();
+        (text("event"), text("first_outcome"), text("recovered_ms"))
+    })
+    .collect()
+}
+
+#[test]
+fn scripts_survival_restarts_an_adapters_server_and_times_its_reconnect() {
+    let out = tempfile::tempdir().unwrap();
+    let window = fixture("window");
+    let run = ratelab(&[
+        "run",
+        "scripts",
+        "--profile",
+        "quick",
+        "--limiter",
+        window.to_str().unwrap(),
+        "--set",
+        "modes=[\"evalsha\"]",
+        "--set",
+        "runs=1",
+        "--set",
+        "flush_modes=[\"evalsha\"]",
+        "--set",
+        "survival_modes=[\"evalsha\"]",
+        "--set",
+        "events=[\"restart-no-persistence\", \"promoted\", \"script-flush\"]",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success(),
+        "scripts with a limiter process runs: {stderr}"
+    );
+    let csv = std::fs::read_to_string(out.path().join("scripts/survival_custom.csv")).unwrap();
+    let rows = survival_rows(&csv, "fixture-window");
+    let event = |name: &str| rows.iter().find(|r| r.0 == name);
+    // The restart closed the fixture's one connection: its first check fails, and the check after
+    // its reconnect decides again.
+    let restart = event("restart-no-persistence").expect("the restart row");
+    assert_eq!(restart.1, "error", "{rows:?}");
+    let recovered: f64 = restart
+        .2
+        .parse()
+        .unwrap_or_else(|_| panic!("a recovery time: {rows:?}"));
+    assert!(recovered > 0.0, "{rows:?}");
+    // A script flush does not touch a limiter that sends plain commands.
+    let flush = event("script-flush").expect("the flush row");
+    assert_eq!((flush.1.as_str(), flush.2.as_str()), ("ok", ""), "{rows:?}");
+    // A promotion moves the call to a server the adapter was not given: not asked, and said so.
+    assert!(event("promoted").is_none(), "{rows:?}");
+    let meta = std::fs::read_to_string(out.path().join("scripts/meta.json")).unwrap();
+    assert!(meta.contains("it was not asked after promoted"), "{meta}");
+    assert_eq!(fixtures_running("window"), 0, "the adapters are gone");
+}

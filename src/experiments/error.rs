@@ -52,6 +52,8 @@ pub enum PhaseError {
     Record(#[from] RecordError),
     #[error(transparent)]
     Redis(#[from] redis::RedisError),
+    #[error(transparent)]
+    Limiter(#[from] crate::limiter::LimiterError),
     #[error("{0}")]
     Invalid(String),
     #[error(transparent)]

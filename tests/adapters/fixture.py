@@ -81,10 +81,16 @@ async def main():
         say({"type": "fatal", "error": "this fixture was told to refuse"})
         sys.exit(1)
     url = urllib.parse.urlparse(setup["redis_url"])
-    r, w = await asyncio.open_connection(url.hostname, url.port)
-    redis = Redis(r, w)
-    if url.password:
-        await redis.send("AUTH", *([url.username] if url.username else []), url.password)
+
+    async def connect():
+        r, w = await asyncio.open_connection(url.hostname, url.port)
+        connected = Redis(r, w)
+        if url.password:
+            await connected.send("AUTH", *([url.username] if url.username else []), url.password)
+        return connected
+
+    # The connection checks use: replaced, like a client's reconnect, when the server closed it.
+    current = {"redis": await connect()}
     protocol = 0 if mode == "old-protocol" else 1
     say({"type": "ready", "protocol": protocol, "adapter": "fixture", "library": "fixture",
          "version": "1." + mode, "client": "raw RESP"})
@@ -102,12 +108,18 @@ async def main():
         if mode == "unknown-id":
             say({"id": msg["id"] + 1000, "allowed": True})
             return
+        redis = current["redis"]
         try:
             redis.send("SET", msg["key"], 0, "PX", window_ms, "NX")
             count = await redis.send("INCRBY", msg["key"], msg["cost"])
             say({"id": msg["id"], "allowed": count <= limit})
         except Exception as e:
-            say({"id": msg["id"], "error": str(e)})
+            say({"id": msg["id"], "error": str(e) or "connection lost"})
+            if redis.reader.at_eof() and current["redis"] is redis:
+                try:
+                    current["redis"] = await connect()
+                except OSError:
+                    pass  # still down: the next failed check tries again
         answered += 1
         if mode.startswith("crash-after") and answered >= int(sys.argv[2]):
             print("fixture: crashing as told", file=sys.stderr, flush=True)

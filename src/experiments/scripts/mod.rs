@@ -59,6 +59,8 @@ impl Definition for Scripts {
         Some("its replicas and restarted servers are started without TLS");
     type Params = Params;
     const TAKES_LIMITERS: bool = true;
+    /// A limiter process goes through the survival events that keep its server (restarts, flushes).
+    const TAKES_PROCESSES: bool = true;
     const VERDICTS: Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;

@@ -56,10 +56,11 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
             ("event", |r| csv_text(&r.event)),
             ("outcome", |r| r.first_outcome.clone()),
         ];
-        let stats: [Stat<CustomSurvivalRow>; 3] = [
+        let stats: [Stat<CustomSurvivalRow>; 4] = [
             ("ok", |r| Some(f64::from(r.ok))),
             ("NOSCRIPT on the way", |r| Some(f64::from(r.noscript))),
             ("round trips", |r| Some(f64::from(r.round_trips))),
+            ("decides again after ms", |r| r.recovered_ms),
         ];
         out.push_str(&summary_table(&CUSTOM_SURVIVAL.read(dir)?, &keys, &stats));
     }
@@ -90,7 +91,7 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         };
         let failed = names(&|r| r.ok == 0);
         let reloaded = names(&|r| r.ok == 1 && r.noscript == 1);
-        let mode = mine[0].mode;
+        let mode = &mine[0].mode;
         let survived = mine.len() - failed.len();
         let mut value = format!("{mode}: survives {survived} of {} events", mine.len());
         if !failed.is_empty() {
@@ -98,6 +99,18 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         }
         if !reloaded.is_empty() {
             value.push_str(&format!("; reloaded after {}", reloaded.join(", ")));
+        }
+        let recovered: Vec<String> = (mine.iter())
+            .filter_map(|r| {
+                r.recovered_ms
+                    .map(|ms| format!("{} in {ms:.0} ms", csv_text(&r.event)))
+            })
+            .collect();
+        if !recovered.is_empty() {
+            value.push_str(&format!(
+                "; decides again by itself after {}",
+                recovered.join(", ")
+            ));
         }
         out.push(Verdict {
             limiter: l.strategy.to_string(),

@@ -143,8 +143,9 @@ pub struct SurvivalRow {
 pub struct CustomSurvivalRow {
     /// The manifest's name.
     pub strategy: crate::limiter::Strategy,
-    /// Its invocation: evalsha-eval (mode evalsha) or fcall-load (mode fcall).
-    pub mode: Invocation,
+    /// Its invocation: evalsha-eval (mode evalsha) or fcall-load (mode fcall); `process` for a
+    /// limiter process, which invokes whatever its library does.
+    pub mode: String,
     /// What happened to the server between loading the script and the first call.
     pub event: Event,
     /// Which server the first call went to: primary, replica, promoted replica.
@@ -161,6 +162,11 @@ pub struct CustomSurvivalRow {
     pub round_trips: u32,
     /// Its latency, µs: every round trip, on a connection opened beforehand.
     pub first_call_us: f64,
+    /// A limiter process whose first check failed: ms from the event's end to its library's first
+    /// decision, asking again every 50 ms (empty: the first check decided, no decision within 10 s,
+    /// or a script, whose every call after the event goes as its first).
+    #[serde(default)]
+    pub recovered_ms: Option<f64>,
 }
 
 #[cfg(test)]

@@ -6,11 +6,13 @@ use super::bucket::{bucket, bucket_script, libraries, load_scripts, script_exist
 use super::rows::{CustomSurvivalRow, Event, SurvivalRow, CUSTOM_SURVIVAL, SURVIVAL};
 use super::Params;
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
-use crate::limiter::{Attempt, Invocation, Limiter, LimiterError, Strategy};
+use crate::limiter::{
+    Attempt, Check, Decide, Decider, Invocation, Limiter, LimiterError, Strategy,
+};
 use crate::load::ClientTimeouts;
 use crate::server::{self, Deployment, Persistence, RedisServer, Topology, ADMIN_TIMEOUT};
 use redis::{ErrorKind, ServerErrorKind};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The one bucket every case checks (each case has servers of its own).
 const KEY: &str = "ratelab:scripts:survival";
@@ -34,7 +36,9 @@ pub(super) fn run(
 }
 
 /// Every custom limiter, in its own invocation mode, through every event: a fresh server, one
-/// decision (its fallback loads what it needs), the event, the first call after it.
+/// decision (its fallback loads what it needs), the event, the first call after it. A limiter
+/// process is set up with one server, so it goes through the events that keep it (restarts and
+/// flushes), not those that move the call to a replica.
 fn custom_run(
     s: &mut Session,
     p: &Params,
@@ -44,18 +48,104 @@ fn custom_run(
         return Ok(());
     }
     let mut rows = CUSTOM_SURVIVAL.create(&s.run.staging)?;
-    for &strategy in &s.ctx.limiters {
-        for &event in &p.events {
+    for strategy in s.ctx.limiters.clone() {
+        let process = is_process(strategy);
+        let (events, moved): (Vec<Event>, Vec<Event>) =
+            (p.events.iter()).partition(|e| !(process && e.needs_replica()));
+        for event in events {
             let what = || {
                 format!(
                     "survival of custom limiter {strategy} after {}",
                     event.name()
                 )
             };
-            rows.write(&custom_case(s, p, rt, strategy, event).phase(what)?)?;
+            let row = match process {
+                true => process_case(s, p, rt, strategy, event),
+                false => custom_case(s, p, rt, strategy, event),
+            };
+            rows.write(&row.phase(what)?)?;
+        }
+        if !moved.is_empty() {
+            let names: Vec<String> = moved.iter().map(|e| e.name()).collect();
+            s.note(format!(
+                "survival: {strategy} is a limiter process set up with the primary's URL; it was not \
+                 asked after {} (the call moves to a replica it does not know)",
+                names.join(", ")
+            ));
         }
     }
     Ok(())
+}
+
+/// Whether a custom limiter is a limiter process (an adapter given one server's URL).
+fn is_process(strategy: Strategy) -> bool {
+    matches!(strategy, Strategy::Custom(name) if name.definition().is_some_and(|d| d.process.is_some()))
+}
+
+/// How long a limiter process's library is given to decide again by itself after an event.
+const RECOVERY_WAIT: Duration = Duration::from_secs(10);
+
+/// A limiter process through one event: its adapter set up with a fresh primary, one decision,
+/// the event, its first check after it and, when that failed, how long its library took to decide
+/// again on its own (reconnecting, reloading its script).
+fn process_case(
+    s: &Session,
+    p: &Params,
+    rt: &tokio::runtime::Runtime,
+    strategy: Strategy,
+    event: Event,
+) -> Result<CustomSurvivalRow, PhaseError> {
+    let (mut primary, _) = servers(s, event)?;
+    let reach = s.ctx.timeouts.reach(&primary.url());
+    let decider = Decider::reaching(strategy, p.limit(), Invocation::default(), &reach)?;
+    let warm = rt.block_on(ask(&decider))?.1;
+    if let Err(e) = warm.outcome {
+        return Err(PhaseError::Invalid(format!(
+            "{strategy} fails on a fresh primary: {e}"
+        )));
+    }
+    let (_, called_name) = apply(event, &mut primary, None)?;
+    let ended = Instant::now();
+    let (first_call_us, attempt) = rt.block_on(ask(&decider))?;
+    let recovered_ms = match attempt.outcome.is_ok() {
+        true => None,
+        false => rt.block_on(recovery(&decider, ended))?,
+    };
+    let (first_outcome, error) = outcome(&attempt);
+    Ok(CustomSurvivalRow {
+        strategy,
+        mode: "process".into(),
+        event,
+        called: called_name.to_string(),
+        first_outcome: first_outcome.to_string(),
+        error,
+        ok: u8::from(attempt.outcome.is_ok()),
+        noscript: 0,
+        round_trips: attempt.round_trips,
+        first_call_us,
+        recovered_ms,
+    })
+}
+
+/// One check through a limiter process, timed (µs); the adapter itself failing stops the run.
+async fn ask(decider: &Decider) -> Result<(f64, Attempt), LimiterError> {
+    let start = Instant::now();
+    let attempt = decider.decide(None, Check::one(KEY)).await;
+    if let Err(e @ LimiterError::Process { .. }) = attempt.outcome {
+        return Err(e);
+    }
+    Ok((start.elapsed().as_secs_f64() * 1e6, attempt))
+}
+
+/// ms from `since` to the first check that decides, asking every 50 ms, up to [`RECOVERY_WAIT`].
+async fn recovery(decider: &Decider, since: Instant) -> Result<Option<f64>, LimiterError> {
+    while since.elapsed() < RECOVERY_WAIT {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if ask(decider).await?.1.outcome.is_ok() {
+            return Ok(Some(since.elapsed().as_secs_f64() * 1e3));
+        }
+    }
+    Ok(None)
 }
 
 fn custom_case(
@@ -89,7 +179,7 @@ fn custom_case(
     let (first_outcome, error) = outcome(&attempt);
     Ok(CustomSurvivalRow {
         strategy,
-        mode: limiter.invocation(),
+        mode: limiter.invocation().to_string(),
         event,
         called: called_name.to_string(),
         first_outcome: first_outcome.to_string(),
@@ -98,6 +188,7 @@ fn custom_case(
         noscript: u8::from(attempt.noscript),
         round_trips: attempt.round_trips,
         first_call_us,
+        recovered_ms: None,
     })
 }
 
@@ -130,7 +221,7 @@ impl Event {
         }
     }
 
-    fn needs_replica(self) -> bool {
+    pub(super) fn needs_replica(self) -> bool {
         matches!(self, Event::Replica | Event::Promoted)
     }
 }
