@@ -399,3 +399,50 @@ fn scripts_survival_restarts_an_adapters_server_and_times_its_reconnect() {
     assert!(meta.contains("it was not asked after promoted"), "{meta}");
     assert_eq!(fixtures_running("window"), 0, "the adapters are gone");
 }
+
+#[test]
+fn pods_run_an_adapter_in_every_pod_on_loopback_and_through_the_proxy() {
+    let out = tempfile::tempdir().unwrap();
+    let window = fixture("window");
+    let run = ratelab(&[
+        "run",
+        "pods",
+        "--profile",
+        "quick",
+        "--limiter",
+        window.to_str().unwrap(),
+        "--set",
+        "strategies=[\"in-memory\"]",
+        "--set",
+        "pods=[2]",
+        "--set",
+        "rtt_strategies=[]",
+        "--set",
+        "rtt_pods=[2]",
+        "--set",
+        "rtt_ms=[20.0]",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success(),
+        "pods with a limiter process runs: {stderr}"
+    );
+    let csv = std::fs::read_to_string(out.path().join("pods/runs.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let mine: Vec<Vec<&str>> = (csv.lines().skip(1))
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|r| r[col("strategy")] == "fixture-window")
+        .collect();
+    let rtts: Vec<&str> = mine.iter().map(|r| r[col("rtt_ms")]).collect();
+    assert_eq!(rtts, ["0.0", "20.0"], "the main grid and the sweep: {csv}");
+    for r in &mine {
+        let count = |c: &str| r[col(c)].parse::<u64>().unwrap();
+        // The adapter decided, and the sink cannot receive more than the pods sent it.
+        assert!(count("decided_allowed") > 0, "{r:?}");
+        assert!(count("reached") <= count("sent"), "{r:?}");
+    }
+    assert_eq!(fixtures_running("window"), 0, "every pod's adapter is gone");
+}

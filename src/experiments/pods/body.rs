@@ -19,7 +19,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let sink = Sink::start()
         .map_err(LoadError::Io)
         .phase(|| "starting the sink".into())?;
-    let configs = p.configs();
+    let configs = p.configs(&s.ctx.limiters);
     let direct = s.target.url();
     // The proxy only when some run adds a round trip; it forwards on a thread of its own.
     let proxy = match configs.iter().any(|c| c.rtt_ms > 0.0) {

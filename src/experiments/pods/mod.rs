@@ -28,7 +28,9 @@ mod strategy;
 pub use rows::{PodsRunRow, PodsSecondRow, SecondPhase, RUNS, SECONDS};
 pub use strategy::PodStrategy;
 
+use super::limiters::Verdicts;
 use super::{Body, Definition, Render, Summarize, Validate};
+use crate::limiter::Strategy;
 use crate::record::Table;
 use serde::{Deserialize, Serialize};
 
@@ -39,6 +41,12 @@ impl Definition for Pods {
     const ID: &'static str = "pods";
     const TOML: &'static str = include_str!("../../../experiments/pods.toml");
     type Params = Params;
+
+    /// A custom limiter decides in every pod like a built-in one, in the main grid and the
+    /// round-trip sweep; a limiter process runs in each pod, its client through the proxy.
+    const TAKES_LIMITERS: bool = true;
+    const TAKES_PROCESSES: bool = true;
+    const VERDICTS: Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
@@ -120,8 +128,9 @@ pub(crate) struct Config {
 }
 
 impl Params {
-    /// Every configuration: the main grid on loopback, then the round-trip sweep.
-    pub(crate) fn configs(&self) -> Vec<Config> {
+    /// Every configuration: the main grid on loopback, then the round-trip sweep; the custom
+    /// limiters `custom` (`--limiter`) in both, after the built-in ones.
+    pub(crate) fn configs(&self, custom: &[Strategy]) -> Vec<Config> {
         let grid = |strategies: &[PodStrategy], pods: &[u32], rates: &[f64], rtts: &[f64]| {
             let mut out = Vec::new();
             for &rtt_ms in rtts {
@@ -140,9 +149,18 @@ impl Params {
             }
             out
         };
-        let mut all = grid(&self.strategies, &self.pods, &self.offered_rps, &[0.0]);
+        let with_custom = |builtin: &[PodStrategy]| -> Vec<PodStrategy> {
+            let custom = custom.iter().map(|&s| PodStrategy::Redis(s));
+            builtin.iter().copied().chain(custom).collect()
+        };
+        let mut all = grid(
+            &with_custom(&self.strategies),
+            &self.pods,
+            &self.offered_rps,
+            &[0.0],
+        );
         all.extend(grid(
-            &self.rtt_strategies,
+            &with_custom(&self.rtt_strategies),
             &self.rtt_pods,
             &self.rtt_offered_rps,
             &self.rtt_ms,
@@ -163,7 +181,7 @@ mod tests {
             p.validate().unwrap();
             assert!(p.duration_s > p.warmup_s);
             // The seed's configuration is in every profile: the naive window at 4 pods, 400/s.
-            let seed = p.configs().into_iter().any(|c| {
+            let seed = p.configs(&[]).into_iter().any(|c| {
                 c.strategy == PodStrategy::Redis(crate::limiter::Strategy::NaiveWindow)
                     && c.pods == 4
                     && c.offered_rps == 400.0
@@ -172,7 +190,7 @@ mod tests {
             assert!(seed, "{profile:?} lacks the seed's configuration");
         }
         let quick = crate::experiments::frame::resolve::<Pods>(Profile::Quick, &[]).unwrap();
-        assert_eq!(quick.configs().len(), 3 * 2 + 1);
+        assert_eq!(quick.configs(&[]).len(), 3 * 2 + 1);
         let bad = Params {
             warmup_s: 9,
             ..quick.clone()

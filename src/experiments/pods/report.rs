@@ -9,6 +9,7 @@ use crate::analysis::claims;
 use crate::analysis::table::summary_table;
 use crate::analysis::table::{short, Key, Stat};
 use crate::analysis::AnalysisError;
+use crate::experiments::limiters::{self, Verdict};
 use crate::limiter::Strategy;
 use crate::record::csv_text;
 use std::fmt::Write as _;
@@ -38,6 +39,36 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
     let runs = RUNS.read(dir)?;
     let mut out = summary_table(&runs, &keys, &stats);
     out.push_str(&closing_note(&runs));
+    Ok(out)
+}
+
+/// What reached the partner for each custom limiter: its run with the highest second (the most
+/// that got through in one second, the limit beside it), the run's mean and where it ran.
+pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
+    let runs = RUNS.read(dir)?;
+    let mut out = Vec::new();
+    for l in limiters::recorded(dir)? {
+        let mine = (runs.iter()).filter(|r| r.strategy == PodStrategy::Redis(l.strategy));
+        let Some(worst) = mine.max_by_key(|r| r.reached_max_per_s) else {
+            continue;
+        };
+        let rtt = match worst.rtt_ms > 0.0 {
+            true => format!(", +{} ms round trip", short(worst.rtt_ms)),
+            false => String::new(),
+        };
+        out.push(Verdict {
+            limiter: l.strategy.to_string(),
+            aspect: "pods: reached the partner per second",
+            value: format!(
+                "highest second {} on a limit of {}/s (mean {}/s) at {} pods, {}/s offered{rtt}",
+                worst.reached_max_per_s,
+                worst.limit,
+                short(worst.reached_per_s),
+                worst.pods,
+                short(worst.offered_rps)
+            ),
+        });
+    }
     Ok(out)
 }
 
