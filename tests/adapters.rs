@@ -94,6 +94,33 @@ fn rows(race_csv: &str, scenario: &str, name: &str) -> Vec<Trial> {
         .collect()
 }
 
+/// keys_custom.csv's PTTLs (ms, -1: never expires) of the keys `name` left.
+fn key_ttls(keys_csv: &str, name: &str) -> Vec<i64> {
+    let header: Vec<&str> = keys_csv
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .collect();
+    let col = |c: &str| {
+        header
+            .iter()
+            .position(|h| *h == c)
+            .unwrap_or_else(|| panic!("{c}"))
+    };
+    (keys_csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>()))
+    .filter(|r| r[col("strategy")] == name)
+    .map(|r| {
+        r[col("pttl_ms")]
+            .parse()
+            .unwrap_or_else(|_| panic!("a PTTL: {r:?}"))
+    })
+    .collect()
+}
+
 /// Whether a trial shows what `expect` says: one check at a time, a non-atomic limiter is exact too.
 fn shows(expect: Expect, t: &Trial) -> bool {
     t.errors == 0
@@ -138,6 +165,7 @@ fn every_adapter_runs_race_as_its_library_and_shows_what_its_design_allows() {
     race_every_adapter(&manifests, out.path());
     let csv = std::fs::read_to_string(out.path().join("race/race.csv")).unwrap();
     let limiters = std::fs::read_to_string(out.path().join("race/limiters.csv")).unwrap();
+    let keys = std::fs::read_to_string(out.path().join("race/keys_custom.csv")).unwrap();
     let mut failures = Vec::new();
     for manifest in &manifests {
         let limiter = ratelab::limiter::custom::load(manifest).expect("the manifest loads");
@@ -166,6 +194,15 @@ fn every_adapter_runs_race_as_its_library_and_shows_what_its_design_allows() {
         );
         for trial in matrix.iter().chain(&burst).filter(|t| !shows(expect, t)) {
             failures.push(format!("{}: {trial:?}; expected {expect:?}", limiter.name));
+        }
+        let ttls = key_ttls(&keys, &limiter.name);
+        let leaks = limiter.name == "seed000-naive"; // the seed's naiveCheck never sets an expiry
+        let as_designed = match limiter.name.as_str() {
+            "noop" => ttls.is_empty(),
+            _ => !ttls.is_empty() && ttls.iter().all(|&t| (t == -1) == leaks),
+        };
+        if !as_designed {
+            failures.push(format!("{}: keys left with PTTLs {ttls:?}", limiter.name));
         }
         let row = limiters
             .lines()

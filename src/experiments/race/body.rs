@@ -1,16 +1,22 @@
 //! race's measurement: the interleaved matrix, seed 001's burst, and the MONITOR trace.
 
-use super::{Params, RaceRow, TraceRow};
-use super::{RACE, TRACE};
+use super::{KeyRow, Params, RaceRow, TraceRow};
+use super::{KEYS, RACE, TRACE};
 use crate::experiments::{Concurrency, ExperimentError, Phase, Session};
 use crate::limiter::custom::Algorithm;
 use crate::limiter::{unix_ms, LimitSpec, LogVariant, Strategy};
 use crate::load::{run_closed_loop, WorkerSpec};
 use crate::record::MonitorCapture;
+use crate::server::ServerError;
+use redis::Commands as _;
 
 /// Runs every trial, then the trace.
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut rows = RACE.create(&s.run.staging)?;
+    let mut keys = match s.ctx.limiters.is_empty() {
+        true => None,
+        false => Some(KEYS.create(&s.run.staging)?),
+    };
     // Custom limiters run the matrix beside the built-in ones, and the fixed windows seed 001's
     // burst too (the trace is about the naive bucket).
     let strategies = s.with_limiters(&p.strategies);
@@ -30,6 +36,13 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                     key: s.key(format!("m:{strategy}:{config}:{trial}")),
                 };
                 rows.write(&trial_spec.run(s, p.window_ms, "matrix", trial)?)?;
+                if let (Some(sink), true) = (&mut keys, strategy.is_custom()) {
+                    let what =
+                        || format!("reading {strategy}'s keys after trial {trial} at {config}");
+                    for row in trial_spec.keys_left(s, p.window_ms, trial).phase(what)? {
+                        sink.write(&row)?;
+                    }
+                }
                 bar.inc(1);
             }
         }
@@ -135,6 +148,45 @@ impl Trial {
             final_state,
             elapsed_ms: tally.elapsed_ns as f64 / 1e6,
         })
+    }
+}
+
+impl Trial {
+    /// Every key that starts with the trial's client key (SCAN: a library may add its own
+    /// suffixes), with its type and time to live. Trials run in order, so a later trial's keys
+    /// (`...:10` after `...:1`) do not exist yet when an earlier one is read.
+    fn keys_left(
+        &self,
+        s: &Session,
+        window_ms: u64,
+        trial: u32,
+    ) -> Result<Vec<KeyRow>, ServerError> {
+        let mut con = s.target.connection()?;
+        let pattern = format!("{}*", self.key);
+        let found: Vec<String> = con
+            .scan_match::<_, String>(&pattern)?
+            .collect::<Result<_, _>>()?;
+        let mut rows = Vec::with_capacity(found.len());
+        for key in found {
+            let (kind, pttl_ms): (String, i64) = redis::pipe()
+                .cmd("TYPE")
+                .arg(&key)
+                .cmd("PTTL")
+                .arg(&key)
+                .query(&mut con)?;
+            rows.push(KeyRow {
+                strategy: self.strategy,
+                processes: self.config.processes,
+                in_flight: self.config.in_flight,
+                trial,
+                suffix: key.strip_prefix(&self.key).unwrap_or(&key).to_string(),
+                kind,
+                pttl_ms,
+                window_ms,
+            });
+        }
+        rows.sort_by(|a, b| a.suffix.cmp(&b.suffix));
+        Ok(rows)
     }
 }
 

@@ -18,7 +18,7 @@ mod charts;
 mod report;
 mod rows;
 
-pub use rows::{RaceRow, TraceRow, RACE, TRACE};
+pub use rows::{KeyRow, RaceRow, TraceRow, KEYS, RACE, TRACE};
 
 use super::limiters::Verdicts;
 use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
@@ -45,7 +45,11 @@ impl Definition for Race {
     const SUMMARY: Summarize = report::summary;
 
     fn tables() -> Vec<Table> {
-        vec![RACE.table(), TRACE.table()]
+        vec![
+            RACE.table(),
+            TRACE.table(),
+            Table::of_custom_limiters::<KeyRow>(KEYS.name()),
+        ]
     }
 }
 

@@ -10,6 +10,9 @@ pub const RACE: CsvFile<RaceRow> = CsvFile::new("race.csv");
 /// `trace.csv`: One row per command MONITOR saw.
 pub const TRACE: CsvFile<TraceRow> = CsvFile::new("trace.csv");
 
+/// `keys_custom.csv`: One row per Redis key a custom limiter left for one client of a matrix trial.
+pub const KEYS: CsvFile<KeyRow> = CsvFile::new("keys_custom.csv");
+
 /// One trial.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RaceRow {
@@ -43,4 +46,22 @@ pub struct TraceRow {
     pub args: String,
     /// True when the command touched the traced bucket (the rest is connection set-up).
     pub on_trace_key: bool,
+}
+
+/// A key a custom limiter wrote for the one client of a matrix trial (its key, or a key that starts
+/// with it), read right after the trial: what it leaves behind and for how long.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KeyRow {
+    pub strategy: Strategy,
+    pub processes: usize,
+    pub in_flight: usize,
+    pub trial: u32,
+    /// The key after the client's key (empty: the client's key itself).
+    pub suffix: String,
+    /// Its Redis type: string, hash, zset, ...
+    pub kind: String,
+    /// Its time to live right after the trial, ms; -1: it never expires.
+    pub pttl_ms: i64,
+    /// The trial's window (fixed and sliding windows, logs), ms.
+    pub window_ms: u64,
 }
