@@ -84,6 +84,18 @@ impl<'a> Session<'a> {
         format!("{}{suffix}", self.prefix)
     }
 
+    /// `builtins`, then the built-in references of the run's custom limiters that `builtins` lacks
+    /// (what each is compared with), then the custom limiters, each once.
+    pub fn with_limiters_and_references(&self, builtins: &[Strategy]) -> Vec<Strategy> {
+        let mut all = builtins.to_vec();
+        for reference in self.ctx.limiters.iter().map(|l| l.reference()) {
+            if !all.contains(&reference) {
+                all.push(reference);
+            }
+        }
+        self.with_limiters(&all)
+    }
+
     /// `builtins` followed by the run's custom limiters (`--limiter`), each once: the strategies
     /// an experiment that takes custom limiters runs.
     pub fn with_limiters(&self, builtins: &[Strategy]) -> Vec<Strategy> {

@@ -9,7 +9,8 @@ use crate::load::{run_closed_loop, KeyChoice, Stop, WorkerSpec};
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut rows = LATENCY.create(&s.run.staging)?;
     let mut hist_rows = HIST.create(&s.run.staging)?;
-    let strategies = s.with_limiters(&p.strategies);
+    // A custom limiter's verdict is its latency against its reference: measured in this run.
+    let strategies = s.with_limiters_and_references(&p.strategies);
     let bar = s.progress((p.runs as usize * strategies.len()) as u64);
     for r in 0..p.runs {
         for &strategy in &strategies {
