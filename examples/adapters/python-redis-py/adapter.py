@@ -56,10 +56,12 @@ async def main():
         say({"type": "fatal", "error": "expected a protocol 1 setup line"})
         return
     timeout = setup["timeout_ms"] / 1000
-    # At most 32 connections; a check waits for a free one (up to the run's timeout) rather than
-    # opening one per check in flight.
+    # At most 32 connections; a check waits for a free one rather than opening one per check in
+    # flight, up to half of how long ratelab waits for an answer (a burst beyond what one Python
+    # process does queues here, and is measured as latency, not failed).
+    wait = setup["answer_ms"] / 2000
     pool = redis.BlockingConnectionPool.from_url(
-        setup["redis_url"], max_connections=32, timeout=timeout, socket_timeout=timeout, socket_connect_timeout=timeout
+        setup["redis_url"], max_connections=32, timeout=wait, socket_timeout=timeout, socket_connect_timeout=timeout
     )
     client = redis.Redis(connection_pool=pool)
     try:
