@@ -6,9 +6,10 @@
 //! any runtime and a stalled adapter never blocks one: a check waits at most its answer time.
 //!
 //! Anything but an answer (the adapter exits, writes garbage, answers an id not in flight, or
-//! lets a check wait past its answer time) is a [`LimiterError::Process`]: the run stops. An
-//! answer that carries an `error` is the library failing to decide (its Redis client failed), a
-//! [`LimiterError::Redis`], which a store's policy answers like any Redis failure.
+//! lets a check wait past its answer time, even one whose caller stopped waiting sooner) is a
+//! [`LimiterError::Process`]: the run stops. An answer that carries an `error` is the library
+//! failing to decide (its Redis client failed), a [`LimiterError::Redis`], which a store's policy
+//! answers like any Redis failure.
 
 use super::custom::ProcessCommand;
 use super::{Attempt, Check, Decide, Decision, LimitSpec, LimiterError, Link};
@@ -107,6 +108,9 @@ type Reply = Result<Decision, redis::RedisError>;
 #[derive(Default)]
 struct Shared {
     waiting: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
+    /// Checks whose callers stopped waiting (their own budget ran out) before an answer came,
+    /// with when each was sent, oldest first: the adapter still owes each an answer in time.
+    abandoned: Mutex<VecDeque<(u64, Instant)>>,
     /// Why the adapter can answer no more, once it cannot.
     broken: Mutex<Option<String>>,
     stderr: Mutex<VecDeque<String>>,
@@ -123,6 +127,26 @@ impl Shared {
 
     fn broken(&self) -> Option<String> {
         lock(&self.broken).clone()
+    }
+
+    /// Why the adapter is silent, if it is: a check its caller gave up on has had no answer
+    /// within `answer` of being sent. A caller's budget shorter than the answer time must not
+    /// hide a silent adapter behind checks that merely timed out.
+    fn overdue(&self, answer: Duration) -> Option<String> {
+        let mut abandoned = lock(&self.abandoned);
+        while let Some(&(id, sent)) = abandoned.front() {
+            if !lock(&self.waiting).contains_key(&id) {
+                abandoned.pop_front();
+                continue;
+            }
+            return (sent.elapsed() > answer).then(|| {
+                format!(
+                    "no answer to check {id} within {} ms (answer_ms; its caller had stopped waiting)",
+                    answer.as_millis()
+                )
+            });
+        }
+        None
     }
 
     /// The last lines the adapter wrote on stderr, for an error.
@@ -241,18 +265,31 @@ impl Process {
         if let Some(why) = self.shared.broken() {
             return Err(fail(why));
         }
+        if let Some(why) = self.shared.overdue(self.answer) {
+            self.shared.break_with(why.clone());
+            return Err(fail(why));
+        }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         lock(&self.shared.waiting).insert(id, tx);
+        let mut pending = Pending {
+            shared: &self.shared,
+            id,
+            sent: Instant::now(),
+            settled: false,
+        };
         let line = serde_json::json!({"id": id, "key": check.key, "cost": check.cost}).to_string();
         let sent = lock(&self.lines)
             .as_ref()
             .is_some_and(|l| l.send(line).is_ok());
         if !sent {
             lock(&self.shared.waiting).remove(&id);
+            pending.settled = true;
             return Err(fail("its stdin is closed".into()));
         }
-        match tokio::time::timeout(self.answer, rx).await {
+        let reply = tokio::time::timeout(self.answer, rx).await;
+        pending.settled = true;
+        match reply {
             Ok(Ok(reply)) => reply.map_err(LimiterError::Redis),
             Ok(Err(_woken)) => Err(fail(
                 self.shared
@@ -267,6 +304,23 @@ impl Process {
                 self.shared.break_with(why.clone());
                 Err(fail(why))
             }
+        }
+    }
+}
+
+/// A check sent and not yet settled: dropped unsettled (its caller stopped waiting), it is
+/// noted among the abandoned, whose answers are still due within the answer time.
+struct Pending<'a> {
+    shared: &'a Shared,
+    id: u64,
+    sent: Instant,
+    settled: bool,
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            lock(&self.shared.abandoned).push_back((self.id, self.sent));
         }
     }
 }
@@ -601,6 +655,30 @@ mod tests {
         assert!(rx.try_recv().unwrap().unwrap_err().is_timeout());
         let both = hand_over(r#"{"id":9,"allowed":true,"error":"x"}"#, &shared).unwrap_err();
         assert!(both.contains("neither or both"), "{both}");
+    }
+
+    #[test]
+    fn a_check_its_caller_gave_up_on_is_still_owed_an_answer_in_time() {
+        let shared = Shared::default();
+        let answer = Duration::from_millis(50);
+        let long_ago = Instant::now() - 2 * answer;
+        for id in [1, 2] {
+            let (tx, _rx) = oneshot::channel();
+            lock(&shared.waiting).insert(id, tx);
+            lock(&shared.abandoned).push_back((id, long_ago));
+        }
+        // Answered late (to nobody): not owed any more.
+        hand_over(r#"{"id":1,"allowed":true}"#, &shared).unwrap();
+        let why = shared.overdue(answer).expect("check 2 is overdue");
+        assert!(why.contains("no answer to check 2 within 50 ms"), "{why}");
+        hand_over(r#"{"id":2,"allowed":true}"#, &shared).unwrap();
+        assert_eq!(shared.overdue(answer), None);
+        assert!(lock(&shared.abandoned).is_empty());
+        // Sent just now: not yet owed.
+        let (tx, _rx) = oneshot::channel();
+        lock(&shared.waiting).insert(3, tx);
+        lock(&shared.abandoned).push_back((3, Instant::now()));
+        assert_eq!(shared.overdue(answer), None);
     }
 
     #[test]
