@@ -129,24 +129,26 @@ impl Shared {
         lock(&self.broken).clone()
     }
 
-    /// Why the adapter is silent, if it is: a check its caller gave up on has had no answer
-    /// within `answer` of being sent. A caller's budget shorter than the answer time must not
-    /// hide a silent adapter behind checks that merely timed out.
-    fn overdue(&self, answer: Duration) -> Option<String> {
+    /// Whether a check its caller gave up on is still owed an answer, or why the adapter is
+    /// silent: one such check has had none within `answer` of being sent. A caller's budget
+    /// shorter than the answer time must not hide a silent adapter behind checks that merely
+    /// timed out.
+    fn owes(&self, answer: Duration) -> Result<bool, String> {
         let mut abandoned = lock(&self.abandoned);
         while let Some(&(id, sent)) = abandoned.front() {
             if !lock(&self.waiting).contains_key(&id) {
                 abandoned.pop_front();
                 continue;
             }
-            return (sent.elapsed() > answer).then(|| {
-                format!(
+            if sent.elapsed() > answer {
+                return Err(format!(
                     "no answer to check {id} within {} ms (answer_ms; its caller had stopped waiting)",
                     answer.as_millis()
-                )
-            });
+                ));
+            }
+            return Ok(true);
         }
-        None
+        Ok(false)
     }
 
     /// The last lines the adapter wrote on stderr, for an error.
@@ -256,6 +258,29 @@ impl Process {
         Ok(process)
     }
 
+    /// Waits until every check a caller gave up on has had its answer: an error if one has had
+    /// none within the answer time or the adapter broke. A run calls it after its last check, so
+    /// an adapter that falls silent near the end is not read as a few timeouts.
+    pub fn settle(&self) -> Result<(), LimiterError> {
+        let fail = |why: String| LimiterError::Process {
+            name: self.name.clone(),
+            why: why + &self.shared.stderr_tail(),
+        };
+        loop {
+            if let Some(why) = self.shared.broken() {
+                return Err(fail(why));
+            }
+            match self.shared.owes(self.answer) {
+                Ok(false) => return Ok(()),
+                Ok(true) => std::thread::sleep(Duration::from_millis(10)),
+                Err(why) => {
+                    self.shared.break_with(why.clone());
+                    return Err(fail(why));
+                }
+            }
+        }
+    }
+
     /// Asks the adapter to decide `check`.
     async fn ask(&self, check: Check<'_>) -> Result<Decision, LimiterError> {
         let fail = |why: String| LimiterError::Process {
@@ -265,7 +290,7 @@ impl Process {
         if let Some(why) = self.shared.broken() {
             return Err(fail(why));
         }
-        if let Some(why) = self.shared.overdue(self.answer) {
+        if let Err(why) = self.shared.owes(self.answer) {
             self.shared.break_with(why.clone());
             return Err(fail(why));
         }
@@ -328,6 +353,10 @@ impl Drop for Pending<'_> {
 impl Decide for Process {
     fn link(&self) -> Link {
         Link::Own
+    }
+
+    fn settle(&self) -> Result<(), LimiterError> {
+        Process::settle(self)
     }
 
     async fn decide<'a>(
@@ -669,16 +698,16 @@ mod tests {
         }
         // Answered late (to nobody): not owed any more.
         hand_over(r#"{"id":1,"allowed":true}"#, &shared).unwrap();
-        let why = shared.overdue(answer).expect("check 2 is overdue");
+        let why = shared.owes(answer).expect_err("check 2 is overdue");
         assert!(why.contains("no answer to check 2 within 50 ms"), "{why}");
         hand_over(r#"{"id":2,"allowed":true}"#, &shared).unwrap();
-        assert_eq!(shared.overdue(answer), None);
+        assert_eq!(shared.owes(answer), Ok(false));
         assert!(lock(&shared.abandoned).is_empty());
-        // Sent just now: not yet owed.
+        // Sent just now: owed, not yet overdue.
         let (tx, _rx) = oneshot::channel();
         lock(&shared.waiting).insert(3, tx);
         lock(&shared.abandoned).push_back((3, Instant::now()));
-        assert_eq!(shared.overdue(answer), None);
+        assert_eq!(shared.owes(answer), Ok(true));
     }
 
     #[test]

@@ -170,6 +170,9 @@ impl Runner<'_> {
         measure(Phase::Hung, hung.at)?;
         // An error above drops `hung`, which continues the server.
         measure(Phase::Resumed, hung.resume().phase(what)?)?;
+        // A limiter process that fell silent in the last checks stops the run here.
+        (store.settle().map_err(LoadError::from))
+            .phase(|| format!("{run}: the answers its limiter owed"))?;
         Ok(store.counters())
     }
 }
