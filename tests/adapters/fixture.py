@@ -11,6 +11,7 @@ argv[1] picks how it behaves:
   garbage         answers the first check with a line that is not JSON
   unknown-id      answers the first check with an id that was never sent
   silent          never answers a check
+  silent-after N  answers N checks, then never answers another
   fatal           says it cannot start
   old-protocol    says it speaks protocol 0
   no-handshake    exits before its handshake
@@ -131,7 +132,7 @@ async def main():
 
     async def check(msg):
         nonlocal answered
-        if mode == "silent":
+        if mode == "silent" or (mode == "silent-after" and answered >= int(sys.argv[2])):
             return
         if mode == "garbage":
             sys.stdout.write("this is not json\n")
