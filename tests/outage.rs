@@ -390,3 +390,127 @@ fn a_panic_between_stop_and_cont_leaves_no_server_stopped() {
     drop(server);
     assert_gone(&[pid]);
 }
+
+/// The `--set`s that keep an outage run short: few checks per phase, a one-point sweep.
+const SHORT: &[(&str, &str)] = &[
+    ("checks_per_phase", "4"),
+    ("fail_fast_checks_per_phase", "4"),
+    ("warmup", "2"),
+    ("sweep_failures", "[1]"),
+    ("sweep_cooldowns_ms", "[50]"),
+    ("sweep_hung_ms", "100"),
+    ("sweep_after_checks", "1"),
+];
+
+/// The dependency-free fixture adapter `tests/adapters/<name>.toml`, loaded and registered.
+fn fixture_limiter(name: &str) -> Strategy {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/adapters/{name}.toml"));
+    let manifest = ratelab::limiter::custom::load(&path).expect("the fixture's manifest loads");
+    ratelab::limiter::custom::register(manifest)
+}
+
+/// Fixture adapters behaving as `mode` that this test process started and that still run.
+fn adapters_left(mode: &str) -> Vec<u32> {
+    let me = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    (entries.flatten())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, s)| s.split_whitespace().nth(1));
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            cmdline.contains("fixture.py")
+                && cmdline.contains(mode)
+                && ppid == Some(me.as_str())
+                && common::pid_alive(*pid)
+        })
+        .collect()
+}
+
+#[test]
+fn a_limiter_process_decides_its_own_runs_and_its_failures_are_the_policys() {
+    let out = tempfile::tempdir().unwrap();
+    let window = fixture_limiter("window");
+    let dir = common::run_with_limiters("outage", out.path(), vec![window], SHORT);
+    assert!(
+        adapters_left("window").is_empty(),
+        "every run's adapter is gone"
+    );
+    let phases: Vec<ratelab::experiments::outage::PhaseRow> =
+        ratelab::experiments::outage::PHASES.read(&dir).unwrap();
+    let mine: Vec<_> = phases
+        .iter()
+        .filter(|r| r.limiter == Some(window))
+        .collect();
+    assert_eq!(mine.len(), 2 * 2 * 5, "policy x breaker x phase");
+    assert!(
+        phases.iter().all(|r| r.limiter.is_some()),
+        "every row names who decided"
+    );
+    assert!((phases.iter()).any(|r| r.limiter == Some(Strategy::LuaBucket)));
+    for r in &mine {
+        let by_policy = match r.policy {
+            Policy::FailOpen => (r.degraded_allowed, r.degraded_denied),
+            Policy::FailClosed => (r.degraded_denied, r.degraded_allowed),
+        };
+        match r.phase {
+            // The adapter's own error answers, read by the policy like the store's failures.
+            ratelab::experiments::outage::Phase::Dead => {
+                assert_eq!(by_policy, (r.checks, 0), "{r:?}")
+            }
+            ratelab::experiments::outage::Phase::Healthy => {
+                assert_eq!(r.allowed, r.checks, "{r:?}")
+            }
+            _ => {}
+        }
+    }
+    let checks: Vec<ratelab::experiments::outage::CheckRow> =
+        ratelab::experiments::outage::CHECKS.read(&dir).unwrap();
+    let dead = (checks.iter()).filter(|c| {
+        c.limiter == Some(window)
+            && c.breaker == "off"
+            && c.phase == ratelab::experiments::outage::Phase::Dead
+    });
+    let failures: Vec<_> = dead.map(|c| (c.route, c.failure)).collect();
+    assert!(!failures.is_empty());
+    assert!(
+        (failures.iter()).all(|f| *f == (Route::Redis, Some(Failure::Connection))),
+        "the adapter's connection errors are the store's connection failures: {failures:?}"
+    );
+    let cell = common::custom_limiter_cell(out.path(), "fixture-window", "outage: dead");
+    assert!(
+        cell.contains("of lua-bucket (") && cell.contains("answered by policy"),
+        "{cell}"
+    );
+}
+
+#[test]
+fn a_limiter_process_falling_silent_stops_the_run_instead_of_timing_out() {
+    let out = tempfile::tempdir().unwrap();
+    let silent = fixture_limiter("silent-mid");
+    let mut ctx = common::ctx(out.path());
+    ctx.limiters = vec![silent];
+    ctx.sets = common::sets(SHORT);
+    ctx.sets.push(("policies".into(), "[\"fail-open\"]".into()));
+    let err = (ratelab::experiments::find("outage").unwrap().run(&ctx))
+        .expect_err("a silent adapter stops the run");
+    let text = ratelab::errors::one_line(&err);
+    assert!(
+        text.contains("limiter process fixture-silent-mid") && text.contains("no answer to check"),
+        "{text}"
+    );
+    assert!(
+        !out.path().join("outage").exists(),
+        "nothing partial is written"
+    );
+    assert!(
+        adapters_left("silent-after").is_empty(),
+        "no adapter is left running"
+    );
+}

@@ -5,6 +5,7 @@ use super::judge;
 use super::stats::Summary;
 use super::table::{matches, number, read_rows, short, Row};
 use super::AnalysisError;
+use crate::limiter::Strategy;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -114,10 +115,21 @@ pub fn seeds_dir() -> Result<std::path::PathBuf, String> {
     }
 }
 
+/// The rows of a claim's CSV it judges: the seeds' sentences are about ratelab's own clients, so
+/// the rows a custom limiter decided (a `limiter` column naming no built-in strategy) are left
+/// out; REPORT.md's custom limiter table says what those showed.
+fn read_judged(path: &Path) -> Result<Vec<Row>, AnalysisError> {
+    let builtin = |r: &Row| {
+        (r.get("limiter"))
+            .is_none_or(|l| l.is_empty() || Strategy::ALL.iter().any(|s| s.name() == l))
+    };
+    Ok(read_rows(path)?.into_iter().filter(builtin).collect())
+}
+
 /// Judges a claim against the experiment directory's CSV.
 pub fn judge(claim: &Claim, experiment_dir: &Path) -> Verdict {
     let path = experiment_dir.join(&claim.file);
-    let rows = match read_rows(&path) {
+    let rows = match read_judged(&path) {
         Ok(rows) => rows,
         Err(e) => return Verdict::no_data(format!("no data ({e})")),
     };
@@ -160,7 +172,7 @@ pub fn why(claim: &Claim, experiment_dir: &Path) -> String {
     let Some(template) = &claim.why else {
         return String::new();
     };
-    let rows = read_rows(&experiment_dir.join(&claim.file)).unwrap_or_default();
+    let rows = read_judged(&experiment_dir.join(&claim.file)).unwrap_or_default();
     let selected: Vec<&Row> = rows.iter().filter(|r| matches(r, &claim.select)).collect();
     let mut out = String::new();
     let mut rest = template.as_str();

@@ -59,6 +59,13 @@ pub trait Decide: Send + Sync {
         con: Option<&'a mut MultiplexedConnection>,
         check: Check<'a>,
     ) -> impl Future<Output = Attempt> + Send + 'a;
+
+    /// After a caller's last check: waits for what it still owes checks their callers gave up
+    /// on (a limiter process's late answers), or says why it cannot decide any more. Nothing for
+    /// a decider that answers within the check.
+    fn settle(&self) -> Result<(), LimiterError> {
+        Ok(())
+    }
 }
 
 /// A decision in flight behind a pointer, for kinds outside the hot path.
@@ -74,6 +81,8 @@ pub trait DynDecide: Send + Sync {
         con: Option<&'a mut MultiplexedConnection>,
         check: Check<'a>,
     ) -> BoxedAttempt<'a>;
+    /// [`Decide::settle`].
+    fn settle_dyn(&self) -> Result<(), LimiterError>;
 }
 
 impl<D: Decide> DynDecide for D {
@@ -87,6 +96,10 @@ impl<D: Decide> DynDecide for D {
         check: Check<'a>,
     ) -> BoxedAttempt<'a> {
         Box::pin(self.decide(con, check))
+    }
+
+    fn settle_dyn(&self) -> Result<(), LimiterError> {
+        Decide::settle(self)
     }
 }
 
@@ -205,6 +218,13 @@ impl Decide for Decider {
             Decider::Redis(limiter) => Decide::link(limiter),
             Decider::InMemory(window) => Decide::link(window),
             Decider::Boxed(other) => other.link_dyn(),
+        }
+    }
+
+    fn settle(&self) -> Result<(), LimiterError> {
+        match self {
+            Decider::Boxed(other) => other.settle_dyn(),
+            Decider::Redis(_) | Decider::InMemory(_) => Ok(()),
         }
     }
 

@@ -6,9 +6,10 @@
 //! any runtime and a stalled adapter never blocks one: a check waits at most its answer time.
 //!
 //! Anything but an answer (the adapter exits, writes garbage, answers an id not in flight, or
-//! lets a check wait past its answer time) is a [`LimiterError::Process`]: the run stops. An
-//! answer that carries an `error` is the library failing to decide (its Redis client failed), a
-//! [`LimiterError::Redis`], which a store's policy answers like any Redis failure.
+//! lets a check wait past its answer time, even one whose caller stopped waiting sooner) is a
+//! [`LimiterError::Process`]: the run stops. An answer that carries an `error` is the library
+//! failing to decide (its Redis client failed), a [`LimiterError::Redis`], which a store's policy
+//! answers like any Redis failure.
 
 use super::custom::ProcessCommand;
 use super::{Attempt, Check, Decide, Decision, LimitSpec, LimiterError, Link};
@@ -107,6 +108,9 @@ type Reply = Result<Decision, redis::RedisError>;
 #[derive(Default)]
 struct Shared {
     waiting: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
+    /// Checks whose callers stopped waiting (their own budget ran out) before an answer came,
+    /// with when each was sent, oldest first: the adapter still owes each an answer in time.
+    abandoned: Mutex<VecDeque<(u64, Instant)>>,
     /// Why the adapter can answer no more, once it cannot.
     broken: Mutex<Option<String>>,
     stderr: Mutex<VecDeque<String>>,
@@ -123,6 +127,28 @@ impl Shared {
 
     fn broken(&self) -> Option<String> {
         lock(&self.broken).clone()
+    }
+
+    /// Whether a check its caller gave up on is still owed an answer, or why the adapter is
+    /// silent: one such check has had none within `answer` of being sent. A caller's budget
+    /// shorter than the answer time must not hide a silent adapter behind checks that merely
+    /// timed out.
+    fn owes(&self, answer: Duration) -> Result<bool, String> {
+        let mut abandoned = lock(&self.abandoned);
+        while let Some(&(id, sent)) = abandoned.front() {
+            if !lock(&self.waiting).contains_key(&id) {
+                abandoned.pop_front();
+                continue;
+            }
+            if sent.elapsed() > answer {
+                return Err(format!(
+                    "no answer to check {id} within {} ms (answer_ms; its caller had stopped waiting)",
+                    answer.as_millis()
+                ));
+            }
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// The last lines the adapter wrote on stderr, for an error.
@@ -232,6 +258,29 @@ impl Process {
         Ok(process)
     }
 
+    /// Waits until every check a caller gave up on has had its answer: an error if one has had
+    /// none within the answer time or the adapter broke. A run calls it after its last check, so
+    /// an adapter that falls silent near the end is not read as a few timeouts.
+    pub fn settle(&self) -> Result<(), LimiterError> {
+        let fail = |why: String| LimiterError::Process {
+            name: self.name.clone(),
+            why: why + &self.shared.stderr_tail(),
+        };
+        loop {
+            if let Some(why) = self.shared.broken() {
+                return Err(fail(why));
+            }
+            match self.shared.owes(self.answer) {
+                Ok(false) => return Ok(()),
+                Ok(true) => std::thread::sleep(Duration::from_millis(10)),
+                Err(why) => {
+                    self.shared.break_with(why.clone());
+                    return Err(fail(why));
+                }
+            }
+        }
+    }
+
     /// Asks the adapter to decide `check`.
     async fn ask(&self, check: Check<'_>) -> Result<Decision, LimiterError> {
         let fail = |why: String| LimiterError::Process {
@@ -241,18 +290,31 @@ impl Process {
         if let Some(why) = self.shared.broken() {
             return Err(fail(why));
         }
+        if let Err(why) = self.shared.owes(self.answer) {
+            self.shared.break_with(why.clone());
+            return Err(fail(why));
+        }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         lock(&self.shared.waiting).insert(id, tx);
+        let mut pending = Pending {
+            shared: &self.shared,
+            id,
+            sent: Instant::now(),
+            settled: false,
+        };
         let line = serde_json::json!({"id": id, "key": check.key, "cost": check.cost}).to_string();
         let sent = lock(&self.lines)
             .as_ref()
             .is_some_and(|l| l.send(line).is_ok());
         if !sent {
             lock(&self.shared.waiting).remove(&id);
+            pending.settled = true;
             return Err(fail("its stdin is closed".into()));
         }
-        match tokio::time::timeout(self.answer, rx).await {
+        let reply = tokio::time::timeout(self.answer, rx).await;
+        pending.settled = true;
+        match reply {
             Ok(Ok(reply)) => reply.map_err(LimiterError::Redis),
             Ok(Err(_woken)) => Err(fail(
                 self.shared
@@ -271,9 +333,30 @@ impl Process {
     }
 }
 
+/// A check sent and not yet settled: dropped unsettled (its caller stopped waiting), it is
+/// noted among the abandoned, whose answers are still due within the answer time.
+struct Pending<'a> {
+    shared: &'a Shared,
+    id: u64,
+    sent: Instant,
+    settled: bool,
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            lock(&self.shared.abandoned).push_back((self.id, self.sent));
+        }
+    }
+}
+
 impl Decide for Process {
     fn link(&self) -> Link {
         Link::Own
+    }
+
+    fn settle(&self) -> Result<(), LimiterError> {
+        Process::settle(self)
     }
 
     async fn decide<'a>(
@@ -603,6 +686,30 @@ mod tests {
         assert!(rx.try_recv().unwrap().unwrap_err().is_timeout());
         let both = hand_over(r#"{"id":9,"allowed":true,"error":"x"}"#, &shared).unwrap_err();
         assert!(both.contains("neither or both"), "{both}");
+    }
+
+    #[test]
+    fn a_check_its_caller_gave_up_on_is_still_owed_an_answer_in_time() {
+        let shared = Shared::default();
+        let answer = Duration::from_millis(50);
+        let long_ago = Instant::now() - 2 * answer;
+        for id in [1, 2] {
+            let (tx, _rx) = oneshot::channel();
+            lock(&shared.waiting).insert(id, tx);
+            lock(&shared.abandoned).push_back((id, long_ago));
+        }
+        // Answered late (to nobody): not owed any more.
+        hand_over(r#"{"id":1,"allowed":true}"#, &shared).unwrap();
+        let why = shared.owes(answer).expect_err("check 2 is overdue");
+        assert!(why.contains("no answer to check 2 within 50 ms"), "{why}");
+        hand_over(r#"{"id":2,"allowed":true}"#, &shared).unwrap();
+        assert_eq!(shared.owes(answer), Ok(false));
+        assert!(lock(&shared.abandoned).is_empty());
+        // Sent just now: owed, not yet overdue.
+        let (tx, _rx) = oneshot::channel();
+        lock(&shared.waiting).insert(3, tx);
+        lock(&shared.abandoned).push_back((3, Instant::now()));
+        assert_eq!(shared.owes(answer), Ok(true));
     }
 
     #[test]

@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 /// One CSV file an experiment writes, of rows `R`.
 pub struct CsvFile<R> {
     name: &'static str,
+    /// Columns added after runs that are still read (see [`Table::added`]).
+    added: &'static [&'static str],
     row: PhantomData<fn() -> R>,
 }
 
@@ -41,7 +43,17 @@ impl<R> CsvFile<R> {
     pub const fn new(name: &'static str) -> Self {
         CsvFile {
             name,
+            added: &[],
             row: PhantomData,
+        }
+    }
+
+    /// The same file, whose row type gained `columns` (each with a serde default) after runs
+    /// that are still read: their CSVs lack them and still pass the header checks.
+    pub const fn added(self, columns: &'static [&'static str]) -> Self {
+        CsvFile {
+            added: columns,
+            ..self
         }
     }
 
@@ -72,7 +84,7 @@ impl<R: DeserializeOwned> CsvFile<R> {
     /// Its schema: the columns, types and descriptions of `R`, for datapackage.json and the
     /// header checks.
     pub fn table(&self) -> Table {
-        Table::of::<R>(self.name)
+        Table::of::<R>(self.name).with_added(self.added)
     }
 }
 

@@ -284,6 +284,13 @@ impl Store {
         })
     }
 
+    /// After the last check: what its decider still owes checks whose budget ran out (a limiter
+    /// process's late answers) has come, or the error that says it broke: never a few more
+    /// timeouts.
+    pub fn settle(&self) -> Result<(), LimiterError> {
+        crate::limiter::Decide::settle(&self.decider)
+    }
+
     /// The breaker's state (closed when there is none).
     pub fn breaker_state(&self) -> BreakerState {
         self.breaker

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """A limiter process for ratelab's protocol tests, with no dependencies: a fixed window opened
 at each key's first request (SET NX PX, then INCRBY) on a real Redis, spoken to in RESP over one
-socket with the commands of concurrent checks pipelined. argv[1] picks how it behaves:
+socket with the commands of concurrent checks pipelined. It gives each check the setup's
+`timeout_ms` (answering an error of kind `timeout` when it runs out) and opens a new connection
+when its server closed the last one (a restarted server), as a library's client would.
+argv[1] picks how it behaves:
 
   window          a correct adapter
   crash-after N   answers N checks, then exits with status 3
   garbage         answers the first check with a line that is not JSON
   unknown-id      answers the first check with an id that was never sent
   silent          never answers a check
+  silent-after N  answers N checks, then never answers another
   fatal           says it cannot start
   old-protocol    says it speaks protocol 0
   no-handshake    exits before its handshake
@@ -28,7 +32,10 @@ def command(*args):
 
 
 async def read_reply(reader):
-    line = (await reader.readline()).rstrip(b"\r\n")
+    line = await reader.readline()
+    if not line:
+        raise ConnectionError("the server closed the connection")
+    line = line.rstrip(b"\r\n")
     kind, rest = line[:1], line[1:]
     if kind == b"-":
         raise RuntimeError(rest.decode())
@@ -47,21 +54,49 @@ class Redis:
 
     def __init__(self, reader, writer):
         self.reader, self.writer, self.waiting = reader, writer, asyncio.Queue()
-        asyncio.get_running_loop().create_task(self.read())
+        self.closed = False
+        self.task = asyncio.get_running_loop().create_task(self.read())
 
     async def read(self):
         while True:
             fut = await self.waiting.get()
             try:
-                fut.set_result(await read_reply(self.reader))
+                reply, failed = await read_reply(self.reader), False
             except Exception as e:  # a dead server fails every waiting command
-                fut.set_exception(e)
+                reply, failed = e, True
+                self.closed = self.closed or isinstance(e, ConnectionError)
+            if fut.done():  # its check gave up (timed out): the reply is nobody's
+                continue
+            if failed:
+                fut.set_exception(reply)
+            else:
+                fut.set_result(reply)
 
     def send(self, *args):
+        if self.closed:
+            raise ConnectionError("the connection is closed")
         fut = asyncio.get_running_loop().create_future()
         self.writer.write(command(*args))
         self.waiting.put_nowait(fut)
         return fut
+
+
+class Client:
+    """A connection made on first use and again once the server closed the last one."""
+
+    def __init__(self, url):
+        self.url, self.redis, self.lock = url, None, asyncio.Lock()
+
+    async def connection(self):
+        async with self.lock:
+            if self.redis is None or self.redis.closed:
+                r, w = await asyncio.open_connection(self.url.hostname, self.url.port)
+                redis = Redis(r, w)
+                if self.url.password:
+                    user = [self.url.username] if self.url.username else []
+                    await redis.send("AUTH", *user, self.url.password)
+                self.redis = redis
+            return self.redis
 
 
 def say(obj):
@@ -80,26 +115,24 @@ async def main():
     if mode == "fatal":
         say({"type": "fatal", "error": "this fixture was told to refuse"})
         sys.exit(1)
-    url = urllib.parse.urlparse(setup["redis_url"])
-
-    async def connect():
-        r, w = await asyncio.open_connection(url.hostname, url.port)
-        connected = Redis(r, w)
-        if url.password:
-            await connected.send("AUTH", *([url.username] if url.username else []), url.password)
-        return connected
-
-    # The connection checks use: replaced, like a client's reconnect, when the server closed it.
-    current = {"redis": await connect()}
+    client = Client(urllib.parse.urlparse(setup["redis_url"]))
+    await client.connection()
     protocol = 0 if mode == "old-protocol" else 1
     say({"type": "ready", "protocol": protocol, "adapter": "fixture", "library": "fixture",
          "version": "1." + mode, "client": "raw RESP"})
     limit, window_ms = setup["limit"], setup["window_ms"]
+    timeout_s = setup["timeout_ms"] / 1000
     answered = 0
+
+    async def count(msg):
+        redis = await client.connection()
+        opened = redis.send("SET", msg["key"], 0, "PX", window_ms, "NX")
+        opened.add_done_callback(lambda f: f.cancelled() or f.exception())  # INCRBY says it
+        return await redis.send("INCRBY", msg["key"], msg["cost"])
 
     async def check(msg):
         nonlocal answered
-        if mode == "silent":
+        if mode == "silent" or (mode == "silent-after" and answered >= int(sys.argv[2])):
             return
         if mode == "garbage":
             sys.stdout.write("this is not json\n")
@@ -108,18 +141,15 @@ async def main():
         if mode == "unknown-id":
             say({"id": msg["id"] + 1000, "allowed": True})
             return
-        redis = current["redis"]
         try:
-            redis.send("SET", msg["key"], 0, "PX", window_ms, "NX")
-            count = await redis.send("INCRBY", msg["key"], msg["cost"])
-            say({"id": msg["id"], "allowed": count <= limit})
+            n = await asyncio.wait_for(count(msg), timeout_s)
+            say({"id": msg["id"], "allowed": n <= limit})
+        except asyncio.TimeoutError:  # before OSError, of which it is one
+            say({"id": msg["id"], "error": "no reply within timeout_ms", "kind": "timeout"})
+        except (ConnectionError, OSError) as e:
+            say({"id": msg["id"], "error": str(e) or type(e).__name__, "kind": "connection"})
         except Exception as e:
-            say({"id": msg["id"], "error": str(e) or "connection lost"})
-            if redis.reader.at_eof() and current["redis"] is redis:
-                try:
-                    current["redis"] = await connect()
-                except OSError:
-                    pass  # still down: the next failed check tries again
+            say({"id": msg["id"], "error": str(e), "kind": "reply"})
         answered += 1
         if mode.startswith("crash-after") and answered >= int(sys.argv[2]):
             print("fixture: crashing as told", file=sys.stderr, flush=True)

@@ -1,13 +1,16 @@
 //! outage's measurement.
 
-use super::rows::{Phase, RunLabel, CHECKS, PHASES};
+use super::rows::{CheckRow, Phase, PhaseRow, RunLabel, CHECKS, PHASES};
 use super::{phases, sweep, Outage, Params, ID};
 use crate::context::Ctx;
 use crate::experiments::{Definition, ExperimentError, Phase as _, PhaseError, Session};
 use crate::fault;
-use crate::record::RunRecord;
+use crate::limiter::process::Reach;
+use crate::limiter::{Decider, Invocation, LimiterError, Strategy};
+use crate::load::LoadError;
+use crate::record::{CsvSink, RunRecord};
 use crate::server::{RedisServer, ServerError};
-use crate::store::Store;
+use crate::store::{Counters, Store};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -35,46 +38,128 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     Ok(())
 }
 
-/// The four runs (policy x breaker off/on) through all five phases; returns suspended checks.
+/// The main runs through all five phases, one after another; returns suspended checks.
 fn main_runs(
     ctx: &Ctx,
     p: &Params,
     rt: &tokio::runtime::Runtime,
     server: &mut RedisServer,
-    run: &mut RunRecord,
+    record: &mut RunRecord,
     prefix: &str,
 ) -> Result<u64, ExperimentError> {
-    let mut checks = CHECKS.create(&run.staging)?;
-    let mut phase_rows = PHASES.create(&run.staging)?;
-    let mut runs: Vec<RunLabel> = (p.policies.iter())
-        .flat_map(|&policy| {
-            [None, Some((p.breaker_failures, p.breaker_cooldown_ms))]
-                .map(|b| RunLabel::new(policy, b))
+    let runs = runs(ctx, p);
+    let mut runner = Runner {
+        p,
+        rt,
+        prefix,
+        checks: CHECKS.create(&record.staging)?,
+        phases: PHASES.create(&record.staging)?,
+        bar: crate::experiments::frame::progress_bar(ctx, ID, (runs.len() * 5) as u64),
+        suspended: 0,
+    };
+    for run in runs {
+        let counters = runner.run(server, run)?;
+        let counters = serde_json::to_string(&counters).unwrap_or_default();
+        record.note(format!("{run}: store counters {counters}"));
+    }
+    runner.bar.finish_and_clear();
+    Ok(runner.suspended)
+}
+
+/// One run of the main phases: who decides, and the store that asks it.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    /// The built-in strategy (the `strategy` parameter) or a custom limiter (`--limiter`).
+    limiter: Strategy,
+    label: RunLabel,
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.limiter.is_custom() {
+            true => write!(f, "{}/{}", self.limiter, self.label),
+            false => write!(f, "{}", self.label),
+        }
+    }
+}
+
+/// The built-in strategy's runs (each policy with the breaker off and on, then the fail-fast
+/// runs), then each custom limiter's: each policy with the breaker off and on. The fail-fast
+/// runs vary how ratelab's own client reconnects, which a limiter process does by itself.
+fn runs(ctx: &Ctx, p: &Params) -> Vec<Run> {
+    let breakers = [None, Some((p.breaker_failures, p.breaker_cooldown_ms))];
+    let policy_runs = |limiter| {
+        (p.policies.iter()).flat_map(move |&policy| {
+            breakers.map(|b| Run {
+                limiter,
+                label: RunLabel::new(policy, b),
+            })
         })
-        .collect();
-    runs.extend((p.fail_fast_policies.iter()).map(|&policy| RunLabel::failing_fast(policy)));
-    let bar = crate::experiments::frame::progress_bar(ctx, ID, (runs.len() * 5) as u64);
-    let mut suspended = 0;
-    for label in runs {
-        let what = || format!("{label}");
-        let store = (Store::new(&server.url(), p.limiter(), p.settings(label)))
+    };
+    let mut runs: Vec<Run> = policy_runs(p.strategy).collect();
+    runs.extend((p.fail_fast_policies.iter()).map(|&policy| Run {
+        limiter: p.strategy,
+        label: RunLabel::failing_fast(policy),
+    }));
+    for &limiter in ctx.limiters.iter().filter(|l| l.is_custom()) {
+        runs.extend(policy_runs(limiter));
+    }
+    runs
+}
+
+/// Who decides in a run, built once for it: the built-in strategy's limiter, or a custom
+/// limiter's decider (a limiter process's adapter started against the server, given the budget
+/// as its client's timeout: the timeout the store's own client has).
+fn decider(p: &Params, limiter: Strategy, url: &str) -> Result<Decider, LimiterError> {
+    if !limiter.is_custom() {
+        return Ok(p.limiter().into());
+    }
+    let reach = Reach {
+        redis_url: url.to_string(),
+        timeout_ms: p.budget_ms,
+    };
+    Decider::reaching(limiter, p.spec(), Invocation::default(), &reach)
+}
+
+/// What every main run writes into, and the run's totals.
+struct Runner<'a> {
+    p: &'a Params,
+    rt: &'a tokio::runtime::Runtime,
+    prefix: &'a str,
+    checks: CsvSink<CheckRow>,
+    phases: CsvSink<PhaseRow>,
+    bar: indicatif::ProgressBar,
+    suspended: u64,
+}
+
+impl Runner<'_> {
+    /// `run` through all five phases with a fresh store and decider; the store's counters.
+    fn run(&mut self, server: &mut RedisServer, run: Run) -> Result<Counters, ExperimentError> {
+        let (p, label) = (self.p, run.label);
+        let what = || format!("{run}");
+        let decider = decider(p, run.limiter, &server.url())
+            .map_err(LoadError::from)
+            .phase(what)?;
+        let store = (Store::new(&server.url(), decider, p.settings(label)))
             .map(Rc::new)
             .map_err(|e| PhaseError::Invalid(format!("store: {}", crate::errors::one_line(&e))))
             .phase(what)?;
         let mut driver = phases::Driver {
-            rt,
+            rt: self.rt,
             store: Rc::clone(&store),
-            key: format!("{prefix}{label}").into(),
+            key: format!("{}{run}", self.prefix).into(),
+            limiter: run.limiter,
             label,
             interval: Duration::from_millis(p.interval_ms),
-            checks: &mut checks,
+            checks: &mut self.checks,
         };
         driver.warm_up(p.warmup).phase(what)?;
+        let (phases, bar, suspended) = (&mut self.phases, &self.bar, &mut self.suspended);
         let mut measure = |phase: Phase, fault_at: Instant| -> Result<(), ExperimentError> {
             let row = (driver.phase(phase, fault_at, p.checks_per_phase(label)))
-                .phase(|| format!("{label}, {phase} phase"))?;
-            suspended += row.suspended_checks;
-            phase_rows.write(&row)?;
+                .phase(|| format!("{run}, {phase} phase"))?;
+            *suspended += row.suspended_checks;
+            phases.write(&row)?;
             bar.inc(1);
             Ok(())
         };
@@ -85,9 +170,9 @@ fn main_runs(
         measure(Phase::Hung, hung.at)?;
         // An error above drops `hung`, which continues the server.
         measure(Phase::Resumed, hung.resume().phase(what)?)?;
-        let counters = serde_json::to_string(&store.counters()).unwrap_or_default();
-        run.note(format!("{label}: store counters {counters}"));
+        // A limiter process that fell silent in the last checks stops the run here.
+        (store.settle().map_err(LoadError::from))
+            .phase(|| format!("{run}: the answers its limiter owed"))?;
+        Ok(store.counters())
     }
-    bar.finish_and_clear();
-    Ok(suspended)
 }

@@ -49,24 +49,28 @@ fn kind(r: &CheckRow) -> usize {
 /// as (x = place in the run, log10 ms, kind).
 #[derive(Debug, Default)]
 pub(crate) struct Panel {
+    /// A custom limiter's name; none for the built-in's.
+    custom: Option<String>,
     breaker: String,
     phases: Vec<String>,
     per_phase: Vec<u64>,
     dots: Vec<(f64, f64, usize)>,
 }
 
-/// Splits rows into panels (breaker off, on) in first-appearance order; each policy's run is
-/// drawn over the same x, since the phases have the same length in every run. The panels are
-/// the seed's client's; the fail-fast runs are a table in the summary.
+/// Splits rows into panels (breaker off, on; then each custom limiter's) in first-appearance
+/// order; each policy's run is drawn over the same x, since the phases have the same length in
+/// every run. The panels are the seed's client's; the fail-fast runs are a table in the summary.
 pub(crate) fn panels(rows: &[CheckRow]) -> Vec<Panel> {
-    let mut keys: Vec<String> = Vec::new();
+    let mut keys: Vec<(Option<String>, String)> = Vec::new();
     let mut out: Vec<Panel> = Vec::new();
     // (phase index, seq) per dot until every phase's length is known.
     let mut places: Vec<Vec<(usize, u64)>> = Vec::new();
     for r in rows.iter().filter(|r| r.reconnect == Reconnect::InCheck) {
-        let i = index_of(&mut keys, r.breaker.clone());
+        let custom = (r.limiter.filter(|l| l.is_custom())).map(|l| l.to_string());
+        let i = index_of(&mut keys, (custom.clone(), r.breaker.clone()));
         if i == out.len() {
             out.push(Panel {
+                custom,
                 breaker: r.breaker.clone(),
                 ..Panel::default()
             });
@@ -185,7 +189,13 @@ fn outage_chart(panels: &[Panel]) -> Chart {
             start = end;
         }
         let x_hi = panel.per_phase.iter().sum::<u64>().max(1) as f64;
-        let x_desc = format!("check, in run order (breaker {})", panel.breaker);
+        let x_desc = match &panel.custom {
+            Some(name) => format!(
+                "check, in run order ({name} deciding, breaker {})",
+                panel.breaker
+            ),
+            None => format!("check, in run order (breaker {})", panel.breaker),
+        };
         let mut x = Axis::new(
             x_desc,
             Range::Linear(0.0, x_hi),
@@ -210,7 +220,9 @@ answer, not the time)";
     let legend =
         (KINDS.iter().enumerate()).map(|(i, name)| (Marker::Dot(color(i)), name.to_string()));
     let title = "outage: latency of each check (log ms)";
-    Chart::new((1200, 900), title, note, plots.collect())
+    // Two panels fill the seed's picture; each custom limiter's two get the same height.
+    let height = 900 + 350 * panels.len().saturating_sub(2) as u32;
+    Chart::new((1200, height), title, note, plots.collect())
         .legend(10 + Y_LABEL_PX as i32, legend.collect())
 }
 

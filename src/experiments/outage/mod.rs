@@ -18,6 +18,14 @@
 //! grew during it (the machine slept: seed 000's 30-minute check). Then the breaker sweep
 //! (outage/sweep.rs).
 //!
+//! Custom limiters (`--limiter`, scripts and limiter processes): each policy's runs with the
+//! breaker off and on once more per limiter, the limiter deciding in the same store (its decider
+//! built once per run; a process's adapter gets the budget as its client's timeout). An adapter's
+//! `error` answer is a failed check the policy answers, sorted as the store's own client's
+//! failures; an adapter that breaks the protocol stops the run. Rows name who decided
+//! (`limiter`); the claims judge the built-in's rows only, and REPORT.md's custom limiter table
+//! sets each limiter's dead and hung medians beside the built-in's.
+//!
 //! Writes `outage/outage.csv` (one row per check), `outage/phases.csv` (per run and phase: counts,
 //! median / p99 / max, checks and time to the first normal answer), `outage/breaker_sweep.csv` (one
 //! row per sweep point and trial), `outage/meta.json`.
@@ -32,6 +40,7 @@ mod sweep;
 pub use rows::{CheckRow, Phase, PhaseRow, RunLabel, SweepRow};
 pub use rows::{CHECKS, PHASES, SWEEP};
 
+use super::limiters::Verdicts;
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::limiter::{LimitSpec, Limiter, Strategy};
 use crate::record::Table;
@@ -50,6 +59,9 @@ impl Definition for Outage {
     const MUST_OWN_SERVER: Option<&'static str> =
         Some("it SIGKILLs, restarts, SIGSTOPs and SIGCONTs the server");
     type Params = Params;
+    const TAKES_LIMITERS: bool = true;
+    const TAKES_PROCESSES: bool = true;
+    const VERDICTS: Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
@@ -103,13 +115,17 @@ pub struct Params {
 }
 
 impl Params {
-    fn limiter(&self) -> Limiter {
-        let spec = LimitSpec {
+    /// The limit every run's limiter enforces, built-in or custom.
+    fn spec(&self) -> LimitSpec {
+        LimitSpec {
             capacity: self.capacity,
             refill_per_sec: self.refill_per_sec,
             ..LimitSpec::default()
-        };
-        Limiter::new(self.strategy, spec)
+        }
+    }
+
+    fn limiter(&self) -> Limiter {
+        Limiter::new(self.strategy, self.spec())
     }
 
     /// Checks per phase of `label`'s run: the seed's count, or the fail-fast variation's.

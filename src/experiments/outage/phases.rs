@@ -4,6 +4,7 @@
 
 use super::rows::{CheckRow, Phase, PhaseRow, RunLabel};
 use crate::experiments::PhaseError;
+use crate::limiter::Strategy;
 use crate::load::drill::{Call, Closed, Drill, Schedule, Stop, Stopper};
 use crate::record::{suspend_offset_ns, CsvSink};
 use crate::store::{Answer, Failure, Outcome, Route, Store};
@@ -23,6 +24,8 @@ pub struct Driver<'a> {
     pub rt: &'a tokio::runtime::Runtime,
     pub store: Rc<Store>,
     pub key: Rc<str>,
+    /// Who decides: the built-in strategy or a custom limiter.
+    pub limiter: Strategy,
     pub label: RunLabel,
     pub interval: Duration,
     pub checks: &'a mut CsvSink<CheckRow>,
@@ -118,6 +121,7 @@ impl Driver<'_> {
         for r in &ran.records {
             let answer = r.out.answer()?;
             let row = CheckRow {
+                limiter: Some(self.limiter),
                 policy,
                 breaker: breaker.to_string(),
                 k,
@@ -138,7 +142,7 @@ impl Driver<'_> {
             self.checks.write(&row)?;
             acc.add(&row);
         }
-        Ok(acc.row(self.label, phase))
+        Ok(acc.row(Some(self.limiter), self.label, phase))
     }
 }
 
@@ -173,11 +177,12 @@ impl Acc {
         self.suspended += u64::from(r.suspended);
     }
 
-    fn row(mut self, label: RunLabel, phase: Phase) -> PhaseRow {
+    fn row(mut self, limiter: Option<Strategy>, label: RunLabel, phase: Phase) -> PhaseRow {
         let (policy, breaker, k, cooldown_ms) = label.columns();
         self.latencies_ms.sort_by(f64::total_cmp);
         let l = &self.latencies_ms;
         PhaseRow {
+            limiter,
             policy,
             breaker: breaker.to_string(),
             k,
@@ -216,7 +221,7 @@ pub(super) fn tests_row(
     first_normal_seq: Option<u64>,
     script_reloads: u64,
 ) -> PhaseRow {
-    let mut row = Acc::default().row(label, phase);
+    let mut row = Acc::default().row(None, label, phase);
     row.min_ms = min_ms;
     row.median_ms = median_ms;
     row.p99_ms = max_ms;

@@ -1,19 +1,34 @@
-//! outage's summary for REPORT.md: per run and phase, then the breaker sweep when it was run.
+//! outage's summary for REPORT.md: per run and phase, then the breaker sweep when it was run;
+//! and what it says about each custom limiter (its dead and hung checks beside the built-in's).
 
-use super::{PhaseRow, SweepRow, PHASES, SWEEP};
+use super::{Phase, PhaseRow, SweepRow, PHASES, SWEEP};
 use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
+use crate::experiments::limiters::{self, Verdict};
+use crate::limiter::Strategy;
 use crate::record::csv_text;
+use crate::store::Reconnect;
 use std::path::Path;
 
-/// Per run and phase (phases.csv), then the breaker sweep when it was run.
+/// Per run and phase (phases.csv), then the breaker sweep when it was run. A run with custom
+/// limiters says who decided in a first column.
 pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
-    let keys: [Key<PhaseRow>; 4] = [
+    let rows = PHASES.read(dir)?;
+    let mut keys: Vec<Key<PhaseRow>> = Vec::new();
+    if rows
+        .iter()
+        .any(|r| r.limiter.is_some_and(Strategy::is_custom))
+    {
+        keys.push(("limiter", |r| {
+            r.limiter.map_or(String::new(), |l| l.to_string())
+        }));
+    }
+    keys.extend::<[Key<PhaseRow>; 4]>([
         ("policy", |r| csv_text(&r.policy)),
         ("breaker", |r| r.breaker.clone()),
         ("reconnect", |r| csv_text(&r.reconnect)),
         ("phase", |r| r.phase.to_string()),
-    ];
+    ]);
     let stats: [Stat<PhaseRow>; 13] = [
         ("median ms", |r| Some(r.median_ms)),
         ("p99 ms", |r| Some(r.p99_ms)),
@@ -31,7 +46,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("script reloads", |r| Some(r.script_reloads as f64)),
         ("suspended", |r| Some(r.suspended_checks as f64)),
     ];
-    let mut out = summary_table(&PHASES.read(dir)?, &keys, &stats);
+    let mut out = summary_table(&rows, &keys, &stats);
     if SWEEP.path(dir).is_file() {
         out.push_str("\nBreaker sweep (mean over trials; min-max in brackets):\n\n");
         let keys: [Key<SweepRow>; 3] = [
@@ -48,6 +63,49 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
             ("suspended", |r| Some(r.suspended_checks as f64)),
         ];
         out.push_str(&summary_table(&SWEEP.read(dir)?, &keys, &stats));
+    }
+    Ok(out)
+}
+
+/// Each custom limiter's dead and hung checks beside the built-in store's, from phases.csv: the
+/// phase's median latency (the seed's client: breaker off, reconnecting in the check; the mean
+/// over the policies) and how many of its checks the policy answered.
+pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
+    let rows = PHASES.read(dir)?;
+    let seeds_client = |r: &PhaseRow| r.breaker == "off" && r.reconnect == Reconnect::InCheck;
+    let builtin = (rows.iter()).find_map(|r| r.limiter.filter(|l| !l.is_custom()));
+    let median = |limiter: Option<Strategy>, phase: Phase| {
+        let keep = |r: &PhaseRow| r.limiter == limiter && r.phase == phase && seeds_client(r);
+        limiters::mean_of(&rows, keep, |r| r.median_ms)
+    };
+    let mut out = Vec::new();
+    for l in limiters::recorded(dir)? {
+        let custom = Some(l.strategy);
+        for (aspect, phase) in [
+            ("outage: dead check median", Phase::Dead),
+            ("outage: hung check median", Phase::Hung),
+        ] {
+            let of = rows
+                .iter()
+                .filter(|r| r.limiter == custom && r.phase == phase && seeds_client(r));
+            let (by_policy, checks) = of.fold((0, 0), |(p, n), r| {
+                (p + r.degraded_allowed + r.degraded_denied, n + r.checks)
+            });
+            let latency = match builtin {
+                Some(b) => limiters::against_reference(
+                    median(custom, phase),
+                    median(builtin, phase),
+                    b,
+                    "ms",
+                ),
+                None => "no built-in runs".into(),
+            };
+            out.push(Verdict {
+                limiter: l.strategy.to_string(),
+                aspect,
+                value: format!("{latency}; {by_policy} of {checks} answered by policy"),
+            });
+        }
     }
     Ok(out)
 }

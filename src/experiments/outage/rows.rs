@@ -2,15 +2,16 @@
 //! check (outage.csv), one per phase (phases.csv) and one per breaker sweep point
 //! (breaker_sweep.csv).
 
+use crate::limiter::Strategy;
 use crate::record::CsvFile;
 use crate::store::{BreakerState, Failure, Outcome, Policy, Reconnect, Route};
 use serde::{Deserialize, Serialize};
 
 /// `outage.csv`: One row per check.
-pub const CHECKS: CsvFile<CheckRow> = CsvFile::new("outage.csv");
+pub const CHECKS: CsvFile<CheckRow> = CsvFile::new("outage.csv").added(&["limiter"]);
 
 /// `phases.csv`: One row per phase of one run.
-pub const PHASES: CsvFile<PhaseRow> = CsvFile::new("phases.csv");
+pub const PHASES: CsvFile<PhaseRow> = CsvFile::new("phases.csv").added(&["limiter"]);
 
 /// `breaker_sweep.csv`: One row per sweep point in one trial.
 pub const SWEEP: CsvFile<SweepRow> = CsvFile::new("breaker_sweep.csv");
@@ -87,6 +88,11 @@ impl std::fmt::Display for RunLabel {
 /// One check.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CheckRow {
+    /// Who decided: the built-in strategy (the `strategy` parameter) or a custom limiter
+    /// (`--limiter`: its manifest's name); empty in runs before custom limiters ran here, which
+    /// ran the built-in alone.
+    #[serde(default)]
+    pub limiter: Option<Strategy>,
     pub policy: Policy,
     /// `off` or `on`.
     pub breaker: String,
@@ -122,6 +128,11 @@ pub struct CheckRow {
 /// One phase of one run, derived from its checks.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PhaseRow {
+    /// Who decided: the built-in strategy (the `strategy` parameter) or a custom limiter
+    /// (`--limiter`: its manifest's name); empty in runs before custom limiters ran here, which
+    /// ran the built-in alone.
+    #[serde(default)]
+    pub limiter: Option<Strategy>,
     pub policy: Policy,
     /// `off` or `on`.
     pub breaker: String,
