@@ -216,7 +216,22 @@ fn ratelab(args: &[&str]) -> std::process::Output {
         .expect("ratelab runs")
 }
 
-/// Processes running the fixture with `mode`.
+/// A manifest of the window fixture named `fixture-window` in `dir`, whose command carries `tag`:
+/// tests run at once, so each counts only its own adapters.
+fn tagged_window(dir: &Path, tag: &str) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/adapters/fixture.py");
+    let manifest = dir.join(format!("{tag}.toml"));
+    let text = format!(
+        "name = \"fixture-window\"\ndescription = \"the window fixture, tagged {tag}\"\nkind = \"process\"\n\
+         command = [\"python3\", \"{}\", \"window\", \"{tag}\"]\nalgorithm = \"fixed-window\"\n\
+         anchor = \"first-hit\"\n",
+        script.display()
+    );
+    std::fs::write(&manifest, text).unwrap();
+    manifest
+}
+
+/// Processes running the fixture with `mode` (or a tag) in their command line.
 fn fixtures_running(mode: &str) -> usize {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return 0;
@@ -231,7 +246,7 @@ fn fixtures_running(mode: &str) -> usize {
 #[test]
 fn race_runs_an_adapter_in_every_worker_and_names_its_library() {
     let out = tempfile::tempdir().unwrap();
-    let window = fixture("window");
+    let window = tagged_window(out.path(), "tag-race");
     let run = ratelab(&[
         "run",
         "race",
@@ -269,7 +284,7 @@ fn race_runs_an_adapter_in_every_worker_and_names_its_library() {
         assert_eq!(r[col("errors")], "0", "{r:?}");
     }
     assert_eq!(
-        fixtures_running("window"),
+        fixtures_running("tag-race"),
         0,
         "every worker's adapter is gone"
     );
@@ -352,7 +367,7 @@ fn survival_rows(csv: &str, name: &str) -> Vec<(String, String, String)> {
 #[test]
 fn scripts_survival_restarts_an_adapters_server_and_times_its_reconnect() {
     let out = tempfile::tempdir().unwrap();
-    let window = fixture("window");
+    let window = tagged_window(out.path(), "tag-survival");
     let run = ratelab(&[
         "run",
         "scripts",
@@ -397,13 +412,13 @@ fn scripts_survival_restarts_an_adapters_server_and_times_its_reconnect() {
     assert!(event("promoted").is_none(), "{rows:?}");
     let meta = std::fs::read_to_string(out.path().join("scripts/meta.json")).unwrap();
     assert!(meta.contains("it was not asked after promoted"), "{meta}");
-    assert_eq!(fixtures_running("window"), 0, "the adapters are gone");
+    assert_eq!(fixtures_running("tag-survival"), 0, "the adapters are gone");
 }
 
 #[test]
 fn pods_run_an_adapter_in_every_pod_on_loopback_and_through_the_proxy() {
     let out = tempfile::tempdir().unwrap();
-    let window = fixture("window");
+    let window = tagged_window(out.path(), "tag-pods");
     let run = ratelab(&[
         "run",
         "pods",
@@ -444,5 +459,9 @@ fn pods_run_an_adapter_in_every_pod_on_loopback_and_through_the_proxy() {
         assert!(count("decided_allowed") > 0, "{r:?}");
         assert!(count("reached") <= count("sent"), "{r:?}");
     }
-    assert_eq!(fixtures_running("window"), 0, "every pod's adapter is gone");
+    assert_eq!(
+        fixtures_running("tag-pods"),
+        0,
+        "every pod's adapter is gone"
+    );
 }
