@@ -485,7 +485,7 @@ fn a_limiter_process_decides_its_own_runs_and_its_failures_are_the_policys() {
     );
     let cell = common::custom_limiter_cell(out.path(), "fixture-window", "outage: dead");
     assert!(
-        cell.contains("of lua-bucket (") && cell.contains("answered by policy"),
+        cell.contains("(lua-bucket: fail-open ") && cell.contains("answered by policy"),
         "{cell}"
     );
 }

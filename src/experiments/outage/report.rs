@@ -67,43 +67,45 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
     Ok(out)
 }
 
-/// Each custom limiter's dead and hung checks beside the built-in store's, from phases.csv: the
-/// phase's median latency (the seed's client: breaker off, reconnecting in the check; the mean
-/// over the policies) and how many of its checks the policy answered.
+/// Each custom limiter's dead and hung checks with the seed's client (breaker off, reconnecting in
+/// the check): the median per policy beside the built-in's (a client may answer one policy's
+/// outage from a not-ready flag and wait out the other's), and how many the policy answered.
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     let rows = PHASES.read(dir)?;
     let seeds_client = |r: &PhaseRow| r.breaker == "off" && r.reconnect == Reconnect::InCheck;
     let builtin = (rows.iter()).find_map(|r| r.limiter.filter(|l| !l.is_custom()));
-    let median = |limiter: Option<Strategy>, phase: Phase| {
-        let keep = |r: &PhaseRow| r.limiter == limiter && r.phase == phase && seeds_client(r);
-        limiters::mean_of(&rows, keep, |r| r.median_ms)
-    };
     let mut out = Vec::new();
     for l in limiters::recorded(dir)? {
-        let custom = Some(l.strategy);
         for (aspect, phase) in [
             ("outage: dead check median", Phase::Dead),
             ("outage: hung check median", Phase::Hung),
         ] {
-            let of = rows
-                .iter()
-                .filter(|r| r.limiter == custom && r.phase == phase && seeds_client(r));
-            let (by_policy, checks) = of.fold((0, 0), |(p, n), r| {
+            let of = |limiter: Option<Strategy>| -> Vec<&PhaseRow> {
+                (rows.iter())
+                    .filter(|r| r.limiter == limiter && r.phase == phase && seeds_client(r))
+                    .collect()
+            };
+            let mine = of(Some(l.strategy));
+            let (by_policy, checks) = mine.iter().fold((0, 0), |(p, n), r| {
                 (p + r.degraded_allowed + r.degraded_denied, n + r.checks)
             });
-            let latency = match builtin {
-                Some(b) => limiters::against_reference(
-                    median(custom, phase),
-                    median(builtin, phase),
-                    b,
-                    "ms",
-                ),
+            let medians = |rows: &[&PhaseRow]| -> String {
+                let each = rows
+                    .iter()
+                    .map(|r| format!("{} {:.2}", csv_text(&r.policy), r.median_ms));
+                each.collect::<Vec<_>>().join(", ")
+            };
+            let reference = match builtin {
+                Some(b) => format!("{b}: {} ms", medians(&of(Some(b)))),
                 None => "no built-in runs".into(),
             };
             out.push(Verdict {
                 limiter: l.strategy.to_string(),
                 aspect,
-                value: format!("{latency}; {by_policy} of {checks} answered by policy"),
+                value: format!(
+                    "{} ms ({reference}); {by_policy} of {checks} answered by policy",
+                    medians(&mine)
+                ),
             });
         }
     }
