@@ -256,6 +256,11 @@ fn race_runs_an_adapter_in_every_worker_and_names_its_library() {
         window.to_str().unwrap(),
         "--set",
         "strategies=[\"lua-bucket\"]",
+        // One process, and four with eight in flight each: every worker's adapter (CI time).
+        "--set",
+        "configs=[\"1x1\", \"4x8\"]",
+        "--set",
+        "trials=1",
         "--out",
         out.path().to_str().unwrap(),
     ]);
