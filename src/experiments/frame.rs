@@ -6,7 +6,7 @@
 
 use super::definition::Definition;
 use super::error::{ExperimentError, Phase};
-use super::limiters::LimiterRow;
+use super::limiters::{LimiterRow, PROCESS_INVOCATION};
 use super::params::{self, ParamError};
 use super::session::{Parts, Session};
 use crate::context::Ctx;
@@ -50,14 +50,11 @@ pub fn prepare<D: Definition>(
             takers: takers(false),
         });
     }
-    let process = (ctx.limiters.iter()).find_map(|l| match l {
-        Strategy::Custom(name) => name.definition().filter(|d| d.process.is_some()),
-        _ => None,
-    });
-    if let (Some(d), false) = (process, D::TAKES_PROCESSES) {
+    let process = (ctx.limiters.iter()).find(|l| l.is_process());
+    if let (Some(l), false) = (process, D::TAKES_PROCESSES) {
         return Err(ExperimentError::NoLimiterProcesses {
             id: D::ID,
-            name: d.name,
+            name: l.to_string(),
             takers: takers(true),
         });
     }
@@ -244,7 +241,7 @@ fn limiter_row(
         manifest: d.manifest.clone(),
         script: d.script.clone(),
         invocation: match handshake {
-            Some(_) => "process".to_string(),
+            Some(_) => PROCESS_INVOCATION.to_string(),
             None => d.mode.to_string(),
         },
         library,

@@ -13,6 +13,9 @@ use std::path::Path;
 /// The file, in each experiment's directory.
 pub const LIMITERS_CSV: &str = "limiters.csv";
 
+/// The `invocation` of a limiter process in limiters.csv (and its mode in scripts' survival).
+pub const PROCESS_INVOCATION: &str = "process";
+
 /// One custom limiter of the run, as its manifest described it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LimiterRow {
@@ -47,10 +50,15 @@ pub struct LimiterRow {
 }
 
 impl LimiterRow {
+    /// Whether it was a limiter process.
+    pub fn is_process(&self) -> bool {
+        self.invocation == PROCESS_INVOCATION
+    }
+
     /// Whether it is the do-nothing adapter (its handshake names the library `noop`): its latency
     /// is what the process boundary alone costs, beside any library's in the same run.
     pub fn is_boundary(&self) -> bool {
-        self.invocation == "process" && self.library.split(' ').next() == Some("noop")
+        self.is_process() && self.library.split(' ').next() == Some("noop")
     }
 }
 

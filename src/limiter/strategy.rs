@@ -84,6 +84,12 @@ impl Strategy {
         matches!(self, Strategy::Custom(_))
     }
 
+    /// Whether it is a limiter process (a loaded manifest of `kind = "process"`): an adapter that
+    /// decides on connections of its own to the one server it was given.
+    pub fn is_process(self) -> bool {
+        matches!(self, Strategy::Custom(name) if name.definition().is_some_and(|d| d.process.is_some()))
+    }
+
     /// Whether each in-flight request needs a connection of its own. WATCH state belongs to a
     /// connection: on a shared one, one request's EXEC ends the others' WATCH and they commit
     /// unchecked. The load generator must then give each in-flight task its own connection.

@@ -35,7 +35,7 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     for l in &recorded {
         let mut value =
             limiters::against_reference(of(l.strategy), of(l.reference), l.reference, "µs");
-        if let Some(noop) = boundary.filter(|_| l.invocation == "process" && !l.is_boundary()) {
+        if let Some(noop) = boundary.filter(|_| l.is_process() && !l.is_boundary()) {
             value.push_str(&format!(
                 "; the process boundary alone (noop): {noop:.2} µs"
             ));

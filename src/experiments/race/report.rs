@@ -29,8 +29,9 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
 /// 001's burst (fixed windows).
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     let rows: Vec<RaceRow> = RACE.read(dir)?;
+    let recorded = limiters::recorded(dir)?;
     let mut out = Vec::new();
-    for l in limiters::recorded(dir)? {
+    for l in &recorded {
         let scenarios = [
             ("matrix", "race: admitted / exact"),
             ("seed001", "seed 001 burst: admitted / exact"),
@@ -52,7 +53,7 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     }
     if KEYS.path(dir).is_file() {
         let keys = KEYS.read(dir)?;
-        for l in limiters::recorded(dir)? {
+        for l in &recorded {
             let mine: Vec<&KeyRow> = keys.iter().filter(|k| k.strategy == l.strategy).collect();
             let value = keys_left(&mine);
             out.push(Verdict {

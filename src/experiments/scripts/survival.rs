@@ -5,6 +5,7 @@
 use super::bucket::{bucket, bucket_script, libraries, load_scripts, script_exists};
 use super::rows::{CustomSurvivalRow, Event, SurvivalRow, CUSTOM_SURVIVAL, SURVIVAL};
 use super::Params;
+use crate::experiments::limiters::PROCESS_INVOCATION;
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{
     Attempt, Check, Decide, Decider, Invocation, Limiter, LimiterError, Strategy,
@@ -49,7 +50,7 @@ fn custom_run(
     }
     let mut rows = CUSTOM_SURVIVAL.create(&s.run.staging)?;
     for strategy in s.ctx.limiters.clone() {
-        let process = is_process(strategy);
+        let process = strategy.is_process();
         let (events, moved): (Vec<Event>, Vec<Event>) =
             (p.events.iter()).partition(|e| !(process && e.needs_replica()));
         for event in events {
@@ -75,11 +76,6 @@ fn custom_run(
         }
     }
     Ok(())
-}
-
-/// Whether a custom limiter is a limiter process (an adapter given one server's URL).
-fn is_process(strategy: Strategy) -> bool {
-    matches!(strategy, Strategy::Custom(name) if name.definition().is_some_and(|d| d.process.is_some()))
 }
 
 /// How long a limiter process's library is given to decide again by itself after an event.
@@ -114,7 +110,7 @@ fn process_case(
     let (first_outcome, error) = outcome(&attempt);
     Ok(CustomSurvivalRow {
         strategy,
-        mode: "process".into(),
+        mode: PROCESS_INVOCATION.into(),
         event,
         called: called_name.to_string(),
         first_outcome: first_outcome.to_string(),
