@@ -107,20 +107,46 @@ fn process_case(
         true => None,
         false => rt.block_on(recovery(&decider, ended))?,
     };
-    let (first_outcome, error) = outcome(&attempt);
-    Ok(CustomSurvivalRow {
-        strategy,
-        mode: PROCESS_INVOCATION.into(),
-        event,
-        called: called_name.to_string(),
-        first_outcome: first_outcome.to_string(),
-        error,
-        ok: u8::from(attempt.outcome.is_ok()),
-        noscript: 0,
-        round_trips: attempt.round_trips,
-        first_call_us,
-        recovered_ms,
-    })
+    let first = FirstCall {
+        called: called_name,
+        us: first_call_us,
+        attempt,
+    };
+    Ok(first.row(strategy, PROCESS_INVOCATION, event, recovered_ms))
+}
+
+/// The first call after an event: where it went, how long it took, what it got.
+struct FirstCall {
+    called: &'static str,
+    us: f64,
+    attempt: Attempt,
+}
+
+impl FirstCall {
+    /// Its row in survival_custom.csv (a process's attempt never reports NOSCRIPT: its library
+    /// handles that out of sight).
+    fn row(
+        &self,
+        strategy: Strategy,
+        mode: &str,
+        event: Event,
+        recovered_ms: Option<f64>,
+    ) -> CustomSurvivalRow {
+        let (first_outcome, error) = outcome(&self.attempt);
+        CustomSurvivalRow {
+            strategy,
+            mode: mode.to_string(),
+            event,
+            called: self.called.to_string(),
+            first_outcome: first_outcome.to_string(),
+            error,
+            ok: u8::from(self.attempt.outcome.is_ok()),
+            noscript: u8::from(self.attempt.noscript),
+            round_trips: self.attempt.round_trips,
+            first_call_us: self.us,
+            recovered_ms,
+        }
+    }
 }
 
 /// One check through a limiter process, timed (µs); the adapter itself failing stops the run.
@@ -172,20 +198,12 @@ fn custom_case(
     let (called, called_name) = apply(event, &mut primary, replica.as_ref())?;
     let (first_call_us, attempt) =
         rt.block_on(first_call(&called.url(), &limiter, ctx.timeouts))?;
-    let (first_outcome, error) = outcome(&attempt);
-    Ok(CustomSurvivalRow {
-        strategy,
-        mode: limiter.invocation().to_string(),
-        event,
-        called: called_name.to_string(),
-        first_outcome: first_outcome.to_string(),
-        error,
-        ok: u8::from(attempt.outcome.is_ok()),
-        noscript: u8::from(attempt.noscript),
-        round_trips: attempt.round_trips,
-        first_call_us,
-        recovered_ms: None,
-    })
+    let first = FirstCall {
+        called: called_name,
+        us: first_call_us,
+        attempt,
+    };
+    Ok(first.row(strategy, &limiter.invocation().to_string(), event, None))
 }
 
 /// A fresh primary persisting as `event` needs, and its replica if the event needs one.
