@@ -67,6 +67,15 @@ async function begin(adapter, start, line) {
   return limiter;
 }
 
+// A connected ioredis client (the adapter's own installed `Redis`), the run's timeout as its
+// commandTimeout, its errors on stderr (an 'error' event with no listener would end the process).
+async function ioredisClient(Redis, setup) {
+  const client = new Redis(setup.redis_url, { lazyConnect: true, commandTimeout: setup.timeout_ms });
+  client.on('error', (err) => process.stderr.write(`ioredis: ${err.message}\n`));
+  await client.connect();
+  return client;
+}
+
 // Runs an adapter. `start(setup)` connects and resolves to
 // { library, version, client, check(key, cost) -> Promise<{allowed, remaining?, retry_after_ms?}>, close() }.
 function serve(adapter, start) {
@@ -92,4 +101,4 @@ function serve(adapter, start) {
   });
 }
 
-module.exports = { serve, installedVersion, within };
+module.exports = { serve, installedVersion, within, ioredisClient };

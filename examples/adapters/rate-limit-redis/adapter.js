@@ -6,12 +6,10 @@
 
 const Redis = require('ioredis');
 const { RedisStore } = require('rate-limit-redis');
-const { serve, installedVersion } = require('../lib/protocol');
+const { serve, installedVersion, ioredisClient } = require('../lib/protocol');
 
 serve('rate-limit-redis', async (setup) => {
-  const client = new Redis(setup.redis_url, { lazyConnect: true, commandTimeout: setup.timeout_ms });
-  client.on('error', (err) => process.stderr.write(`ioredis: ${err.message}\n`));
-  await client.connect();
+  const client = await ioredisClient(Redis, setup);
   // An empty prefix: the Redis key is ratelab's key itself, under the run's prefix.
   const store = new RedisStore({ sendCommand: (command, ...args) => client.call(command, ...args), prefix: '' });
   await store.init({ windowMs: setup.window_ms });

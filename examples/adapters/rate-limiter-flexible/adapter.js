@@ -7,7 +7,7 @@
 
 const Redis = require('ioredis');
 const { RateLimiterRedis, RateLimiterRedisNonAtomic, RateLimiterRes } = require('rate-limiter-flexible');
-const { serve, installedVersion } = require('../lib/protocol');
+const { serve, installedVersion, ioredisClient } = require('../lib/protocol');
 
 const kinds = { atomic: RateLimiterRedis, 'non-atomic': RateLimiterRedisNonAtomic };
 const kind = process.argv[2];
@@ -16,9 +16,7 @@ serve(`rate-limiter-flexible ${kind}`, async (setup) => {
   const Limiter = kinds[kind];
   if (!Limiter) throw new Error(`argv[2] must be atomic or non-atomic, not ${kind}`);
   if (setup.window_ms % 1000 !== 0) throw new Error(`its duration is whole seconds: window_ms ${setup.window_ms}`);
-  const client = new Redis(setup.redis_url, { lazyConnect: true, commandTimeout: setup.timeout_ms });
-  client.on('error', (err) => process.stderr.write(`ioredis: ${err.message}\n`));
-  await client.connect();
+  const client = await ioredisClient(Redis, setup);
   // An empty keyPrefix: the Redis key is ratelab's key itself, under the run's prefix.
   const duration = setup.window_ms / 1000;
   const limiter = new Limiter({ storeClient: client, keyPrefix: '', points: setup.limit, duration });

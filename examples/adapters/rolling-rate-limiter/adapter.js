@@ -6,12 +6,10 @@
 
 const Redis = require('ioredis');
 const { RedisRateLimiter } = require('rolling-rate-limiter');
-const { serve, installedVersion } = require('../lib/protocol');
+const { serve, installedVersion, ioredisClient } = require('../lib/protocol');
 
 serve('rolling-rate-limiter', async (setup) => {
-  const client = new Redis(setup.redis_url, { lazyConnect: true, commandTimeout: setup.timeout_ms });
-  client.on('error', (err) => process.stderr.write(`ioredis: ${err.message}\n`));
-  await client.connect();
+  const client = await ioredisClient(Redis, setup);
   // An empty namespace: the Redis key is ratelab's key itself, under the run's prefix.
   const options = { client, namespace: '', interval: setup.window_ms, maxInInterval: setup.limit };
   const limiter = new RedisRateLimiter(options);

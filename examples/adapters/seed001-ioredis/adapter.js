@@ -10,7 +10,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const Redis = require('ioredis');
-const { serve, installedVersion } = require('../lib/protocol');
+const { serve, installedVersion, ioredisClient } = require('../lib/protocol');
 
 const BUCKET = fs.readFileSync(path.join(__dirname, '../../../src/limiter/lua/token_bucket.lua'), 'utf8');
 
@@ -36,10 +36,8 @@ const mode = process.argv[2];
 serve(`seed001 ${mode}`, async (setup) => {
   const decide = limiters[mode];
   if (!decide) throw new Error(`argv[2] must be naive or lua, not ${mode}`);
-  const redis = new Redis(setup.redis_url, { lazyConnect: true, commandTimeout: setup.timeout_ms });
-  redis.on('error', (err) => process.stderr.write(`ioredis: ${err.message}\n`));
+  const redis = await ioredisClient(Redis, setup);
   redis.defineCommand('bucket', { numberOfKeys: 1, lua: BUCKET });
-  await redis.connect();
   return {
     library: 'seed 001 middleware',
     version: mode,
