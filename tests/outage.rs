@@ -412,24 +412,10 @@ fn fixture_limiter(name: &str) -> Strategy {
 
 /// Fixture adapters behaving as `mode` that this test process started and that still run.
 fn adapters_left(mode: &str) -> Vec<u32> {
-    let me = std::process::id().to_string();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    (entries.flatten())
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let ppid = stat
-                .rsplit_once(')')
-                .and_then(|(_, s)| s.split_whitespace().nth(1));
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            cmdline.contains("fixture.py")
-                && cmdline.contains(mode)
-                && ppid == Some(me.as_str())
-                && common::pid_alive(*pid)
-        })
+    let me = std::process::id();
+    (common::processes_with("fixture.py", &[mode]).into_iter())
+        .filter(|&(pid, ppid, _)| ppid == Some(me) && common::pid_alive(pid))
+        .map(|(pid, ..)| pid)
         .collect()
 }
 

@@ -233,14 +233,7 @@ fn tagged_window(dir: &Path, tag: &str) -> PathBuf {
 
 /// Processes running the fixture with `mode` (or a tag) in their command line.
 fn fixtures_running(mode: &str) -> usize {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    (entries.flatten())
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains("fixture.py") && c.contains(mode))
-        .count()
+    common::processes_with("fixture.py", &[mode]).len()
 }
 
 #[test]

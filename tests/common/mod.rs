@@ -73,6 +73,27 @@ pub fn redis_children(ppid: u32) -> Vec<u32> {
         .collect()
 }
 
+/// Processes whose command line contains `needle` and every one of `more`: (pid, parent pid,
+/// command line with its arguments space-separated), zombies included.
+pub fn processes_with(needle: &str, more: &[&str]) -> Vec<(u32, Option<u32>, String)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    (entries.flatten())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if !cmdline.contains(needle) || !more.iter().all(|m| cmdline.contains(m)) {
+                return None;
+            }
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat_field(&stat, 1).and_then(|p| p.parse().ok());
+            Some((pid, ppid, cmdline))
+        })
+        .collect()
+}
+
 /// Polls `cond` until it holds or `timeout` passes.
 pub fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
