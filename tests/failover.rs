@@ -7,6 +7,7 @@ mod common;
 
 use assert_cmd::Command;
 use ratelab::analysis::table::{number, read_rows, Row};
+use ratelab::experiments::failover::{CLIENTS, KEYS, TRIALS};
 
 /// The quick profile's matrix (both strategies, two offered rates, every variant): rows per
 /// key, per trial.
@@ -23,8 +24,8 @@ fn run() -> (Vec<Row>, Vec<Row>) {
         String::from_utf8_lossy(&output.stderr)
     );
     let dir = out.path().join("failover");
-    let keys = read_rows(&dir.join("failover.csv")).unwrap();
-    let trials = read_rows(&dir.join("trials.csv")).unwrap();
+    let keys = read_rows(&KEYS.path(&dir)).unwrap();
+    let trials = read_rows(&TRIALS.path(&dir)).unwrap();
     let per_trial: usize = trials.iter().map(|t| n(t, "keys") as usize).sum();
     assert_eq!(keys.len(), per_trial, "one row per key per trial");
     (keys, trials)
@@ -182,9 +183,9 @@ fn sentinel_failovers_move_every_client_on_its_own_within_a_burst_per_key() {
     let out = tempfile::tempdir().unwrap();
     let variants = r#"["sentinel-planned", "sentinel-crash"]"#;
     let dir = common::run_experiment("failover", out.path(), &[("variants", variants)]);
-    let clients = read_rows(&dir.join("clients.csv")).unwrap();
-    let trials = read_rows(&dir.join("trials.csv")).unwrap();
-    let keys = read_rows(&dir.join("failover.csv")).unwrap();
+    let clients = read_rows(&CLIENTS.path(&dir)).unwrap();
+    let trials = read_rows(&TRIALS.path(&dir)).unwrap();
+    let keys = read_rows(&KEYS.path(&dir)).unwrap();
     for variant in ["sentinel-planned", "sentinel-crash"] {
         let of_variant: Vec<&Row> = (clients.iter())
             .filter(|c| c["variant"] == variant)

@@ -91,7 +91,7 @@ fn serverless_body(s: &mut Session, _: &Params) -> Result<(), ExperimentError> {
     let pong: String = redis::cmd("PING").query(&mut con).phase(|| "PING".into())?;
     assert_eq!(pong, "PONG");
     *SEEN.lock().unwrap() = built.servers().iter().map(|s| s.pid()).collect();
-    let mut rows = s.csv::<Row>("probe.csv")?;
+    let mut rows = s.run.staging.csv::<Row>("probe.csv")?;
     rows.write(&Row { n: 1 })?;
     Ok(())
 }

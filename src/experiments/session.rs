@@ -1,16 +1,15 @@
 //! What an experiment's body works with ([`Session`]): the servers of its declared topology as
 //! typed handles, sinks for its rows, its keys, its loops, and fresh servers per trial or setting.
 
-use super::error::{ExperimentError, PhaseError};
+use super::error::PhaseError;
 use crate::context::Ctx;
 use crate::limiter::Strategy;
 use crate::load::{CheckTally, ClosedLoop, OpenLoop, OpenSpec, WorkerSpec};
-use crate::record::{CsvSink, RunRecord};
+use crate::record::RunRecord;
 use crate::server::{
-    Deployment, RedisCluster, RedisSentinels, RedisServer, ServerError, ServerOptions, Target,
-    Topology,
+    Deployment, Link, RedisCluster, RedisSentinels, RedisServer, Replicated, ServerError,
+    ServerOptions, Target, Topology,
 };
-use serde::Serialize;
 
 /// What an experiment's body works with.
 pub struct Session<'a> {
@@ -69,11 +68,6 @@ impl From<Deployment> for Parts {
 }
 
 impl<'a> Session<'a> {
-    /// Opens `name` in the staging directory for rows of type `R`, flushed one by one.
-    pub fn csv<R: Serialize>(&self, name: &str) -> Result<CsvSink<R>, ExperimentError> {
-        Ok(self.run.staging.csv(name)?)
-    }
-
     /// Adds a sentence meta.json carries for the reader.
     pub fn note(&mut self, text: impl Into<String>) {
         self.run.note(text);
@@ -163,13 +157,35 @@ impl<'a> Session<'a> {
         topology: &Topology,
         change: impl FnOnce(&mut ServerOptions),
     ) -> Result<Deployment, ServerError> {
+        topology.build(&self.own_options(&topology.describe(), change)?)
+    }
+
+    /// A primary and `replicas` replicas, each dialling its primary through the port `link`
+    /// names (see [`Link`]), every server's options changed by `change` first.
+    pub fn build_replicated_via(
+        &self,
+        replicas: usize,
+        change: impl FnOnce(&mut ServerOptions),
+        link: Link<'_>,
+    ) -> Result<Replicated, ServerError> {
+        let what = Topology::Replicated { replicas }.describe();
+        Replicated::start_via(&self.own_options(&what, change)?, replicas, link)
+    }
+
+    /// The options of servers this experiment starts for itself (`what`, for the error), or
+    /// why it cannot: the user named a server.
+    fn own_options(
+        &self,
+        what: &str,
+        change: impl FnOnce(&mut ServerOptions),
+    ) -> Result<ServerOptions, ServerError> {
         if self.ctx.redis_url.is_some() {
-            let why = format!("{} starts {} of its own", self.id, topology.describe());
+            let why = format!("{} starts {what} of its own", self.id);
             return Err(ServerError::NotManaged(why));
         }
         let mut opts = self.ctx.server_options();
         change(&mut opts);
-        topology.build(&opts)
+        Ok(opts)
     }
 
     /// Replaces the declared topology with a fresh one of the same build (the old one stopped once

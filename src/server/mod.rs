@@ -40,7 +40,7 @@ pub use sched::{steal_ns_by_cpu, SchedCost, SchedSample};
 pub use sentinel::{RedisSentinels, SentinelOptions, SERVICE_NAME as SENTINEL_SERVICE};
 pub use slots::{key_slot, SlotMap, SlotRange, SLOTS};
 pub use stats::{command_stats, main_thread_cpu_us, ServerCost, ServerSample};
-pub use topology::{Deployment, Replicated, Topology, Watched};
+pub use topology::{Deployment, Link, Replicated, Topology, Watched};
 
 use std::path::PathBuf;
 use std::time::Duration;

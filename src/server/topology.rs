@@ -141,6 +141,11 @@ impl Topology {
     }
 }
 
+/// Where each replica dials its primary: given the primary (started, no replica yet), the
+/// loopback port of a hop the caller runs in front of it (failover's fault proxy, so the
+/// replication link itself can be cut). A hook, so server/ needs nothing from fault/.
+pub type Link<'a> = &'a mut dyn FnMut(&RedisServer) -> Result<u16, ServerError>;
+
 impl Replicated {
     /// Starts the primary, then each replica of it.
     pub fn start(server: &ServerOptions, replicas: usize) -> Result<Self, ServerError> {
@@ -151,6 +156,24 @@ impl Replicated {
         };
         let replicas = (0..replicas)
             .map(|_| RedisServer::start_replica_of(&primary, &replica_opts))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Replicated { primary, replicas })
+    }
+
+    /// As [`Replicated::start`], each replica dialling the port `link` names for the primary,
+    /// ready once the primary streams to it through that hop.
+    pub fn start_via(
+        server: &ServerOptions,
+        replicas: usize,
+        link: Link<'_>,
+    ) -> Result<Self, ServerError> {
+        let primary = RedisServer::start(server)?;
+        let replica_opts = ServerOptions {
+            persistence: Persistence::None,
+            ..server.clone()
+        };
+        let replicas = (0..replicas)
+            .map(|_| RedisServer::start_replica_via(&primary, link(&primary)?, &replica_opts))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Replicated { primary, replicas })
     }

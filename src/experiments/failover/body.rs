@@ -1,7 +1,10 @@
 //! failover's measurement: every case of the matrix on servers of its own (trial.rs), then its
 //! rows per key, per bin and per trial (tally.rs does the counting).
 
-use super::rows::{BinRow, ClientRow, KeyRow, TrialRow, SENTINEL_SWITCH, SWITCH};
+use super::rows::{
+    BinRow, ClientRow, KeyRow, TrialRow, Variant, BINS, CLIENTS, KEYS, SENTINEL_SWITCH, SWITCH,
+    TRIALS,
+};
 use super::tally::{self, Frame};
 use super::trial::{self, Case, Measured};
 use super::Params;
@@ -15,10 +18,10 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         .map_err(crate::server::ServerError::from)
         .phase(|| "building the async runtime".into())?;
     let cases = p.cases();
-    let mut keys = s.csv::<KeyRow>("failover.csv")?;
-    let mut bins = s.csv::<BinRow>("bins.csv")?;
-    let mut trials = s.csv::<TrialRow>("trials.csv")?;
-    let mut clients = s.csv::<ClientRow>("clients.csv")?;
+    let mut keys = KEYS.create(&s.run.staging)?;
+    let mut bins = BINS.create(&s.run.staging)?;
+    let mut trials = TRIALS.create(&s.run.staging)?;
+    let mut clients = CLIENTS.create(&s.run.staging)?;
     let bar = s.progress(cases.len() as u64);
     for case in cases {
         let what = || {
@@ -58,10 +61,12 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
 /// Attempts at a case before its trial is kept late.
 const ATTEMPTS: u32 = 3;
 
-/// Runs a case again (up to `ATTEMPTS`) while its load ran later than one token's refill
-/// (window / burst): a key whose checks stall that long can fill its bucket and waste refill at
-/// the cap, so its count measures the stall, not the promotion. Returns the trial kept and the
-/// attempts it took; a case late every time is kept with a note.
+/// Runs a case again (up to `ATTEMPTS`) while it did not run as planned: its load ran later than
+/// one token's refill (window / burst), so a key could fill its bucket and waste refill at the
+/// cap and its count would measure the stall, not the promotion; or its clients moved past the
+/// middle of what the window had left after the planned switch, where what a wiped window's
+/// traffic predicts no longer tells offered rates apart. Returns the trial kept and the attempts
+/// it took; a case off plan every time is kept with a note.
 fn run_on_time(
     s: &mut Session,
     p: &Params,
@@ -69,32 +74,51 @@ fn run_on_time(
     what: &str,
     rt: &tokio::runtime::Runtime,
 ) -> Result<(Measured, u32), PhaseError> {
-    let token_ms = p.window_ms as f64 / p.burst as f64;
-    // The attempts discarded so far, by how late they ran.
-    let mut late = Vec::new();
+    // The attempts discarded so far, by what went off plan.
+    let mut discarded = Vec::new();
     let m = loop {
         let m = match case.variant.is_sentinel() {
             true => super::sentinel::run(s, p, case, rt)?,
-            false => trial::run(s.ctx, p, case, rt)?,
+            false => trial::run(s, p, case, rt)?,
         };
-        if m.send_lag_max_ms <= token_ms || late.len() as u32 + 1 == ATTEMPTS {
-            break m;
+        match off_plan(p, case.variant, m.send_lag_max_ms, m.switch_unix_ms) {
+            Some(why) if discarded.len() as u32 + 1 < ATTEMPTS => discarded.push(why),
+            _ => break m,
         }
-        late.push(format!("{:.0}", m.send_lag_max_ms));
     };
-    if !late.is_empty() {
-        let kept = match m.send_lag_max_ms <= token_ms {
-            true => "the one kept",
-            false => "the last, kept anyway,",
+    if !discarded.is_empty() {
+        let kept = match off_plan(p, case.variant, m.send_lag_max_ms, m.switch_unix_ms) {
+            None => "the one kept ran as planned".to_string(),
+            Some(why) => format!("the last, kept anyway, {why}"),
         };
         s.note(format!(
-            "{what}: attempts that ran {} ms late (one token is {token_ms} ms) were discarded; {kept} \
-             ran {:.0} ms late",
-            late.join(", "),
-            m.send_lag_max_ms
+            "{what}: attempts were discarded ({}); {kept}",
+            discarded.join("; ")
         ));
     }
-    Ok((m, late.len() as u32 + 1))
+    Ok((m, discarded.len() as u32 + 1))
+}
+
+/// How a trial of `variant` went off its plan (see [`run_on_time`]), from its checks' latest
+/// send (ms after their intended start) and its switch on the Unix clock; None if it did not.
+fn off_plan(p: &Params, variant: Variant, send_lag_ms: f64, switch_unix_ms: f64) -> Option<String> {
+    let token_ms = p.window_ms as f64 / p.burst as f64;
+    if send_lag_ms > token_ms {
+        return Some(format!(
+            "ran {send_lag_ms:.0} ms late, one token is {token_ms} ms"
+        ));
+    }
+    let phase = (switch_unix_ms / p.window_ms as f64).fract();
+    let latest = p.switch_phase + (1.0 - p.switch_phase) / 2.0;
+    // Sentinel's clients move when they learn of the promotion: no planned phase.
+    let planned = p.switch_phase..=latest;
+    // A switch past its window's end wraps to its start.
+    (!variant.is_sentinel() && !planned.contains(&phase)).then(|| {
+        format!(
+            "switched at {phase:.2} of its window, planned {} (at most {latest:.2})",
+            p.switch_phase
+        )
+    })
 }
 
 struct Rows {
@@ -260,4 +284,36 @@ fn open_overshoot(frame: &Frame, m: &Measured, keys: &[KeyRow]) -> Vec<(u64, f64
     (out.into_iter())
         .map(|(n, sum)| (n, if n == 0 { f64::NAN } else { sum / n as f64 }))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::Profile;
+    use crate::experiments::frame::resolve;
+
+    #[test]
+    fn a_trial_is_off_plan_when_late_or_switched_past_half_of_what_its_window_had_left() {
+        let p = resolve::<super::super::Failover>(Profile::Quick, &[]).unwrap();
+        let (w, token) = (p.window_ms as f64, p.window_ms as f64 / p.burst as f64);
+        let window = 1_000.0 * w;
+        let at = |phase: f64| window + phase * w;
+        let planned = p.switch_phase;
+        let latest = planned + (1.0 - planned) / 2.0;
+        assert_eq!(
+            off_plan(&p, Variant::Wiped, token, at(planned + 0.01)),
+            None
+        );
+        assert!(off_plan(&p, Variant::Wiped, token + 1.0, at(planned))
+            .is_some_and(|why| why.contains("late")));
+        let late_switch = off_plan(&p, Variant::Wiped, 0.0, at(latest + 0.01));
+        assert!(late_switch.is_some_and(|why| why.contains("switched at")));
+        // Past the window's end the phase wraps to its start: still off plan.
+        assert!(off_plan(&p, Variant::Replicated, 0.0, at(1.0 + 0.05)).is_some());
+        // Sentinel's clients move when they learn of it: no planned phase.
+        assert_eq!(
+            off_plan(&p, Variant::SentinelCrash, 0.0, at(latest + 0.1)),
+            None
+        );
+    }
 }

@@ -5,18 +5,18 @@
 //! admitted and failed checks per bin from the failover's start, marked where the replica was
 //! promoted and where the last client moved to it.
 
-use super::{BinRow, TrialRow, Variant};
+use super::{BinRow, TrialRow, Variant, BINS, TRIALS};
 use crate::charts::lines::{self, LineChart, Scale, Series};
 use crate::charts::spec::{color, text, Anchor, Chart, Range, BLACK, RED};
-use crate::charts::{read_csv, write_spec, ChartError};
+use crate::charts::{read_file, write_spec, ChartError};
 use crate::record::csv_text;
 use std::path::{Path, PathBuf};
 
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let bins: Vec<BinRow> = read_csv(&dir.join("bins.csv"))?;
-    let trials: Vec<TrialRow> = read_csv(&dir.join("trials.csv"))?;
+    let bins = read_file(&BINS, dir)?;
+    let trials = read_file(&TRIALS, dir)?;
     if bins.is_empty() || trials.is_empty() {
-        return Err(ChartError::Empty(dir.join("bins.csv")));
+        return Err(ChartError::Empty(BINS.path(dir)));
     }
     let mut written = write_spec(dir, "failover", &timeline(&bins)?)?;
     written.extend(write_spec(dir, "failover_keys", &per_key(&trials)?)?);

@@ -35,7 +35,7 @@ mod sentinel;
 pub mod tally;
 mod trial;
 
-pub use rows::{BinRow, ClientRow, KeyRow, TrialRow, Variant};
+pub use rows::{BinRow, ClientRow, KeyRow, TrialRow, Variant, BINS, CLIENTS, KEYS, TRIALS};
 
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::limiter::{Invocation, Strategy};
@@ -62,12 +62,7 @@ impl Definition for Failover {
     const SUMMARY: Summarize = report::summary;
 
     fn tables() -> Vec<Table> {
-        vec![
-            Table::of::<KeyRow>("failover.csv"),
-            Table::of::<BinRow>("bins.csv"),
-            Table::of::<TrialRow>("trials.csv"),
-            Table::of::<ClientRow>("clients.csv"),
-        ]
+        vec![KEYS.table(), BINS.table(), TRIALS.table(), CLIENTS.table()]
     }
 }
 

@@ -3,8 +3,8 @@
 //! the Sentinel variants (clients.csv, when the run has them) when the clients moved and what
 //! their checks met until then.
 
-use super::{ClientRow, TrialRow};
-use crate::analysis::table::{read_typed, summarize, summary_table, Key, Stat};
+use super::{ClientRow, TrialRow, CLIENTS, TRIALS};
+use crate::analysis::table::{summarize, summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::record::csv_text;
 use std::path::Path;
@@ -26,13 +26,14 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("NOSCRIPT after", |r| Some(r.noscript_after as f64)),
         ("send lag max ms", |r| Some(r.send_lag_max_ms)),
     ];
-    let mut out = summarize(&dir.join("trials.csv"), &keys, &stats)?;
+    let mut out = summarize(&TRIALS.path(dir), &keys, &stats)?;
     out.push_str(
         "\nOvershoot per key: admitted over whole windows from the switch's window minus what the \
          limit allows there, in bursts; baseline: the same before the switch. Clients moved by \
          reconnecting at one instant (switch = client-reconnect in trials.csv). A case whose load ran \
-         later than one token's refill (window / burst) is run again, up to 3 attempts (attempts in \
-         trials.csv; the run's notes say how late).\n",
+         later than one token's refill (window / burst), or whose clients moved past the middle of what \
+         the window had left after the planned switch, is run again, up to 3 attempts (attempts in \
+         trials.csv; the run's notes say what went off plan).\n",
     );
     out.push_str(&sentinel_clients(dir)?);
     Ok(out)
@@ -41,11 +42,10 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
 /// The Sentinel variants' clients, one line per variant and case (means over its clients);
 /// nothing for a run without them (clients.csv absent or empty).
 fn sentinel_clients(dir: &Path) -> Result<String, AnalysisError> {
-    let path = dir.join("clients.csv");
-    if !path.exists() {
+    if !CLIENTS.path(dir).exists() {
         return Ok(String::new());
     }
-    let rows = read_typed::<ClientRow>(&path)?;
+    let rows = CLIENTS.read(dir)?;
     if rows.is_empty() {
         return Ok(String::new());
     }

@@ -1,7 +1,20 @@
 //! failover's CSV schemas and the variants its rows name.
 
 use crate::limiter::{Invocation, Strategy};
+use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// `failover.csv`: one row per active key per trial.
+pub const KEYS: CsvFile<KeyRow> = CsvFile::new("failover.csv");
+
+/// `bins.csv`: one row per bin of one trial.
+pub const BINS: CsvFile<BinRow> = CsvFile::new("bins.csv");
+
+/// `trials.csv`: one row per trial.
+pub const TRIALS: CsvFile<TrialRow> = CsvFile::new("trials.csv");
+
+/// `clients.csv`: one row per client of a Sentinel variant's trial.
+pub const CLIENTS: CsvFile<ClientRow> = CsvFile::new("clients.csv");
 
 /// What the promoted replica holds of the limiter's state when clients move to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,12 +6,12 @@ use super::rows::Variant;
 use super::tally::{Answer, Check};
 use super::Params;
 use crate::context::Ctx;
-use crate::experiments::PhaseError;
+use crate::experiments::{PhaseError, Session};
 use crate::fault::{Direction, Fault, Proxy, ProxyThread};
 use crate::limiter::{Invocation, LimitSpec, Limiter, Strategy};
 use crate::load::drill::{Arrival, Drill, Ran, Schedule, When};
 use crate::load::rng::SplitMix64;
-use crate::server::{Persistence, RedisServer, ServerError, ServerOptions};
+use crate::server::{Persistence, RedisServer, ServerError};
 use redis::aio::MultiplexedConnection;
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -97,42 +97,45 @@ impl Clock {
     }
 }
 
-/// Runs one case on servers of its own; `rt` runs the load and the timeline.
+/// Runs one case on servers of its own, built through the session: a primary and a replica that
+/// reaches it through a fault proxy; `rt` runs the load and the timeline.
 pub fn run(
-    ctx: &Ctx,
+    s: &Session,
     p: &Params,
     case: Case,
     rt: &tokio::runtime::Runtime,
 ) -> Result<Measured, PhaseError> {
-    let opts = ServerOptions {
-        binary: ctx.redis_server.clone(),
-        cpus: ctx.pin.redis.clone(),
-        persistence: Persistence::None,
-        ..ServerOptions::default()
-    };
-    let primary = RedisServer::start(&opts)?;
-    // FUNCTION LOAD before the replica syncs: functions travel with the data, scripts do not.
-    (redis::cmd("FUNCTION").arg("LOAD").arg("REPLACE"))
-        .arg(crate::limiter::library())
-        .query::<String>(&mut primary.connection()?)?;
-    // A sync through disk: after a diskless one the primary holds the stream back until the
-    // replica's next REPLCONF ACK, up to a second (see RedisServer::start_replica_via).
-    let mut con = primary.connection()?;
-    crate::server::admin::config_set(&mut con, "repl-diskless-sync", "no")?;
-    let upstream: SocketAddr = ([127, 0, 0, 1], primary.port()).into();
-    let seed = ctx.seed ^ u64::from(case.trial).wrapping_mul(0x9e37_79b9);
-    let link = ProxyThread::start(upstream, seed).map_err(ServerError::from)?;
-    let replica = RedisServer::start_replica_via(&primary, link.proxy().addr().port(), &opts)?;
+    let seed = s.ctx.seed ^ u64::from(case.trial).wrapping_mul(0x9e37_79b9);
+    let mut proxy = None;
+    let set = s.build_replicated_via(1, |o| o.persistence = Persistence::None, &mut |primary| {
+        prepare(primary)?;
+        let upstream: SocketAddr = ([127, 0, 0, 1], primary.port()).into();
+        let link = ProxyThread::start(upstream, seed)?;
+        let port = link.proxy().addr().port();
+        proxy = Some(link);
+        Ok(port)
+    })?;
+    let link = proxy.ok_or_else(|| PhaseError::Invalid("no replica was started".into()))?;
     let limiter = Limiter::with_invocation(case.strategy, limit(p), case.invocation)
         .map_err(|e| PhaseError::Invalid(e.to_string()))?;
     let sides = Sides {
-        primary: primary.url(),
-        replica: replica.url(),
+        primary: set.primary.url(),
+        replica: set.replicas[0].url(),
         proxy: link.proxy(),
     };
-    let out = rt.block_on(timeline(ctx, p, case, &sides, limiter, seed));
-    drop(link);
-    out
+    rt.block_on(timeline(s.ctx, p, case, &sides, limiter, seed))
+}
+
+/// The primary before its replica syncs: FUNCTION LOAD (functions travel with the data, scripts
+/// do not), and a sync through disk: after a diskless one the primary holds the stream back until
+/// the replica's next REPLCONF ACK, up to a second (see RedisServer::start_replica_via).
+fn prepare(primary: &RedisServer) -> Result<(), ServerError> {
+    let mut con = primary.connection()?;
+    (redis::cmd("FUNCTION").arg("LOAD").arg("REPLACE"))
+        .arg(crate::limiter::library())
+        .query::<String>(&mut con)?;
+    crate::server::admin::config_set(&mut con, "repl-diskless-sync", "no")?;
+    Ok(())
 }
 
 struct Sides<'a> {
