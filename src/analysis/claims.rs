@@ -7,7 +7,9 @@ use super::table::{matches, number, read_rows, short, Row};
 use super::AnalysisError;
 use crate::limiter::Strategy;
 use serde::Deserialize;
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 const CLAIMS: &str = include_str!("../../analysis/claims.toml");
 
@@ -128,18 +130,39 @@ fn read_judged(path: &Path) -> Result<Vec<Row>, AnalysisError> {
 
 /// Judges a claim against the experiment directory's CSV.
 pub fn judge(claim: &Claim, experiment_dir: &Path) -> Verdict {
-    let path = experiment_dir.join(&claim.file);
-    let rows = match read_judged(&path) {
-        Ok(rows) => rows,
-        Err(e) => return Verdict::no_data(format!("no data ({e})")),
-    };
+    Judging::default().judge(claim, experiment_dir)
+}
+
+/// Judges claims reading each CSV once: a report judges every claim, several per file, and
+/// reading the file again per claim was most of `report`'s time in a debug build. For one pass
+/// over results that do not change meanwhile.
+#[derive(Default)]
+pub struct Judging {
+    /// Each file's judged rows, or why it could not be read.
+    read: HashMap<PathBuf, Result<Rc<Vec<Row>>, String>>,
+}
+
+impl Judging {
+    /// Judges `claim` against the experiment directory's CSV, read once per pass.
+    pub fn judge(&mut self, claim: &Claim, experiment_dir: &Path) -> Verdict {
+        let path = experiment_dir.join(&claim.file);
+        let read = (self.read.entry(path))
+            .or_insert_with_key(|path| read_judged(path).map(Rc::new).map_err(|e| e.to_string()));
+        match read {
+            Ok(rows) => judge_rows(claim, rows, experiment_dir),
+            Err(e) => Verdict::no_data(format!("no data ({e})")),
+        }
+    }
+}
+
+fn judge_rows(claim: &Claim, rows: &[Row], experiment_dir: &Path) -> Verdict {
     let selected: Vec<&Row> = rows.iter().filter(|r| matches(r, &claim.select)).collect();
     if let Some(why) = not_measurable_on_users_server(claim, &selected, experiment_dir) {
         return Verdict::no_data(why);
     }
     match claim.judge {
         Judge::TraceOrder => trace_order(&selected),
-        _ => judge::numbers(claim, &selected, &rows),
+        _ => judge::numbers(claim, &selected, rows),
     }
 }
 

@@ -73,6 +73,7 @@ pub fn side_by_side(dirs: &[PathBuf], ids: &[&str]) -> Result<String, AnalysisEr
         "---|".repeat(dirs.len())
     );
     let mut changed = 0;
+    let mut judging = claims::Judging::default();
     for id in ids {
         for claim in claims.iter().filter(|c| c.experiment == *id) {
             let cells: Vec<(Option<Call>, String)> = (dirs.iter())
@@ -81,7 +82,7 @@ pub fn side_by_side(dirs: &[PathBuf], ids: &[&str]) -> Result<String, AnalysisEr
                     if !exp_dir.is_dir() {
                         return (None, "not run".to_string());
                     }
-                    let v = claims::judge(claim, &exp_dir);
+                    let v = judging.judge(claim, &exp_dir);
                     let call = Call::of(claim, &v);
                     (Some(call), format!("{}: {}", call.label(), v.measured))
                 })

@@ -147,8 +147,9 @@ fn judge_section<'a>(
     if let Some((why, false)) = missing_results(section, &exp_dir) {
         return ours.map(|claim| not_run(claim, &why)).collect();
     }
+    let mut judging = claims::Judging::default();
     ours.map(|claim| {
-        let v = claims::judge(claim, &exp_dir);
+        let v = judging.judge(claim, &exp_dir);
         let call = claims::Call::of(claim, &v);
         let mut measured = v.measured;
         if call == claims::Call::MachineDependent {

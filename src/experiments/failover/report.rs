@@ -30,9 +30,9 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
     out.push_str(
         "\nOvershoot per key: admitted over whole windows from the switch's window minus what the \
          limit allows there, in bursts; baseline: the same before the switch. Clients moved by \
-         reconnecting at one instant (switch = client-reconnect in trials.csv). A case whose load ran \
-         later than one token's refill (window / burst), or whose clients moved past the middle of what \
-         the window had left after the planned switch, is run again, up to 3 attempts (attempts in \
+         reconnecting at one instant (switch = client-reconnect in trials.csv). A case that did not \
+         run as planned (its load later than one token's refill, window / burst, and in newer runs its \
+         clients moving late in the switch's window) is run again, up to 3 attempts (attempts in \
          trials.csv; the run's notes say what went off plan).\n",
     );
     out.push_str(&sentinel_clients(dir)?);
