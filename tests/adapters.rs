@@ -4,7 +4,7 @@
 //! in flight together, and the do-nothing adapter admits every check. A manifest with no expected
 //! outcome here fails, so a new adapter says what it should show.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! small race and must give what a managed run of the same parameters gives; no file the run
 //! wrote, nor anything it printed, may contain the password.
 
-mod common;
+use crate::common;
 
 use ratelab::server::acl::{acl_setuser, KEY_PATTERN};
 use ratelab::server::{RedisServer, ServerOptions};

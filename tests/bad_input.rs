@@ -6,7 +6,7 @@
 //! experiment) and tests/auth.rs (a missing ACL permission, TLS without the CA or the client
 //! certificate).
 
-mod common;
+use crate::common;
 
 use ratelab::server::{RedisServer, ServerOptions};
 use std::io::Write;

@@ -3,7 +3,7 @@
 //! the report and chart read. How long a stall lasts is not asserted (the machine is shared and
 //! noisy); what the probe's schedule and the server's own clocks guarantee is.
 
-mod common;
+use crate::common;
 
 use ratelab::analysis::table::{number, read_rows};
 

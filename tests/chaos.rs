@@ -6,7 +6,7 @@
 //! finish before the heal whatever the machine's speed; the short one is compared with it as a
 //! ratio, and the pool's bound comes from the run's own parameters.
 
-mod common;
+use crate::common;
 
 use ratelab::experiments::chaos::service::{Service, ServiceSpec, Trace};
 use ratelab::experiments::chaos::tally::{drills, Spec, Window};

@@ -1,6 +1,6 @@
 //! The binary as a user runs it: clear errors, nothing lost, nothing left running.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use std::collections::BTreeMap;

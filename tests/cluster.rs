@@ -1,7 +1,7 @@
 //! The managed Redis Cluster and the cluster experiment, against real redis-server nodes: set-up,
 //! slot placement, a reshard, teardown on every exit path, and what undeclared keys do.
 
-mod common;
+use crate::common;
 
 use ratelab::server::{key_slot, ClusterOptions, RedisCluster, SlotMap};
 

@@ -2,7 +2,7 @@
 //! a noisy machine slows both alike): a Lua decision must cost more than a plain GET. And the
 //! sliding log's variants run on logs at their limit: full before and after, and denying.
 
-mod common;
+use crate::common;
 
 use ratelab::analysis::table::read_typed;
 use ratelab::experiments::cost::CostRow;

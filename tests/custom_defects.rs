@@ -1,7 +1,7 @@
 //! Custom limiters written the way public libraries write them, each reproducing one way a
 //! verdict about a real limiter script went wrong (issue 36), against real redis-servers.
 
-mod common;
+use crate::common;
 
 use ratelab::experiments::find;
 use ratelab::limiter::custom;

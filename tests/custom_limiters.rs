@@ -2,7 +2,7 @@
 //! ratelab's own scripts decides exactly as the built-in strategy; a broken manifest or a script
 //! that errors is refused before any measurement, naming the manifest line and the reply.
 
-mod common;
+use crate::common;
 
 use ratelab::experiments::{find, ExperimentError};
 use ratelab::limiter::custom::{self, CustomLimiter};

@@ -4,7 +4,7 @@
 //! requests after it, closed-loop clients keep their pace and their stop. No fixed times: every
 //! bound comes from the run's own records.
 
-mod common;
+use crate::common;
 
 use ratelab::load::drill::{Closed, Drill, Schedule, Stop, When};
 use ratelab::load::LoadError;

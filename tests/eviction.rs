@@ -2,7 +2,7 @@
 //! and what the limiter then admits. Counts only, no timing: a deleted bucket is a full bucket,
 //! and a kept one is exact.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use ratelab::analysis::table::{number, read_rows, Row};

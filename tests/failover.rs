@@ -3,7 +3,7 @@
 //! writes the replica lost, where in its window the switch fell, the steady state's own excess),
 //! never from a time.
 
-mod common;
+use crate::common;
 
 use ratelab::analysis::table::{number, read_rows, Row};
 use ratelab::experiments::failover::{CLIENTS, KEYS, TRIALS};

@@ -2,7 +2,7 @@
 //! to skiplist exactly one entry past zset-max-listpack-entries, whatever it is set to, and a busy
 //! client's memory grows with its limit and jumps there. Sizes and encodings only: no timing.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use ratelab::analysis::table::{number, read_rows, Row};

@@ -1,7 +1,7 @@
 //! The open-loop generator and the two experiments built on it, against real redis-servers.
 //! Assertions are physics (counts, bounds), never timings: the machine is shared and noisy.
 
-mod common;
+use crate::common;
 
 use ratelab::limiter::{LimitSpec, Strategy};
 use ratelab::load::{run_open_loop, Arrivals, KeyChoice, OpenLoop, OpenSpec, Start};

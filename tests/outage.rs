@@ -6,7 +6,7 @@
 //! a plain tokio sleep started beside each check that waits out a budget (the budget is such a
 //! timer, so a loaded machine delays both alike). Other test binaries run in parallel on 2 cores.
 
-mod common;
+use crate::common;
 
 use ratelab::fault;
 use ratelab::limiter::{LimitSpec, Limiter, Strategy};

@@ -2,7 +2,7 @@
 //! meaning, read from the Params struct and the experiment's TOML (nothing listed twice), `--set`
 //! checked as `run` checks it, and the planned time; `ratelab estimate` of named experiments.
 
-mod common;
+use crate::common;
 
 use ratelab::context::Profile;
 use ratelab::experiments::{find, ALL};

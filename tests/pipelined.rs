@@ -3,7 +3,7 @@
 //! capacity and refuses the rest at any depth, and Redis's own command counter sees exactly one
 //! call per check; MULTI INCR PEXPIRE EXEC pipelines whole, one transaction per check.
 
-mod common;
+use crate::common;
 
 use ratelab::experiments::measure::measure;
 use ratelab::limiter::{LimitSpec, Strategy};

@@ -1,7 +1,7 @@
 //! The pods experiment against a real redis-server: what reached the loopback sink per second.
 //! Bounds come from the run's own measurements (arrivals, latencies), never from timings.
 
-mod common;
+use crate::common;
 
 use ratelab::limiter::{unix_ms, LimitSpec, Strategy};
 use ratelab::load::sink::Sink;

@@ -3,7 +3,7 @@
 //! unknown id, silence, a refusal, another protocol, no handshake, a missing program) is an error
 //! that says what it did, leaves no process behind and, in a run, writes nothing.
 
-mod common;
+use crate::common;
 
 use ratelab::limiter::custom::{self, Algorithm, ProcessCommand};
 use ratelab::limiter::process::{Process, Reach};

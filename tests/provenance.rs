@@ -4,7 +4,7 @@
 //! repository's and each dataset's CITATION.cff cite the write-ups by their own titles; a run
 //! from a dirty tree says so in the dataset's README. No Redis needed: the reference's runs.
 
-mod common;
+use crate::common;
 
 use ratelab::publish;
 use std::os::unix::fs::PermissionsExt;

@@ -5,7 +5,7 @@
 //! never invent them, so waiting longer can only make such a check pass. Delay bounds come from
 //! the injected delay itself (no timer fires early), never from a fixed time.
 
-mod common;
+use crate::common;
 
 use ratelab::fault::{Direction, Fault, Proxy};
 use ratelab::server::RedisServer;

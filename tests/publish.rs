@@ -2,7 +2,7 @@
 //! reference publishes into an archive that verifies; a tampered CSV, a missing file, a column
 //! renamed in a CSV, a bad cell and a truncated archive each fail with a message naming them.
 
-mod common;
+use crate::common;
 
 use ratelab::publish::{self, sha256_hex, Verification, SHA256SUMS};
 use std::path::{Path, PathBuf};

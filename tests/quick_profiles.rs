@@ -3,7 +3,7 @@
 //! instead of a release build), and leaves CSVs, meta.json, charts and a report that judges every
 //! claim. Nothing here asserts a timing: the machine is shared and noisy.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use ratelab::analysis::claims;

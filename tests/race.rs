@@ -1,6 +1,6 @@
 //! What physics guarantees about the race, against real redis-servers the harness starts.
 
-mod common;
+use crate::common;
 
 use ratelab::limiter::{unix_ms, LimitSpec, LogVariant, Strategy};
 use ratelab::load::{run_closed_loop, ClosedLoop, WorkerSpec};

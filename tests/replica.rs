@@ -1,6 +1,6 @@
 //! The server manager's replica, promotion and graceful restart, against real redis-servers.
 
-mod common;
+use crate::common;
 
 use common::pid_alive;
 use ratelab::server::{wait_caught_up, Persistence, RedisServer, ServerOptions};

@@ -3,7 +3,7 @@
 //! restart and reaches the replica, and each client fallback turns NOSCRIPT into a decision at the
 //! round trips it states, as Redis itself counted them. No timing is asserted.
 
-mod common;
+use crate::common;
 
 use ratelab::experiments;
 use ratelab::limiter::{library, Attempt, Invocation, LimitSpec, Limiter, Strategy};

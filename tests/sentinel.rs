@@ -2,7 +2,7 @@
 //! failover (`SENTINEL FAILOVER`, seed 003's drill) and one after a crash, a dead Sentinel named
 //! with its log, and nothing left running.
 
-mod common;
+use crate::common;
 
 use common::{pid_alive, wait_for};
 use ratelab::server::{

@@ -2,7 +2,7 @@
 //! (SIGSTOP) while it measures, for a span the test times itself: the stall watcher cannot wake
 //! while the process is stopped, so it must record a stall at least that span less one tick.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! declares no server runs with none (meta.json still describes the build). Real processes,
 //! checked in /proc.
 
-mod common;
+use crate::common;
 
 use ratelab::experiments::{Body, Definition, ExperimentError, PhaseError, Render, Session};
 use ratelab::experiments::{Experiment, Phase, Summarize, Validate};

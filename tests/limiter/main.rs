@@ -1,8 +1,7 @@
 //! Every strategy against a real redis-server, driven as the load generator drives it: tasks on a
 //! current-thread runtime, several in flight, on one shared connection (or one each, for WATCH).
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 mod exact;
 mod timing;
 mod watch;
