@@ -5,6 +5,7 @@ use crate::cli::{Cli, Command};
 use crate::context::{Ctx, Profile};
 use crate::experiments::params::parse_set;
 use crate::experiments::{self, Experiment, ExperimentError};
+use crate::progress::{RunProgress, Step, Ticker};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 
@@ -46,9 +47,12 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
             ctx.limiters = crate::cli::load_limiters(&limiters)?;
             experiment.prepare(&ctx)?;
             pin_harness(&ctx);
+            let plan = Plan::of(&ctx, &[experiment]);
+            let ticker = plan.start(&ctx, 0);
             let dir = experiment
                 .run(&ctx)
                 .with_context(|| format!("experiment `{id}` failed"))?;
+            drop(ticker);
             finish_experiment(experiment, &dir);
             Ok(())
         }
@@ -180,13 +184,12 @@ fn all(ctx: &Ctx) -> anyhow::Result<()> {
     }
     pin_harness(ctx);
     let mut failures = Vec::new();
-    for experiment in runnable {
-        eprintln!(
-            "ratelab: running {} ({} profile)",
-            experiment.id(),
-            ctx.profile.name()
-        );
-        match experiment.run(ctx) {
+    let plan = Plan::of(ctx, &runnable);
+    for (i, experiment) in runnable.into_iter().enumerate() {
+        let ticker = plan.start(ctx, i);
+        let ran = experiment.run(ctx);
+        drop(ticker);
+        match ran {
             Ok(dir) => finish_experiment(experiment, &dir),
             Err(e) => {
                 let reason = crate::errors::one_line(&e);
@@ -264,6 +267,45 @@ fn verify(path: &Path) -> anyhow::Result<()> {
     );
     sayln!("verified: every check holds");
     Ok(())
+}
+
+/// The experiments of a run with their planned times, saying where the run is as each starts.
+struct Plan<'a> {
+    experiments: Vec<(&'a str, Option<f64>)>,
+    progress: RunProgress,
+}
+
+impl<'a> Plan<'a> {
+    /// `experiments` in the order they run, planned from analysis/budget.toml for `ctx`'s
+    /// profile (none planned when it cannot be read: the run does not depend on it).
+    fn of(ctx: &Ctx, experiments: &[&'a dyn Experiment]) -> Self {
+        let budget = crate::analysis::budget::Budget::load().ok();
+        let planned = |id| {
+            budget
+                .as_ref()
+                .and_then(|b| b.planned(ctx.profile.name(), id))
+        };
+        Plan {
+            experiments: experiments
+                .iter()
+                .map(|e| (e.id(), planned(e.id())))
+                .collect(),
+            progress: RunProgress::new(experiments.len(), ctx.progress_lines),
+        }
+    }
+
+    /// Says the `i`-th (0-based) starts; its ticker talks until dropped.
+    fn start(&self, ctx: &Ctx, i: usize) -> Ticker {
+        let (id, planned) = self.experiments[i];
+        let planned_left = self.experiments[i..].iter().filter_map(|e| e.1).sum();
+        self.progress.start(&Step {
+            number: i + 1,
+            id,
+            profile: ctx.profile.name(),
+            planned,
+            planned_left,
+        })
+    }
 }
 
 fn pin_harness(ctx: &Ctx) {

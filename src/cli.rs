@@ -193,6 +193,7 @@ impl RunArgs {
         ctx.seed = self.seed;
         ctx.progress =
             !self.quiet && std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
+        ctx.progress_lines = !self.quiet && !ctx.progress;
         Ok(ctx)
     }
 }

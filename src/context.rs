@@ -51,6 +51,8 @@ pub struct Ctx {
     pub timeouts: ClientTimeouts,
     /// Show progress bars (a terminal, not CI).
     pub progress: bool,
+    /// Say every half minute that a run is still going (a log: no bars, not `--quiet`).
+    pub progress_lines: bool,
     /// Custom limiters (`--limiter`), loaded and registered, run beside the built-in strategies
     /// by the experiments that take them.
     pub limiters: Vec<crate::limiter::Strategy>,
@@ -71,6 +73,7 @@ impl Ctx {
             seed: 0x5eed,
             timeouts: ClientTimeouts::default(),
             progress: false,
+            progress_lines: false,
             limiters: Vec::new(),
         }
     }

@@ -55,6 +55,7 @@ pub mod experiments;
 pub mod fault;
 pub mod limiter;
 pub mod load;
+pub mod progress;
 pub mod publish;
 pub mod record;
 pub mod server;

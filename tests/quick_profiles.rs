@@ -24,6 +24,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "./run_all.sh --profile quick --out DIR failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    progress_at_least_every_tick(&String::from_utf8_lossy(&output.stderr));
     // run_all.sh printed the plan of the profile it was given, not of the full one.
     let plan = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -148,6 +149,30 @@ fn all_quick_writes_every_experiment_and_a_report() {
         assert!(
             line.is_some_and(|l| l.ends_with("| holds |")),
             "{id} in REPORT.md: {line:?}"
+        );
+    }
+}
+
+/// The log of a run says where it is at least every tick: each experiment's start line and the
+/// lines while it runs carry the run's time so far (`run M:SS so far`), and no two follow each
+/// other by more than a tick (plus a few seconds for a thread woken late on a loaded machine).
+fn progress_at_least_every_tick(stderr: &str) {
+    let so_far: Vec<u64> = (stderr.lines())
+        .filter_map(|l| l.split_once("; run ")?.1.split_once(" so far"))
+        .map(|(clock, _)| {
+            let (m, s) = clock.split_once(':').expect("M:SS");
+            m.parse::<u64>().unwrap() * 60 + s.parse::<u64>().unwrap()
+        })
+        .collect();
+    let starts = (stderr.lines()).filter(|l| l.contains("/17] ") && l.contains(" profile): "));
+    assert_eq!(starts.count(), 17, "a start line per experiment:\n{stderr}");
+    let tick = ratelab::progress::TICK.as_secs();
+    for pair in so_far.windows(2) {
+        assert!(
+            pair[1] >= pair[0] && pair[1] - pair[0] <= tick + 5,
+            "no progress between {} s and {} s of the run:\n{stderr}",
+            pair[0],
+            pair[1]
         );
     }
 }
