@@ -7,6 +7,7 @@ use crate::experiments::params::parse_set;
 use crate::experiments::{self, Experiment, ExperimentError};
 use crate::progress::{RunProgress, Step, Ticker};
 use anyhow::Context;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// `print!` that outlives its reader: `ratelab list | head` closes the pipe early, and a run whose
@@ -61,8 +62,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::Report { dirs, out } => match dirs.as_slice() {
             [dir] => {
                 has_results(dir)?;
-                let report = write_report(dir, &[])?;
-                sayln!("report: {}", report.display());
+                write_report(dir, &[])?;
                 Ok(())
             }
             _ => {
@@ -200,7 +200,6 @@ fn all(ctx: &Ctx) -> anyhow::Result<()> {
         }
     }
     let report = write_report(&ctx.out_dir, &not_run)?;
-    sayln!("report: {}", report.display());
     anyhow::ensure!(
         failures.is_empty(),
         "{} of {} experiments failed: {} (see {})",
@@ -229,8 +228,35 @@ fn has_results(dir: &Path) -> anyhow::Result<()> {
 }
 
 /// REPORT.md over every registered experiment; `not_run` says which did not run this time and why.
+/// Says every file it wrote and the verdicts' counts (from the claims.csv it wrote).
 fn write_report(dir: &Path, not_run: &[(&str, String)]) -> anyhow::Result<PathBuf> {
-    Ok(experiments::write_report(dir, not_run)?)
+    let report = experiments::write_report(dir, not_run)?;
+    sayln!("report: {}", report.display());
+    for also in ["REPORT.html", "claims.csv"] {
+        sayln!("  also: {}", dir.join(also).display());
+    }
+    let rows: Vec<BTreeMap<String, String>> =
+        crate::record::csv_file::read(&dir.join("claims.csv"))?;
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for row in &rows {
+        *counts
+            .entry(row.get("verdict").map_or("", String::as_str))
+            .or_default() += 1;
+    }
+    // The judge's order (holds first), then any other label, as claims.csv spells them.
+    let order = |v: &&str| {
+        ["holds", "DIFFERS", "inconclusive"]
+            .iter()
+            .position(|o| o == v)
+    };
+    let mut counts: Vec<(&str, usize)> = counts.into_iter().collect();
+    counts.sort_by_key(|(v, _)| order(v).unwrap_or(usize::MAX));
+    let counts: Vec<String> = counts
+        .iter()
+        .map(|(verdict, n)| format!("{n} {verdict}"))
+        .collect();
+    sayln!("{} claims: {}", rows.len(), counts.join(", "));
+    Ok(report)
 }
 
 /// Publishes `dir`, then verifies the archive it wrote: an archive that would not verify is
@@ -337,6 +363,47 @@ fn finish_experiment(experiment: &dyn Experiment, dir: &Path) {
             experiment.id(),
             crate::errors::one_line(&e)
         ),
+    }
+    say_verdicts(experiment.id(), dir);
+}
+
+/// The verdicts of experiment `id`'s claims on its results in `dir`: the counts, then each
+/// claim that does not hold with what was measured (REPORT.md says why).
+fn say_verdicts(id: &str, dir: &Path) {
+    let claims = match analysis::claims::all() {
+        Ok(claims) => claims,
+        Err(e) => return eprintln!("ratelab: warning: claims: {}", crate::errors::one_line(&e)),
+    };
+    let mut judging = analysis::claims::Judging::default();
+    let calls: Vec<_> = (claims.iter().filter(|c| c.experiment == id))
+        .map(|c| {
+            let v = judging.judge(c, dir);
+            (c, analysis::claims::Call::of(c, &v), v.measured)
+        })
+        .collect();
+    if calls.is_empty() {
+        return;
+    }
+    use analysis::claims::Call::*;
+    let counts = [
+        (Holds, "hold"),
+        (Differs, "differ"),
+        (Inconclusive, "inconclusive"),
+        (MachineDependent, "machine-dependent"),
+        (NoData, "without data"),
+    ]
+    .map(|(call, word)| (calls.iter().filter(|c| c.1 == call).count(), word))
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, word)| format!("{n} {word}"))
+    .collect::<Vec<_>>();
+    sayln!(
+        "verdicts of {id}'s {} claims: {}",
+        calls.len(),
+        counts.join(", ")
+    );
+    for (claim, call, measured) in calls.iter().filter(|c| c.1 != Holds) {
+        sayln!("  {:<12} {}: {measured}", call.label(), claim.id);
     }
 }
 

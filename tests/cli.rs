@@ -415,3 +415,34 @@ fn a_reader_that_goes_away_is_not_an_error() {
     assert!(out.status.success(), "exit {:?}: {stderr}", out.status);
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// `run` ends with the verdicts of the experiment's claims, and its log says where the run is.
+#[test]
+fn run_ends_with_its_verdicts_and_says_where_it_is() {
+    let out = tempfile::tempdir().unwrap();
+    let output = ratelab()
+        .args(["run", "replication", "--profile", "quick", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let claims = ratelab::analysis::claims::all().unwrap();
+    let n = claims
+        .iter()
+        .filter(|c| c.experiment == "replication")
+        .count();
+    assert!(
+        stdout.contains(&format!("verdicts of replication's {n} claims: ")),
+        "{stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("[1/1] replication (quick profile): planned "),
+        "{stderr}"
+    );
+}
