@@ -244,3 +244,56 @@ fn a_window_opened_by_the_first_hit_is_burst_at_its_own_edge() {
         "{cell}"
     );
 }
+
+#[test]
+fn a_multi_token_request_is_charged_its_cost_and_judged_against_limit_over_cost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let limiters = vec![load("multi-token.toml"), load("cost-ignored.toml")];
+    let dir = run(
+        "race",
+        tmp.path(),
+        limiters.clone(),
+        &[
+            ("configs", r#"["1x1", "4x8"]"#),
+            ("trials", "1"),
+            ("cost", "5"),
+            ("strategies", "[]"),
+            ("seed001_strategies", "[]"),
+        ],
+    );
+    let rows: Vec<ratelab::experiments::race::RaceRow> =
+        ratelab::analysis::table::read_typed(&dir.join("race.csv")).unwrap();
+    let taken = |l: Strategy| {
+        (rows.iter())
+            .filter(|r| r.scenario == "matrix" && r.strategy == l)
+            .map(|r| (r.admitted, r.cost))
+            .collect::<Vec<_>>()
+    };
+    // 100 tokens, 5 a request: 20 requests pass at any concurrency.
+    assert_eq!(taken(limiters[0]), [(20, 5), (20, 5)]);
+    let cell = common::custom_limiter_cell(tmp.path(), "multi-token", "race:");
+    assert!(
+        cell.starts_with("1.00 (within the limit: 20, exact admits 20) at ")
+            && cell.ends_with(", cost 5"),
+        "{cell}"
+    );
+    // Charged one token a request, it passes the bucket's 100: five times what cost 5 allows.
+    let cell = common::custom_limiter_cell(tmp.path(), "cost-ignored", "race:");
+    assert!(
+        cell.starts_with("5.00 (over-admits: 100, exact admits at most 20)")
+            && cell.contains("cost 5"),
+        "{cell}"
+    );
+
+    // The built-in strategies take one token a request: a cost is refused for them, saying how
+    // to run the custom limiters alone.
+    let mut ctx = common::ctx(&tmp.path().join("builtins"));
+    ctx.limiters = limiters;
+    ctx.sets = common::sets(&[("cost", "5")]);
+    let err = ratelab::errors::one_line(&find("race").unwrap().run(&ctx).unwrap_err());
+    assert!(
+        err.contains("cost = 5: the built-in strategies (naive-bucket, lua-bucket")
+            && err.contains("--set strategies=[]"),
+        "{err}"
+    );
+}

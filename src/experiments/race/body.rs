@@ -2,6 +2,7 @@
 
 use super::{KeyRow, Params, RaceRow, TraceRow};
 use super::{KEYS, RACE, TRACE};
+use crate::experiments::limiters::cost_needs_limiters;
 use crate::experiments::{Concurrency, ExperimentError, Phase, Session};
 use crate::limiter::custom::Algorithm;
 use crate::limiter::{unix_ms, LimitSpec, LogVariant, Strategy};
@@ -12,6 +13,8 @@ use redis::Commands as _;
 
 /// Runs every trial, then the trace.
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    // Validation refused a cost to the built-in strategies: a custom limiter must take it.
+    cost_needs_limiters(s, p.cost)?;
     let mut rows = RACE.create(&s.run.staging)?;
     let mut keys = match s.ctx.limiters.is_empty() {
         true => None,
@@ -33,6 +36,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                     config,
                     checks: p.checks,
                     limit: p.capacity,
+                    cost: p.cost,
                     key: s.key(format!("m:{strategy}:{config}:{trial}")),
                 };
                 rows.write(&trial_spec.run(s, p.window_ms, "matrix", trial)?)?;
@@ -56,6 +60,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                 config,
                 checks: p.seed001_hits,
                 limit: p.seed001_limit,
+                cost: p.cost,
                 key: s.key(format!("s:{strategy}:{trial}")),
             };
             rows.write(&trial_spec.run(s, p.window_ms, "seed001", trial)?)?;
@@ -87,6 +92,8 @@ struct Trial {
     config: Concurrency,
     checks: u64,
     limit: u64,
+    /// Tokens each check asks for.
+    cost: u32,
     key: String,
 }
 
@@ -117,13 +124,16 @@ impl Trial {
             )
         };
         let limit = self.limit_spec(window_ms);
-        let spec = WorkerSpec::one_key(
-            self.strategy,
-            limit,
-            &self.key,
-            self.checks,
-            self.config.in_flight,
-        );
+        let spec = WorkerSpec {
+            cost: self.cost,
+            ..WorkerSpec::one_key(
+                self.strategy,
+                limit,
+                &self.key,
+                self.checks,
+                self.config.in_flight,
+            )
+        };
         let tally = match run_closed_loop(&s.closed_loop(self.config.processes, spec)) {
             Ok(tally) => tally,
             Err(e) => {
@@ -145,6 +155,7 @@ impl Trial {
             denied: tally.denied,
             errors: tally.errors,
             limit: self.limit,
+            cost: self.cost,
             final_state,
             elapsed_ms: tally.elapsed_ns as f64 / 1e6,
         })
@@ -215,6 +226,7 @@ fn trace(s: &mut Session, p: &Params) -> Result<RaceRow, ExperimentError> {
         config,
         checks: p.trace_checks,
         limit: p.trace_capacity,
+        cost: 1,
         key: key.clone(),
     };
     let row = trial.run(s, p.window_ms, "trace", 0)?;

@@ -15,7 +15,10 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("scenario", |r| r.scenario.clone()),
         ("strategy", |r| r.strategy.to_string()),
         ("config", |r| format!("{}x{}", r.processes, r.in_flight)),
-        ("limit", |r| r.limit.to_string()),
+        ("limit", |r| match r.cost {
+            1 => r.limit.to_string(),
+            cost => format!("{} (cost {cost})", r.limit),
+        }),
     ];
     let stats: [Stat<RaceRow>; 2] = [
         ("admitted", |r| Some(r.admitted as f64)),
@@ -25,8 +28,8 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
 }
 
 /// Exactness under concurrency: each custom limiter's trial farthest from the limit, either way
-/// (refill 0, one window per trial: an exact limiter admits the limit), in the matrix and in seed
-/// 001's burst (fixed windows).
+/// (refill 0, one window per trial: an exact limiter admits the limit, or limit / cost requests
+/// of `cost` tokens), in the matrix and in seed 001's burst (fixed windows).
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     let rows: Vec<RaceRow> = RACE.read(dir)?;
     let recorded = limiters::recorded(dir)?;
@@ -38,12 +41,19 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         ];
         for (scenario, aspect) in scenarios {
             let mine = |r: &RaceRow| r.strategy == l.strategy && r.scenario == scenario;
-            let exact = |r: &RaceRow| (r.admitted as f64, Exact::limit(r.limit, r.checks));
+            let exact = |r: &RaceRow| {
+                let exact = Exact::at_cost(r.limit, r.cost, r.checks);
+                (r.admitted as f64, exact)
+            };
             let Some((worst, admitted, bound)) = limiters::farthest(&rows, mine, exact) else {
                 continue;
             };
             let value = limiters::judged(admitted, bound);
-            let at = format!("{}x{}", worst.processes, worst.in_flight);
+            let at = match worst.cost {
+                1 => format!("{}x{}", worst.processes, worst.in_flight),
+                // The bound is limit / cost: say the cost it was asked at.
+                cost => format!("{}x{}, cost {cost}", worst.processes, worst.in_flight),
+            };
             out.push(Verdict {
                 limiter: l.strategy.to_string(),
                 aspect,
