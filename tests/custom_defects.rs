@@ -297,3 +297,57 @@ fn a_multi_token_request_is_charged_its_cost_and_judged_against_limit_over_cost(
         "{err}"
     );
 }
+
+#[test]
+fn a_decision_read_from_two_reply_elements_or_an_arrays_length_is_judged_like_any_other() {
+    let tmp = tempfile::tempdir().unwrap();
+    let limiters = vec![load("count-and-limit.toml"), load("log-members.toml")];
+    run(
+        "race",
+        tmp.path(),
+        limiters,
+        &[
+            ("configs", r#"["1x1", "4x8"]"#),
+            ("trials", "1"),
+            ("strategies", "[]"),
+            ("seed001_strategies", "[]"),
+        ],
+    );
+    for name in ["count-and-limit", "log-members"] {
+        let cell = common::custom_limiter_cell(tmp.path(), name, "race:");
+        assert!(
+            cell.starts_with("1.00 (within the limit: 100, exact admits 100)"),
+            "{name}: {cell}"
+        );
+    }
+}
+
+#[test]
+fn a_wait_answered_in_seconds_is_read_as_ms() {
+    let server = common::start_server();
+    let limiter = load("retry-seconds.toml");
+    let spec = ratelab::limiter::LimitSpec {
+        capacity: 2,
+        window_ms: 600_000,
+        ..Default::default()
+    };
+    let checker = ratelab::limiter::Limiter::new(limiter, spec);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let decisions = runtime.block_on(async {
+        let client = redis::Client::open(server.url()).unwrap();
+        let mut con = client.get_multiplexed_async_connection().await.unwrap();
+        let mut decisions = Vec::new();
+        for _ in 0..3 {
+            let d = checker.check(&mut con, "ratelab:t:1:1:user").await.unwrap();
+            decisions.push((d.allowed, d.retry_ms));
+        }
+        decisions
+    });
+    // The script answers 600 (seconds, rounded up); the window has 600,000 ms left at most.
+    let (allowed, retry_ms) = decisions[2];
+    assert!(!allowed, "{decisions:?}");
+    assert_eq!(retry_ms, 600_000, "{decisions:?}");
+}
