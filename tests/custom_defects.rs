@@ -299,6 +299,38 @@ fn a_multi_token_request_is_charged_its_cost_and_judged_against_limit_over_cost(
 }
 
 #[test]
+fn a_key_that_expires_before_its_window_ends_is_flagged() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Beside it, a first-hit window whose key lives the whole window: not flagged.
+    let limiters = vec![load("minute-ttl.toml"), load("first-hit.toml")];
+    run(
+        "race",
+        tmp.path(),
+        limiters,
+        &[
+            ("configs", r#"["1x1"]"#),
+            ("trials", "1"),
+            ("strategies", "[]"),
+            ("seed001_strategies", "[]"),
+        ],
+    );
+    // The trial is seconds long: the count never lapsed, so admission alone reads exact.
+    let race = common::custom_limiter_cell(tmp.path(), "minute-ttl", "race:");
+    assert!(race.starts_with("1.00 (within the limit: 100"), "{race}");
+    let keys = common::custom_limiter_cell(tmp.path(), "minute-ttl", "keys left");
+    assert!(
+        keys.contains("1 of 1 expire before their window ends (shortest: ")
+            && keys.contains(" s left when 59"),
+        "{keys}"
+    );
+    let keys = common::custom_limiter_cell(tmp.path(), "first-hit", "keys left");
+    assert!(
+        keys.starts_with("1 (string); all expire") && !keys.contains("before"),
+        "{keys}"
+    );
+}
+
+#[test]
 fn a_decision_read_from_two_reply_elements_or_an_arrays_length_is_judged_like_any_other() {
     let tmp = tempfile::tempdir().unwrap();
     let limiters = vec![load("count-and-limit.toml"), load("log-members.toml")];

@@ -38,6 +38,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                     limit: p.capacity,
                     cost: p.cost,
                     key: s.key(format!("m:{strategy}:{config}:{trial}")),
+                    origin_ms: unix_ms(),
                 };
                 rows.write(&trial_spec.run(s, p.window_ms, "matrix", trial)?)?;
                 if let (Some(sink), true) = (&mut keys, strategy.is_custom()) {
@@ -62,6 +63,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                 limit: p.seed001_limit,
                 cost: p.cost,
                 key: s.key(format!("s:{strategy}:{trial}")),
+                origin_ms: unix_ms(),
             };
             rows.write(&trial_spec.run(s, p.window_ms, "seed001", trial)?)?;
             bar.inc(1);
@@ -95,6 +97,8 @@ struct Trial {
     /// Tokens each check asks for.
     cost: u32,
     key: String,
+    /// Start of the trial's window, Unix ms (its start: one trial is one window).
+    origin_ms: u64,
 }
 
 impl Trial {
@@ -103,7 +107,7 @@ impl Trial {
             capacity: self.limit,
             refill_per_sec: 0.0,
             window_ms,
-            window_origin_ms: unix_ms(),
+            window_origin_ms: self.origin_ms,
             idle_ttl_ms: 600_000,
             log: LogVariant::default(),
             watch_retries: 10,
@@ -185,6 +189,8 @@ impl Trial {
                 .cmd("PTTL")
                 .arg(&key)
                 .query(&mut con)?;
+            // After the reply: the key expires no later than read_ms + pttl_ms.
+            let read_ms = unix_ms();
             rows.push(KeyRow {
                 strategy: self.strategy,
                 processes: self.config.processes,
@@ -194,6 +200,8 @@ impl Trial {
                 kind,
                 pttl_ms,
                 window_ms,
+                origin_ms: self.origin_ms,
+                read_ms,
             });
         }
         rows.sort_by(|a, b| a.suffix.cmp(&b.suffix));
@@ -228,6 +236,7 @@ fn trace(s: &mut Session, p: &Params) -> Result<RaceRow, ExperimentError> {
         limit: p.trace_capacity,
         cost: 1,
         key: key.clone(),
+        origin_ms: unix_ms(),
     };
     let row = trial.run(s, p.window_ms, "trace", 0)?;
     let lines = capture.finish().phase(|| "reading MONITOR".into())?;

@@ -48,7 +48,7 @@ impl Definition for Race {
         vec![
             RACE.table(),
             TRACE.table(),
-            Table::of_custom_limiters::<KeyRow>(KEYS.name()),
+            KEYS.table().of_custom_limiters_only(),
         ]
     }
 }

@@ -72,4 +72,13 @@ pub struct KeyRow {
     pub pttl_ms: i64,
     /// The trial's window (fixed and sliding windows, logs), ms.
     pub window_ms: u64,
+    /// The trial's window origin (its start), Unix ms on ratelab's clock: no write of the trial
+    /// is earlier, so no window it counts in ends before this plus a window (0 in runs before it
+    /// was recorded).
+    #[serde(default)]
+    pub origin_ms: u64,
+    /// When the key's PTTL was read, Unix ms on ratelab's clock, taken after the reply: the key
+    /// expires no later than this plus `pttl_ms` (0 in runs before it was recorded).
+    #[serde(default)]
+    pub read_ms: u64,
 }
