@@ -285,6 +285,24 @@ fn a_multi_token_request_is_charged_its_cost_and_judged_against_limit_over_cost(
         "{cell}"
     );
 
+    // atomic asks the same cost, at a capacity above the checks' tokens and one below.
+    run(
+        "atomic",
+        &tmp.path().join("atomic"),
+        limiters.clone(),
+        &[
+            ("configs", r#"["1x1", "4x8"]"#),
+            ("cost", "5"),
+            ("strategies", "[]"),
+        ],
+    );
+    let cell = common::custom_limiter_cell(&tmp.path().join("atomic"), "cost-ignored", "atomic:");
+    assert!(
+        cell.starts_with("5.00 (over-admits: 100, exact admits at most 20)")
+            && cell.ends_with("cost 5"),
+        "{cell}"
+    );
+
     // The built-in strategies take one token a request: a cost is refused for them, saying how
     // to run the custom limiters alone.
     let mut ctx = common::ctx(&tmp.path().join("builtins"));
