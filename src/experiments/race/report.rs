@@ -80,12 +80,13 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
 /// The earliest a key `l` wrote in the trial of `k` may expire, Unix ms on ratelab's clock: the
 /// end of the first window the trial's requests count in (none is written before the trial's
 /// start, so no window it counts in ends sooner). An epoch-aligned window ends at the epoch
-/// boundary after the start; one counted from the trial's origin or opened by its first hit, a
-/// log's memory and GCRA's (a burst of the limit lasts a window) a window after the start. A
-/// bucket's state must last until it refills, which race's never does: not judged, nor a row
-/// from a run that did not record when the trial started.
+/// boundary after the start; one counted from the trial's origin or opened by its first hit, and
+/// a log's memory, a window after the start. A bucket's state (and GCRA's) must last until it is
+/// full again, which depends on what it admitted (race's bucket never refills), not on a window:
+/// not judged, nor a row from a run that did not record when the trial started.
 fn must_live_until(l: &LimiterRow, k: &KeyRow) -> Option<u64> {
-    if k.origin_ms == 0 || k.read_ms == 0 || l.algorithm == Algorithm::TokenBucket {
+    let bucket = matches!(l.algorithm, Algorithm::TokenBucket | Algorithm::Gcra);
+    if k.origin_ms == 0 || k.read_ms == 0 || bucket {
         return None;
     }
     let window = k.window_ms.max(1);
@@ -231,9 +232,13 @@ mod tests {
         assert!(!judge(&epoch, &to_boundary).contains("before"));
         let text = judge(&epoch, &[key(0, "", "string", 300_000)]);
         assert!(text.contains("300.0 s left when 398.0 s"), "{text}");
-        // A bucket that never refills has no window to outlive; an older run has no timestamps.
-        let bucket = limiter(Algorithm::TokenBucket, "");
-        assert!(!judge(&bucket, &short).contains("before"));
+        // A bucket's state lasts until it is full again, not a window: GCRA's too. An older run
+        // has no timestamps.
+        for bucket in [Algorithm::TokenBucket, Algorithm::Gcra] {
+            assert!(!judge(&limiter(bucket, ""), &short).contains("before"));
+        }
+        let log = limiter(Algorithm::SlidingLog, "");
+        assert!(judge(&log, &short).contains("1 of 2 expire before"));
         let older = [KeyRow {
             origin_ms: 0,
             read_ms: 0,
