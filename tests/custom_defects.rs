@@ -244,3 +244,160 @@ fn a_window_opened_by_the_first_hit_is_burst_at_its_own_edge() {
         "{cell}"
     );
 }
+
+#[test]
+fn a_multi_token_request_is_charged_its_cost_and_judged_against_limit_over_cost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let limiters = vec![load("multi-token.toml"), load("cost-ignored.toml")];
+    let dir = run(
+        "race",
+        tmp.path(),
+        limiters.clone(),
+        &[
+            ("configs", r#"["1x1", "4x8"]"#),
+            ("trials", "1"),
+            ("cost", "5"),
+            ("strategies", "[]"),
+            ("seed001_strategies", "[]"),
+        ],
+    );
+    let rows: Vec<ratelab::experiments::race::RaceRow> =
+        ratelab::analysis::table::read_typed(&dir.join("race.csv")).unwrap();
+    let taken = |l: Strategy| {
+        (rows.iter())
+            .filter(|r| r.scenario == "matrix" && r.strategy == l)
+            .map(|r| (r.admitted, r.cost))
+            .collect::<Vec<_>>()
+    };
+    // 100 tokens, 5 a request: 20 requests pass at any concurrency.
+    assert_eq!(taken(limiters[0]), [(20, 5), (20, 5)]);
+    let cell = common::custom_limiter_cell(tmp.path(), "multi-token", "race:");
+    assert!(
+        cell.starts_with("1.00 (within the limit: 20, exact admits 20) at ")
+            && cell.ends_with(", cost 5"),
+        "{cell}"
+    );
+    // Charged one token a request, it passes the bucket's 100: five times what cost 5 allows.
+    let cell = common::custom_limiter_cell(tmp.path(), "cost-ignored", "race:");
+    assert!(
+        cell.starts_with("5.00 (over-admits: 100, exact admits at most 20)")
+            && cell.contains("cost 5"),
+        "{cell}"
+    );
+
+    // atomic asks the same cost, at a capacity above the checks' tokens and one below.
+    run(
+        "atomic",
+        &tmp.path().join("atomic"),
+        limiters.clone(),
+        &[
+            ("configs", r#"["1x1", "4x8"]"#),
+            ("cost", "5"),
+            ("strategies", "[]"),
+        ],
+    );
+    let cell = common::custom_limiter_cell(&tmp.path().join("atomic"), "cost-ignored", "atomic:");
+    assert!(
+        cell.starts_with("5.00 (over-admits: 100, exact admits at most 20)")
+            && cell.ends_with("cost 5"),
+        "{cell}"
+    );
+
+    // The built-in strategies take one token a request: a cost is refused for them, saying how
+    // to run the custom limiters alone.
+    let mut ctx = common::ctx(&tmp.path().join("builtins"));
+    ctx.limiters = limiters;
+    ctx.sets = common::sets(&[("cost", "5")]);
+    let err = ratelab::errors::one_line(&find("race").unwrap().run(&ctx).unwrap_err());
+    assert!(
+        err.contains("cost = 5: the built-in strategies (naive-bucket, lua-bucket")
+            && err.contains("--set strategies=[]"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_key_that_expires_before_its_window_ends_is_flagged() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Beside it, a first-hit window whose key lives the whole window: not flagged.
+    let limiters = vec![load("minute-ttl.toml"), load("first-hit.toml")];
+    run(
+        "race",
+        tmp.path(),
+        limiters,
+        &[
+            ("configs", r#"["1x1"]"#),
+            ("trials", "1"),
+            ("strategies", "[]"),
+            ("seed001_strategies", "[]"),
+        ],
+    );
+    // The trial is seconds long: the count never lapsed, so admission alone reads exact.
+    let race = common::custom_limiter_cell(tmp.path(), "minute-ttl", "race:");
+    assert!(race.starts_with("1.00 (within the limit: 100"), "{race}");
+    let keys = common::custom_limiter_cell(tmp.path(), "minute-ttl", "keys left");
+    assert!(
+        keys.contains("1 of 1 expire before their window ends (shortest: ")
+            && keys.contains(" s left when 59"),
+        "{keys}"
+    );
+    let keys = common::custom_limiter_cell(tmp.path(), "first-hit", "keys left");
+    assert!(
+        keys.starts_with("1 (string); all expire") && !keys.contains("before"),
+        "{keys}"
+    );
+}
+
+#[test]
+fn a_decision_read_from_two_reply_elements_or_an_arrays_length_is_judged_like_any_other() {
+    let tmp = tempfile::tempdir().unwrap();
+    let limiters = vec![load("count-and-limit.toml"), load("log-members.toml")];
+    run(
+        "race",
+        tmp.path(),
+        limiters,
+        &[
+            ("configs", r#"["1x1", "4x8"]"#),
+            ("trials", "1"),
+            ("strategies", "[]"),
+            ("seed001_strategies", "[]"),
+        ],
+    );
+    for name in ["count-and-limit", "log-members"] {
+        let cell = common::custom_limiter_cell(tmp.path(), name, "race:");
+        assert!(
+            cell.starts_with("1.00 (within the limit: 100, exact admits 100)"),
+            "{name}: {cell}"
+        );
+    }
+}
+
+#[test]
+fn a_wait_answered_in_seconds_is_read_as_ms() {
+    let server = common::start_server();
+    let limiter = load("retry-seconds.toml");
+    let spec = ratelab::limiter::LimitSpec {
+        capacity: 2,
+        window_ms: 600_000,
+        ..Default::default()
+    };
+    let checker = ratelab::limiter::Limiter::new(limiter, spec);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let decisions = runtime.block_on(async {
+        let client = redis::Client::open(server.url()).unwrap();
+        let mut con = client.get_multiplexed_async_connection().await.unwrap();
+        let mut decisions = Vec::new();
+        for _ in 0..3 {
+            let d = checker.check(&mut con, "ratelab:t:1:1:user").await.unwrap();
+            decisions.push((d.allowed, d.retry_ms));
+        }
+        decisions
+    });
+    // The script answers 600 (seconds, rounded up); the window has 600,000 ms left at most.
+    let (allowed, retry_ms) = decisions[2];
+    assert!(!allowed, "{decisions:?}");
+    assert_eq!(retry_ms, 600_000, "{decisions:?}");
+}

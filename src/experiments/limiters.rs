@@ -4,6 +4,8 @@
 
 use crate::analysis::table::read_typed;
 use crate::analysis::AnalysisError;
+use crate::experiments::params::ParamError;
+use crate::experiments::{ExperimentError, Session};
 use crate::limiter::custom::{Algorithm, Anchor};
 use crate::limiter::Strategy;
 use serde::{Deserialize, Serialize};
@@ -88,6 +90,38 @@ pub fn none(_: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     Ok(Vec::new())
 }
 
+/// Why `cost` tokens a request cannot be asked of the built-in strategies in `lists` (each a
+/// parameter's name and value): they decide one request per check, so above 1 only custom
+/// limiters may run, and the error says how to run them alone.
+pub fn cost_for_builtins(cost: u32, lists: &[(&str, &[Strategy])]) -> Result<(), String> {
+    let builtins: Vec<String> = (lists.iter().flat_map(|(_, l)| l.iter()))
+        .filter(|s| !s.is_custom())
+        .map(|s| s.to_string())
+        .collect();
+    if cost <= 1 || builtins.is_empty() {
+        return Ok(());
+    }
+    let alone: Vec<String> = lists.iter().map(|(n, _)| format!("--set {n}=[]")).collect();
+    Err(format!(
+        "cost = {cost}: the built-in strategies ({}) decide one request per check and take no cost; \
+         only custom limiters (--limiter) do. Run them alone: {}",
+        builtins.join(", "),
+        alone.join(" ")
+    ))
+}
+
+/// A `cost` above 1 with no custom limiter to ask it of (validation refused it to the built-ins).
+pub fn cost_needs_limiters(s: &Session, cost: u32) -> Result<(), ExperimentError> {
+    if cost <= 1 || !s.ctx.limiters.is_empty() {
+        return Ok(());
+    }
+    Err(ParamError::Invalid {
+        experiment: s.id.into(),
+        reason: format!("cost = {cost} is asked of custom limiters: give one with --limiter"),
+    }
+    .into())
+}
+
 /// The most an exact limiter of `algorithm` can admit over `span_ms` from a fresh key: a window
 /// per window (a fixed one aligned to a clock may straddle one more boundary; one opened by the
 /// first request cannot), a bucket its capacity and what refills meanwhile.
@@ -127,6 +161,12 @@ impl Exact {
             least,
             most: limit as f64,
         }
+    }
+
+    /// [`limit`](Self::limit) for requests of `cost` tokens each: an exact limiter admits whole
+    /// requests, limit / cost of them (a remainder smaller than a request stays unspent).
+    pub fn at_cost(limit: u64, cost: u32, requests: u64) -> Self {
+        Self::limit(limit / u64::from(cost.max(1)), requests)
     }
 
     /// How far `admitted` is outside the range, as a share of the bound it crossed (0 inside).
@@ -397,6 +437,12 @@ mod tests {
             judged(30.0, fifty),
             "0.60 (under-admits: 30, exact admits at least 50)"
         );
+        // Five tokens a request: a bucket of 100 takes 20 requests, and 100 is 5x too many.
+        assert_eq!(
+            judged(100.0, Exact::at_cost(100, 5, 1000)),
+            "5.00 (over-admits: 100, exact admits at most 20)"
+        );
+        assert_eq!(Exact::at_cost(100, 3, 1000), Exact::limit(33, 1000));
         // Fewer requests than the limit: admitting them all is exact.
         assert!(judged(20.0, Exact::limit(50, 20)).contains("within"));
         let range = Exact {

@@ -57,6 +57,8 @@ pub(super) struct Shared {
     pub(super) decider: Decider,
     pub(super) stop: StopState,
     keys: KeyChoice,
+    /// Tokens each check asks for.
+    cost: u32,
     rng: RefCell<SplitMix64>,
     /// Checks handed out so far, for round-robin keys.
     handed_out: Cell<u64>,
@@ -105,6 +107,7 @@ impl Shared {
             decider,
             stop,
             keys: spec.keys.clone(),
+            cost: spec.cost,
             rng: RefCell::new(SplitMix64::new(spec.seed, spec.worker_index)),
             handed_out: Cell::new(0),
             tally: RefCell::new(CheckTally::default()),
@@ -186,10 +189,11 @@ async fn client_task(shared: Rc<Shared>, mut con: Option<MultiplexedConnection>)
     while shared.stop.take_one() {
         let key = shared.next_key();
         let start = Instant::now();
-        let outcome = (shared.decider)
-            .decide(con.as_mut(), Check::one(&key))
-            .await
-            .outcome;
+        let check = Check {
+            key: &key,
+            cost: shared.cost,
+        };
+        let outcome = (shared.decider).decide(con.as_mut(), check).await.outcome;
         let took = start.elapsed().as_nanos() as u64;
         if let Some(h) = &shared.histogram {
             // Out-of-range values (beyond 60 s) are clamped rather than lost.
@@ -239,6 +243,7 @@ mod tests {
                 prefix: "k:".into(),
                 count: 3,
             },
+            cost: 1,
             rng: RefCell::new(SplitMix64::new(1, 0)),
             handed_out: Cell::new(0),
             tally: RefCell::new(CheckTally::default()),

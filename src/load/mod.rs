@@ -48,6 +48,11 @@ pub struct WorkerSpec {
     pub limit: LimitSpec,
     /// Which key each check targets.
     pub keys: KeyChoice,
+    /// Tokens each check asks for: a custom limiter's `{cost}`, a limiter process's `cost`.
+    /// Built-in strategies decide one request per check and refuse any other (absent in older
+    /// specs: 1).
+    #[serde(default = "one_token")]
+    pub cost: u32,
     /// When the worker is done.
     pub stop: Stop,
     /// Connections this worker opens (clients); in-flight requests of one connection share it.
@@ -78,6 +83,7 @@ impl WorkerSpec {
             invocation: Invocation::default(),
             limit,
             keys,
+            cost: 1,
             stop,
             connections: 1,
             in_flight: 1,
@@ -108,6 +114,10 @@ impl WorkerSpec {
             )
         }
     }
+}
+
+fn one_token() -> u32 {
+    1
 }
 
 /// Which key a check targets.

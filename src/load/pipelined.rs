@@ -46,10 +46,12 @@ fn endpoint(url: &str) -> Option<Endpoint> {
 }
 
 /// Whether this worker runs on the lean client: asked for, a decision's commands known before
-/// its first reply (one command, or MULTI INCR PEXPIRE EXEC), plain TCP.
+/// its first reply (one command, or MULTI INCR PEXPIRE EXEC), one request per check (its raw
+/// encodings take one), plain TCP.
 /// The parent and the worker decide alike, so rows can say which client made them.
 pub fn serves(spec: &WorkerSpec) -> bool {
     spec.pipelined
+        && spec.cost == 1
         && !spec.strategy.needs_own_connection()
         && Limiter::new(spec.strategy, spec.limit)
             .pipelined_replies()

@@ -71,6 +71,17 @@ impl Table {
         }
     }
 
+    /// The same table, written only when the run has custom limiters (a [`CsvFile`]'s table,
+    /// with the columns it added).
+    ///
+    /// [`CsvFile`]: super::CsvFile
+    pub fn of_custom_limiters_only(self) -> Self {
+        Table {
+            custom_limiters_only: true,
+            ..self
+        }
+    }
+
     /// The same table, `columns` of which were added after runs that are still read.
     pub fn with_added(self, columns: &'static [&'static str]) -> Self {
         Table {

@@ -4,12 +4,15 @@ use super::rows::{AtomicRow, RoundTripRow};
 use super::Params;
 use super::{ATOMIC, ROUND_TRIPS};
 use crate::analysis::stats::Summary;
+use crate::experiments::limiters::cost_needs_limiters;
 use crate::experiments::measure::measure;
 use crate::experiments::{ExperimentError, Session};
 use crate::limiter::{unix_ms, LimitSpec, Strategy};
 use crate::load::WorkerSpec;
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    // Validation refused a cost to the built-in strategies: a custom limiter must take it.
+    cost_needs_limiters(s, p.cost)?;
     let mut rows = ATOMIC.create(&s.run.staging)?;
     let mut round_trips = ROUND_TRIPS.create(&s.run.staging)?;
     let strategies = s.with_limiters(&p.strategies);
@@ -69,8 +72,10 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                         watch_retries: p.watch_retries,
                         ..LimitSpec::default()
                     };
-                    let spec =
-                        WorkerSpec::one_key(strategy, limit, &key, p.checks, config.in_flight);
+                    let spec = WorkerSpec {
+                        cost: p.cost,
+                        ..WorkerSpec::one_key(strategy, limit, &key, p.checks, config.in_flight)
+                    };
                     let m = measure(&s.target, &s.closed_loop(config.processes, spec), &what)?;
                     let t = &m.tally;
                     so_far.push(t.admitted as f64);
@@ -80,6 +85,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                         in_flight: config.in_flight,
                         trial,
                         capacity,
+                        cost: p.cost,
                         checks: t.total(),
                         admitted: t.admitted,
                         refused: t.denied,

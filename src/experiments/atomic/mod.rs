@@ -79,6 +79,15 @@ pub struct Params {
     pub watch_retries: u32,
     /// Fixed-window length; long enough that a trial is one window.
     pub window_ms: u64,
+    /// Tokens each request asks for: a custom limiter's `{cost}`, a limiter process's `cost`;
+    /// an exact limiter then admits capacity / cost requests. The built-in strategies decide one
+    /// request per check: above 1, list none in `strategies`.
+    #[serde(default = "one_token")]
+    pub cost: u32,
+}
+
+fn one_token() -> u32 {
+    1
 }
 
 impl Validate for Params {
@@ -90,6 +99,10 @@ impl Validate for Params {
         {
             return Err("checks, trials, capacities and window_ms must be >= 1".into());
         }
+        if self.cost == 0 {
+            return Err("cost must be >= 1: a request takes at least one token".into());
+        }
+        super::limiters::cost_for_builtins(self.cost, &[("strategies", &self.strategies)])?;
         if self.min_trials < 2 {
             // One trial has no spread, so nothing could say it settled.
             return Err("min_trials must be >= 2 (at most `trials` of them run)".into());

@@ -52,13 +52,16 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     for l in limiters::recorded(dir)? {
         let name = l.strategy.to_string();
         let mine = |r: &AtomicRow| r.strategy == l.strategy;
-        let exact = |r: &AtomicRow| (r.admitted as f64, Exact::limit(r.capacity, r.checks));
+        let exact = |r: &AtomicRow| {
+            let exact = Exact::at_cost(r.capacity, r.cost, r.checks);
+            (r.admitted as f64, exact)
+        };
         let Some((worst, admitted, bound)) = limiters::farthest(&rows, mine, exact) else {
             continue;
         };
         let value = limiters::judged(admitted, bound);
         let under = (rows.iter().filter(|r| mine(r)))
-            .filter(|r| r.admitted + 1 < r.capacity.min(r.checks))
+            .filter(|r| (r.admitted as f64) + 1.0 < exact(r).1.least)
             .count();
         let under = match under {
             0 => String::new(),
@@ -67,7 +70,15 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         out.push(Verdict {
             limiter: name,
             aspect: "atomic: admitted / exact",
-            value: format!("{value} at {}x{}{under}", worst.processes, worst.in_flight),
+            value: format!(
+                "{value} at {}x{}{}{under}",
+                worst.processes,
+                worst.in_flight,
+                match worst.cost {
+                    1 => String::new(),
+                    cost => format!(", cost {cost}"),
+                }
+            ),
         });
     }
     Ok(out)

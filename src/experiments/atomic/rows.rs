@@ -5,10 +5,14 @@ use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
 
 /// `atomic.csv`: One row per trial.
-pub const ATOMIC: CsvFile<AtomicRow> = CsvFile::new("atomic.csv");
+pub const ATOMIC: CsvFile<AtomicRow> = CsvFile::new("atomic.csv").added(&["cost"]);
 
 /// `round_trips.csv`: One row per run of GETs.
 pub const ROUND_TRIPS: CsvFile<RoundTripRow> = CsvFile::new("round_trips.csv");
+
+fn one_token() -> u32 {
+    1
+}
 
 /// One trial.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -18,6 +22,10 @@ pub struct AtomicRow {
     pub in_flight: usize,
     pub trial: u32,
     pub capacity: u64,
+    /// Tokens each request asked for: an exact limiter admits capacity / cost requests (1 in runs
+    /// before requests had a cost).
+    #[serde(default = "one_token")]
+    pub cost: u32,
     pub checks: u64,
     pub admitted: u64,
     pub refused: u64,

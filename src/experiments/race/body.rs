@@ -2,6 +2,7 @@
 
 use super::{KeyRow, Params, RaceRow, TraceRow};
 use super::{KEYS, RACE, TRACE};
+use crate::experiments::limiters::cost_needs_limiters;
 use crate::experiments::{Concurrency, ExperimentError, Phase, Session};
 use crate::limiter::custom::Algorithm;
 use crate::limiter::{unix_ms, LimitSpec, LogVariant, Strategy};
@@ -12,6 +13,8 @@ use redis::Commands as _;
 
 /// Runs every trial, then the trace.
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    // Validation refused a cost to the built-in strategies: a custom limiter must take it.
+    cost_needs_limiters(s, p.cost)?;
     let mut rows = RACE.create(&s.run.staging)?;
     let mut keys = match s.ctx.limiters.is_empty() {
         true => None,
@@ -33,7 +36,9 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                     config,
                     checks: p.checks,
                     limit: p.capacity,
+                    cost: p.cost,
                     key: s.key(format!("m:{strategy}:{config}:{trial}")),
+                    origin_ms: unix_ms(),
                 };
                 rows.write(&trial_spec.run(s, p.window_ms, "matrix", trial)?)?;
                 if let (Some(sink), true) = (&mut keys, strategy.is_custom()) {
@@ -56,7 +61,9 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                 config,
                 checks: p.seed001_hits,
                 limit: p.seed001_limit,
+                cost: p.cost,
                 key: s.key(format!("s:{strategy}:{trial}")),
+                origin_ms: unix_ms(),
             };
             rows.write(&trial_spec.run(s, p.window_ms, "seed001", trial)?)?;
             bar.inc(1);
@@ -87,7 +94,11 @@ struct Trial {
     config: Concurrency,
     checks: u64,
     limit: u64,
+    /// Tokens each check asks for.
+    cost: u32,
     key: String,
+    /// Start of the trial's window, Unix ms (its start: one trial is one window).
+    origin_ms: u64,
 }
 
 impl Trial {
@@ -96,7 +107,7 @@ impl Trial {
             capacity: self.limit,
             refill_per_sec: 0.0,
             window_ms,
-            window_origin_ms: unix_ms(),
+            window_origin_ms: self.origin_ms,
             idle_ttl_ms: 600_000,
             log: LogVariant::default(),
             watch_retries: 10,
@@ -117,13 +128,16 @@ impl Trial {
             )
         };
         let limit = self.limit_spec(window_ms);
-        let spec = WorkerSpec::one_key(
-            self.strategy,
-            limit,
-            &self.key,
-            self.checks,
-            self.config.in_flight,
-        );
+        let spec = WorkerSpec {
+            cost: self.cost,
+            ..WorkerSpec::one_key(
+                self.strategy,
+                limit,
+                &self.key,
+                self.checks,
+                self.config.in_flight,
+            )
+        };
         let tally = match run_closed_loop(&s.closed_loop(self.config.processes, spec)) {
             Ok(tally) => tally,
             Err(e) => {
@@ -145,6 +159,7 @@ impl Trial {
             denied: tally.denied,
             errors: tally.errors,
             limit: self.limit,
+            cost: self.cost,
             final_state,
             elapsed_ms: tally.elapsed_ns as f64 / 1e6,
         })
@@ -174,6 +189,8 @@ impl Trial {
                 .cmd("PTTL")
                 .arg(&key)
                 .query(&mut con)?;
+            // After the reply: the key expires no later than read_ms + pttl_ms.
+            let read_ms = unix_ms();
             rows.push(KeyRow {
                 strategy: self.strategy,
                 processes: self.config.processes,
@@ -183,6 +200,8 @@ impl Trial {
                 kind,
                 pttl_ms,
                 window_ms,
+                origin_ms: self.origin_ms,
+                read_ms,
             });
         }
         rows.sort_by(|a, b| a.suffix.cmp(&b.suffix));
@@ -215,7 +234,9 @@ fn trace(s: &mut Session, p: &Params) -> Result<RaceRow, ExperimentError> {
         config,
         checks: p.trace_checks,
         limit: p.trace_capacity,
+        cost: 1,
         key: key.clone(),
+        origin_ms: unix_ms(),
     };
     let row = trial.run(s, p.window_ms, "trace", 0)?;
     let lines = capture.finish().phase(|| "reading MONITOR".into())?;

@@ -48,7 +48,7 @@ impl Definition for Race {
         vec![
             RACE.table(),
             TRACE.table(),
-            Table::of_custom_limiters::<KeyRow>(KEYS.name()),
+            KEYS.table().of_custom_limiters_only(),
         ]
     }
 }
@@ -70,6 +70,12 @@ pub struct Params {
     pub strategies: Vec<Strategy>,
     /// Fixed-window length; a window starts at each trial's start, so one trial is one window.
     pub window_ms: u64,
+    /// Tokens each request of the matrix and of seed 001's burst asks for: a custom limiter's
+    /// `{cost}`, a limiter process's `cost`; an exact limiter then admits capacity / cost requests.
+    /// The built-in strategies decide one request per check: above 1, list none in `strategies`
+    /// and `seed001_strategies` (the MONITOR trace stays seed 000's one-token bucket).
+    #[serde(default = "one_token")]
+    pub cost: u32,
     /// Seed 001's burst: concurrent hits from one process on one window.
     pub seed001_hits: u64,
     /// Seed 001's burst: the window's limit.
@@ -84,11 +90,23 @@ pub struct Params {
     pub trace_checks: u64,
 }
 
+fn one_token() -> u32 {
+    1
+}
+
 impl Validate for Params {
     fn validate(&self) -> Result<(), String> {
         if self.capacity == 0 || self.checks == 0 || self.trials == 0 || self.window_ms == 0 {
             return Err("capacity, checks, trials and window_ms must be >= 1".into());
         }
+        if self.cost == 0 {
+            return Err("cost must be >= 1: a request takes at least one token".into());
+        }
+        let lists = [
+            ("strategies", &self.strategies[..]),
+            ("seed001_strategies", &self.seed001_strategies[..]),
+        ];
+        super::limiters::cost_for_builtins(self.cost, &lists)?;
         if self.trace_in_flight == 0 {
             return Err("trace_in_flight must be >= 1".into());
         }

@@ -5,7 +5,8 @@ use super::{KEYS, RACE};
 use crate::analysis::table::summary_table;
 use crate::analysis::table::{Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, Exact, Verdict};
+use crate::experiments::limiters::{self, Exact, LimiterRow, Verdict};
+use crate::limiter::custom::{Algorithm, Anchor};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -15,7 +16,10 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("scenario", |r| r.scenario.clone()),
         ("strategy", |r| r.strategy.to_string()),
         ("config", |r| format!("{}x{}", r.processes, r.in_flight)),
-        ("limit", |r| r.limit.to_string()),
+        ("limit", |r| match r.cost {
+            1 => r.limit.to_string(),
+            cost => format!("{} (cost {cost})", r.limit),
+        }),
     ];
     let stats: [Stat<RaceRow>; 2] = [
         ("admitted", |r| Some(r.admitted as f64)),
@@ -25,8 +29,8 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
 }
 
 /// Exactness under concurrency: each custom limiter's trial farthest from the limit, either way
-/// (refill 0, one window per trial: an exact limiter admits the limit), in the matrix and in seed
-/// 001's burst (fixed windows).
+/// (refill 0, one window per trial: an exact limiter admits the limit, or limit / cost requests
+/// of `cost` tokens), in the matrix and in seed 001's burst (fixed windows).
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     let rows: Vec<RaceRow> = RACE.read(dir)?;
     let recorded = limiters::recorded(dir)?;
@@ -38,12 +42,19 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         ];
         for (scenario, aspect) in scenarios {
             let mine = |r: &RaceRow| r.strategy == l.strategy && r.scenario == scenario;
-            let exact = |r: &RaceRow| (r.admitted as f64, Exact::limit(r.limit, r.checks));
+            let exact = |r: &RaceRow| {
+                let exact = Exact::at_cost(r.limit, r.cost, r.checks);
+                (r.admitted as f64, exact)
+            };
             let Some((worst, admitted, bound)) = limiters::farthest(&rows, mine, exact) else {
                 continue;
             };
             let value = limiters::judged(admitted, bound);
-            let at = format!("{}x{}", worst.processes, worst.in_flight);
+            let at = match worst.cost {
+                1 => format!("{}x{}", worst.processes, worst.in_flight),
+                // The bound is limit / cost: say the cost it was asked at.
+                cost => format!("{}x{}, cost {cost}", worst.processes, worst.in_flight),
+            };
             out.push(Verdict {
                 limiter: l.strategy.to_string(),
                 aspect,
@@ -55,7 +66,7 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         let keys = KEYS.read(dir)?;
         for l in &recorded {
             let mine: Vec<&KeyRow> = keys.iter().filter(|k| k.strategy == l.strategy).collect();
-            let value = keys_left(&mine);
+            let value = keys_left(&mine, |k| must_live_until(l, k));
             out.push(Verdict {
                 limiter: l.strategy.to_string(),
                 aspect: "keys left per client",
@@ -66,9 +77,31 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     Ok(out)
 }
 
+/// The earliest a key `l` wrote in the trial of `k` may expire, Unix ms on ratelab's clock: the
+/// end of the first window the trial's requests count in (none is written before the trial's
+/// start, so no window it counts in ends sooner). An epoch-aligned window ends at the epoch
+/// boundary after the start; one counted from the trial's origin or opened by its first hit, and
+/// a log's memory, a window after the start. A bucket's state (and GCRA's) must last until it is
+/// full again, which depends on what it admitted (race's bucket never refills), not on a window:
+/// not judged, nor a row from a run that did not record when the trial started.
+fn must_live_until(l: &LimiterRow, k: &KeyRow) -> Option<u64> {
+    let bucket = matches!(l.algorithm, Algorithm::TokenBucket | Algorithm::Gcra);
+    if k.origin_ms == 0 || k.read_ms == 0 || bucket {
+        return None;
+    }
+    let window = k.window_ms.max(1);
+    let anchor: Anchor = l.anchor.parse().unwrap_or_default();
+    Some(match (l.algorithm.has_windows(), anchor) {
+        (true, Anchor::Epoch) => (k.origin_ms / window + 1) * window,
+        _ => k.origin_ms + window,
+    })
+}
+
 /// What a limiter leaves in Redis for one client after a matrix trial: how many keys of which
-/// types, and whether they expire (a key that never does outlives every window and every client).
-fn keys_left(rows: &[&KeyRow]) -> String {
+/// types, and whether they expire (a key that never does outlives every window and every client)
+/// or expire before the window they count in ends (`until`: its end, when known), which resets
+/// the count early: requests the window should refuse pass once it is gone.
+fn keys_left(rows: &[&KeyRow], until: impl Fn(&KeyRow) -> Option<u64>) -> String {
     let mut per_trial: BTreeMap<(usize, usize, u32), usize> = BTreeMap::new();
     let mut kinds: BTreeSet<&str> = BTreeSet::new();
     for r in rows {
@@ -94,8 +127,40 @@ fn keys_left(rows: &[&KeyRow]) -> String {
         false => format!("{lo:.0}-{hi:.0}"),
     };
     match never {
-        0 => format!("{what}; all expire, in {within} s (window {window:.0} s)"),
+        0 => format!(
+            "{what}; all expire, in {within} s (window {window:.0} s){}",
+            expiring_early(rows, until)
+        ),
         n => format!("{what}; {n} of {} never expire", rows.len()),
+    }
+}
+
+/// `; N of M expire before their window ends (...)`, or nothing: a key read at `read_ms` with
+/// `pttl_ms` left is gone by `read_ms + pttl_ms` (+1: PTTL is whole ms), which is before `until`.
+fn expiring_early(rows: &[&KeyRow], until: impl Fn(&KeyRow) -> Option<u64>) -> String {
+    // The key farthest short: its time left and what its window still needed, both measured.
+    let mut early = 0;
+    let mut worst: Option<(i64, i64)> = None;
+    for r in rows.iter().filter(|r| r.pttl_ms >= 0) {
+        let Some(end) = until(r) else { continue };
+        let needed = end as i64 - r.read_ms as i64;
+        if r.pttl_ms + 1 >= needed {
+            continue;
+        }
+        early += 1;
+        if worst.is_none_or(|(left, need)| r.pttl_ms - needed < left - need) {
+            worst = Some((r.pttl_ms, needed));
+        }
+    }
+    match worst {
+        None => String::new(),
+        Some((left, needed)) => format!(
+            "; {early} of {} expire before their window ends (shortest: {:.1} s left when {:.1} s \
+             of its window remained)",
+            rows.len(),
+            left as f64 / 1e3,
+            needed as f64 / 1e3
+        ),
     }
 }
 
@@ -105,6 +170,7 @@ mod tests {
     use crate::limiter::Strategy;
 
     fn key(trial: u32, suffix: &str, kind: &str, pttl_ms: i64) -> KeyRow {
+        // Read 2 s into a trial that started 200 s past an epoch boundary of its window.
         KeyRow {
             strategy: Strategy::LuaBucket,
             processes: 1,
@@ -114,17 +180,70 @@ mod tests {
             kind: kind.into(),
             pttl_ms,
             window_ms: 600_000,
+            origin_ms: 1_000_000_400_000,
+            read_ms: 1_000_000_402_000,
         }
     }
 
     #[test]
     fn keys_left_counts_keys_per_client_and_flags_the_ones_that_never_expire() {
+        let unknown = |_: &KeyRow| None;
         let expiring = [key(0, "", "string", 599_000), key(1, "", "string", 598_000)];
-        let text = keys_left(&expiring.iter().collect::<Vec<_>>());
+        let text = keys_left(&expiring.iter().collect::<Vec<_>>(), unknown);
         assert_eq!(text, "1 (string); all expire, in 598-599 s (window 600 s)");
         let leaking = [key(0, "", "hash", -1), key(0, ":1", "string", 1_000)];
-        let text = keys_left(&leaking.iter().collect::<Vec<_>>());
+        let text = keys_left(&leaking.iter().collect::<Vec<_>>(), unknown);
         assert_eq!(text, "2 (hash, string); 1 of 2 never expire");
-        assert_eq!(keys_left(&[]), "none");
+        assert_eq!(keys_left(&[], unknown), "none");
+    }
+
+    #[test]
+    fn keys_that_expire_before_their_window_ends_are_flagged_by_the_limiters_anchor() {
+        let limiter = |algorithm, anchor: &str| LimiterRow {
+            strategy: Strategy::LuaWindow,
+            algorithm,
+            reference: Strategy::LuaWindow,
+            manifest: String::new(),
+            script: String::new(),
+            invocation: String::new(),
+            library: String::new(),
+            anchor: anchor.into(),
+            caller_clock: false,
+            probe_calls: 6,
+            probe_admitted: 5,
+            probe_limit: 5,
+        };
+        // 2 s into a window that started with the trial: 598 s of it remain.
+        let first_hit = limiter(Algorithm::FixedWindow, "first-hit");
+        let judge = |l: &LimiterRow, rows: &[KeyRow]| {
+            keys_left(&rows.iter().collect::<Vec<_>>(), |k| must_live_until(l, k))
+        };
+        let whole = [key(0, "", "string", 598_000), key(1, "", "string", 599_000)];
+        assert!(!judge(&first_hit, &whole).contains("before"));
+        let short = [key(0, "", "string", 58_000), key(1, "", "string", 599_000)];
+        assert_eq!(
+            judge(&first_hit, &short),
+            "1 (string); all expire, in 58-599 s (window 600 s); 1 of 2 expire before their window \
+             ends (shortest: 58.0 s left when 598.0 s of its window remained)"
+        );
+        // Aligned to the epoch, the trial's window ends at the next multiple of 600 s: 398 s on.
+        let epoch = limiter(Algorithm::FixedWindow, "epoch");
+        let to_boundary = [key(0, "", "string", 398_000)];
+        assert!(!judge(&epoch, &to_boundary).contains("before"));
+        let text = judge(&epoch, &[key(0, "", "string", 300_000)]);
+        assert!(text.contains("300.0 s left when 398.0 s"), "{text}");
+        // A bucket's state lasts until it is full again, not a window: GCRA's too. An older run
+        // has no timestamps.
+        for bucket in [Algorithm::TokenBucket, Algorithm::Gcra] {
+            assert!(!judge(&limiter(bucket, ""), &short).contains("before"));
+        }
+        let log = limiter(Algorithm::SlidingLog, "");
+        assert!(judge(&log, &short).contains("1 of 2 expire before"));
+        let older = [KeyRow {
+            origin_ms: 0,
+            read_ms: 0,
+            ..short[0].clone()
+        }];
+        assert!(!judge(&first_hit, &older).contains("before"));
     }
 }

@@ -5,13 +5,17 @@ use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
 
 /// `race.csv`: One row per trial.
-pub const RACE: CsvFile<RaceRow> = CsvFile::new("race.csv");
+pub const RACE: CsvFile<RaceRow> = CsvFile::new("race.csv").added(&["cost"]);
 
 /// `trace.csv`: One row per command MONITOR saw.
 pub const TRACE: CsvFile<TraceRow> = CsvFile::new("trace.csv");
 
 /// `keys_custom.csv`: One row per Redis key a custom limiter left for one client of a matrix trial.
-pub const KEYS: CsvFile<KeyRow> = CsvFile::new("keys_custom.csv");
+pub const KEYS: CsvFile<KeyRow> = CsvFile::new("keys_custom.csv").added(&["origin_ms", "read_ms"]);
+
+fn one_token() -> u32 {
+    1
+}
 
 /// One trial.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -27,6 +31,10 @@ pub struct RaceRow {
     pub denied: u64,
     pub errors: u64,
     pub limit: u64,
+    /// Tokens each request asked for: an exact limiter admits limit / cost requests (1 in runs
+    /// before requests had a cost).
+    #[serde(default = "one_token")]
+    pub cost: u32,
     /// What the key held afterwards: tokens left, or the window's counter.
     pub final_state: String,
     pub elapsed_ms: f64,
@@ -64,4 +72,13 @@ pub struct KeyRow {
     pub pttl_ms: i64,
     /// The trial's window (fixed and sliding windows, logs), ms.
     pub window_ms: u64,
+    /// The trial's window origin (its start), Unix ms on ratelab's clock: no write of the trial
+    /// is earlier, so no window it counts in ends before this plus a window (0 in runs before it
+    /// was recorded).
+    #[serde(default)]
+    pub origin_ms: u64,
+    /// When the key's PTTL was read, Unix ms on ratelab's clock, taken after the reply: the key
+    /// expires no later than this plus `pttl_ms` (0 in runs before it was recorded).
+    #[serde(default)]
+    pub read_ms: u64,
 }

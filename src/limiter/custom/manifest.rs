@@ -12,15 +12,16 @@
 //! keys = ["{key}"]                  # KEYS templates, under the run's prefix (see `under_prefix`)
 //! shared_keys = []                  # keys in `keys` that are not the client's ("", "global")
 //! args = ["{limit}", "{window_ms}", "{now_ms}", "{request_id}"]
-//! allowed = "element 0 == 1"        # or "reply >= 0", "element 0 <= {limit}", "nil", "reply == OK"
+//! allowed = "element 0 == 1"        # or "reply >= 0", "element 0 <= {limit}", "nil", "reply == OK",
+//!                                   # "element 0 <= element 1", "length <= {limit}"
 //! remaining = "element 1"           # optional
-//! retry_after_ms = "element 2"      # optional
+//! retry_after_ms = "element 2"      # optional; "element 2 in s" for a script answering seconds
 //! ```
 //!
 //! A manifest with `kind = "process"` names an adapter program instead (`command`, `algorithm`,
 //! `anchor`; examples/adapters/PROTOCOL.md): a real library run as itself.
 
-use super::reply::{Pick, Rule};
+use super::reply::{Pick, Rule, TimePick};
 use super::template::{Piece, Placeholder, Template};
 use super::{Algorithm, Anchor, CustomLimiter, ManifestError, ProcessCommand};
 use crate::limiter::Invocation;
@@ -197,11 +198,14 @@ fn parse_script(path: &Path, text: &str, at: &At) -> Result<CustomLimiter, Manif
         .collect::<Result<Vec<_>, _>>()?;
     let allowed = Rule::parse(file.allowed.get_ref())
         .map_err(|m| at(file.allowed.span(), format!("allowed: {m}")))?;
-    let pick = |p: &Option<Spanned<String>>, what: &str| -> Result<Option<Pick>, ManifestError> {
-        p.as_ref()
-            .map(|s| Pick::parse(s.get_ref()).map_err(|m| at(s.span(), format!("{what}: {m}"))))
-            .transpose()
-    };
+    let remaining = (file.remaining.as_ref())
+        .map(|s| remaining(s.get_ref()).map_err(|m| at(s.span(), format!("remaining: {m}"))))
+        .transpose()?;
+    let retry_after_ms = (file.retry_after_ms.as_ref())
+        .map(|s| {
+            TimePick::parse(s.get_ref()).map_err(|m| at(s.span(), format!("retry_after_ms: {m}")))
+        })
+        .transpose()?;
     Ok(CustomLimiter {
         name: name.clone(),
         description: file.description.trim().to_string(),
@@ -218,10 +222,20 @@ fn parse_script(path: &Path, text: &str, at: &At) -> Result<CustomLimiter, Manif
         allowed_text: file.allowed.get_ref().clone(),
         allowed_line: line_of(text, file.allowed.span().start),
         allowed,
-        remaining: pick(&file.remaining, "remaining")?,
-        retry_after_ms: pick(&file.retry_after_ms, "retry_after_ms")?,
+        remaining,
+        retry_after_ms,
         process: None,
     })
+}
+
+/// `remaining`: a count of requests, so a unit (`in s`) is a mistake said as one.
+fn remaining(text: &str) -> Result<Pick, String> {
+    match text.contains(" in ") {
+        true => Err(format!(
+            "`{text}`: a count of requests takes no unit (units are for retry_after_ms)"
+        )),
+        false => Pick::parse(text),
+    }
 }
 
 /// Makes a manifest error at a span of the manifest's text.
@@ -491,6 +505,21 @@ allowed = "element 0 == 1"
                 format!("{GOOD}function = \"f\"\n"),
                 7,
                 "for mode = \"fcall\" or \"fcall-load\" only",
+            ),
+            (
+                format!("{GOOD}retry_after_ms = \"element 1 in minutes\"\n"),
+                7,
+                "retry_after_ms: unit `minutes`: valid: s, ms, us",
+            ),
+            (
+                format!("{GOOD}remaining = \"element 1 in s\"\n"),
+                7,
+                "remaining: `element 1 in s`: a count of requests takes no unit",
+            ),
+            (
+                GOOD.replace("element 0 == 1", "element 0 < elem 1"),
+                6,
+                "allowed: `elem 1`: expected a number, {limit}, a word, `element N` or `length`",
             ),
         ];
         for (text, line, needle) in cases {

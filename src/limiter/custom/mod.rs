@@ -164,7 +164,8 @@ pub struct CustomLimiter {
     pub allowed_text: String,
     pub allowed_line: usize,
     pub remaining: Option<reply::Pick>,
-    pub retry_after_ms: Option<reply::Pick>,
+    /// Where the time to wait is, and the unit the script answers it in (converted to ms).
+    pub retry_after_ms: Option<reply::TimePick>,
     /// `kind = "process"`: the adapter's program, which decides instead of a script (the script
     /// fields are then empty).
     #[serde(default)]
@@ -206,7 +207,11 @@ impl CustomLimiter {
         Ok((
             allowed,
             number(self.remaining, "remaining")?,
-            number(self.retry_after_ms, "retry_after_ms")?,
+            (self.retry_after_ms).map_or(Ok(0), |p| {
+                p.ms(reply)
+                    .map(|ms| ms.floor() as i64)
+                    .map_err(|e| at(format!("retry_after_ms: {e}")))
+            })?,
         ))
     }
 }

@@ -29,7 +29,7 @@ pub enum Placeholder {
     RatePerS,
     /// The most requests that may pass back to back (the limit).
     Burst,
-    /// Tokens one request spends (1).
+    /// Tokens this request takes: the check's cost (1, or race's and atomic's `cost`).
     Cost,
     /// The caller's clock, Unix time.
     NowMs,
@@ -127,7 +127,7 @@ pub struct Template {
 /// What one call's templates are filled in from.
 pub struct Fill<'a> {
     pub key: &'a str,
-    /// What the request costs (`{cost}`): 1 for one request.
+    /// What the request costs (`{cost}`): the check's, 1 unless the experiment asks more.
     pub cost: u32,
     pub spec: &'a LimitSpec,
     /// The caller's clock, read once per call, in µs since the Unix epoch.
