@@ -5,6 +5,7 @@
 use super::RecordError;
 use serde::Serialize;
 use std::fs::{self, File};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, Once};
 
@@ -106,7 +107,8 @@ impl Staging {
         let path = self.work_dir.join(name);
         let file = File::create(&path).map_err(|e| RecordError::io(&path, e))?;
         Ok(CsvSink {
-            writer: csv::Writer::from_writer(file),
+            headed: false,
+            file,
             path,
             _row: std::marker::PhantomData,
         })
@@ -223,28 +225,138 @@ fn exchange(a: &Path, b: &Path) -> Result<(), RecordError> {
 
 /// A CSV file with a header, one flat row type, flushed after every row.
 pub struct CsvSink<R> {
-    writer: csv::Writer<File>,
+    /// The header line is written (with the first row).
+    headed: bool,
+    file: File,
     path: PathBuf,
     _row: std::marker::PhantomData<R>,
 }
 
 impl<R: Serialize> CsvSink<R> {
-    /// Appends one row and flushes it, so a crash loses at most the row being measured.
+    /// Appends one row and writes it out, so a crash loses at most the row being measured.
+    /// Floats keep [`SIGNIFICANT`] digits (see [`without_float_noise`]).
     pub fn write(&mut self, row: &R) -> Result<(), RecordError> {
         let path = &self.path;
-        self.writer
-            .serialize(row)
-            .map_err(|source| RecordError::Csv {
-                path: path.clone(),
-                source,
-            })?;
-        self.writer.flush().map_err(|e| RecordError::io(path, e))
+        let csv_error = |source| RecordError::Csv {
+            path: path.clone(),
+            source,
+        };
+        // A line's own small writer: the default 8 kB buffer per row cost more than the row.
+        let mut line = (csv::WriterBuilder::new().buffer_capacity(256))
+            .has_headers(!self.headed)
+            .from_writer(Vec::with_capacity(256));
+        line.serialize(row).map_err(csv_error)?;
+        let text = line
+            .into_inner()
+            .map_err(|e| RecordError::io(path, e.into_error()))?;
+        self.headed = true;
+        let text = match text.contains(&b'"') {
+            // Every field of a line without quotes lies between its commas.
+            false => (text
+                .strip_suffix(b"\n")
+                .unwrap_or(&text)
+                .split(|&b| b == b'\n'))
+            .map(|line| {
+                line.split(|&b| b == b',')
+                    .map(without_float_noise)
+                    .collect::<Vec<_>>()
+                    .join(&b","[..])
+            })
+            .collect::<Vec<_>>()
+            .join(&b'\n'),
+            true => quoted_without_float_noise(&text).map_err(csv_error)?,
+        };
+        (self.file.write_all(&text))
+            .and_then(|()| self.file.write_all(b"\n"))
+            .map_err(|e| RecordError::io(path, e))
+    }
+}
+
+/// [`without_float_noise`] over the fields of `lines` (CSV with quoted fields), without the last
+/// line's end.
+fn quoted_without_float_noise(lines: &[u8]) -> Result<Vec<u8>, csv::Error> {
+    let mut out = csv::Writer::from_writer(Vec::new());
+    let records = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(lines);
+    for record in records.into_byte_records() {
+        let record: csv::ByteRecord = record?.iter().map(without_float_noise).collect();
+        out.write_byte_record(&record)?;
+    }
+    let mut text = out
+        .into_inner()
+        .map_err(|e| csv::Error::from(e.into_error()))?;
+    text.pop();
+    Ok(text)
+}
+
+/// Significant digits a float in a CSV keeps. What ratelab measures (counts, times in ns or µs,
+/// shares of them) is far coarser; arithmetic on it leaves noise in the 16th and 17th digits
+/// (`112264.99999999907` for 112265), which a reader would take for precision.
+pub const SIGNIFICANT: usize = 12;
+
+/// `field` with a float of more than [`SIGNIFICANT`] significant digits rounded to them (and
+/// written as briefly as it reads back, as ratelab writes floats); any other field unchanged.
+fn without_float_noise(field: &[u8]) -> Vec<u8> {
+    let unchanged = || field.to_vec();
+    let Ok(text) = std::str::from_utf8(field) else {
+        return unchanged();
+    };
+    let mantissa = text.split(['e', 'E']).next().unwrap_or_default();
+    let digits = mantissa.trim_start_matches(['-', '+', '0', '.']).chars();
+    if !text.contains('.') || digits.filter(char::is_ascii_digit).count() <= SIGNIFICANT {
+        return unchanged();
+    }
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() => {
+            let rounded: f64 = format!("{v:.prec$e}", prec = SIGNIFICANT - 1)
+                .parse()
+                .unwrap_or(v);
+            ryu::Buffer::new().format(rounded).as_bytes().to_vec()
+        }
+        _ => unchanged(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn floats_lose_their_arithmetic_noise_and_nothing_else_changes() {
+        let clean = |s: &str| String::from_utf8(without_float_noise(s.as_bytes())).unwrap();
+        assert_eq!(clean("112264.99999999907"), "112265.0");
+        assert_eq!(clean("0.30000000000000004"), "0.3");
+        assert_eq!(clean("-0.000012345678901234567"), "-0.0000123456789012");
+        for same in [
+            "1.10",
+            "7.0.15",
+            "12345678901234567",
+            "0.125",
+            "lua-bucket",
+            "",
+            "1e300",
+        ] {
+            assert_eq!(clean(same), same);
+        }
+        let out = tempfile::tempdir().unwrap();
+        let staging = Staging::new(out.path(), "x").unwrap();
+        #[derive(Serialize)]
+        struct Measured {
+            name: &'static str,
+            mean_ms: f64,
+        }
+        let mut sink = staging.csv::<Measured>("m.csv").unwrap();
+        for mean_ms in [112264.99999999907, 2.5] {
+            sink.write(&Measured {
+                name: "a,b",
+                mean_ms,
+            })
+            .unwrap();
+        }
+        let text = fs::read_to_string(staging.path().join("m.csv")).unwrap();
+        assert_eq!(text, "name,mean_ms\n\"a,b\",112265.0\n\"a,b\",2.5\n");
+    }
 
     #[derive(Serialize)]
     struct Row {
