@@ -131,10 +131,12 @@ fn shows(expect: Expect, t: &Trial) -> bool {
         }
 }
 
-/// One race over every adapter at once (one server, one build of the matrix: CI time).
+/// One race over every adapter at once (one server, one build of the matrix: CI time), over TLS:
+/// every library reaches a server whose certificate only ratelab's own CA vouches for, through the
+/// files its setup line names (plain TCP is the fixture adapters' path, tests/process.rs).
 fn race_every_adapter(manifests: &[PathBuf], out: &Path) {
     let mut run = Command::new(common::ratelab_exe());
-    run.args(["run", "race", "--profile", "quick"]);
+    run.args(["run", "race", "--profile", "quick", "--tls"]);
     for manifest in manifests {
         run.arg("--limiter").arg(manifest);
     }

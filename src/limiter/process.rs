@@ -17,6 +17,7 @@ use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -58,7 +59,17 @@ struct Setup<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     protocol: u64,
+    /// Without ratelab's own TLS parameters: the files are named below.
     redis_url: &'a str,
+    /// The CA that signed the server's certificate (`rediss://` to a server whose CA is not the
+    /// system's: ratelab's own, or the one `--tls-ca` named).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tls_ca: Option<&'a Path>,
+    /// A client certificate and its key, for a server that asks for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tls_cert: Option<&'a Path>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tls_key: Option<&'a Path>,
     algorithm: &'static str,
     limit: u64,
     window_ms: u64,
@@ -221,10 +232,15 @@ impl Process {
         let shared = Arc::new(Shared::default());
         let child = Arc::new(Mutex::new(child));
         keep_stderr(stderr, shared.clone());
+        let (redis_url, tls) = crate::server::endpoint::for_library(&reach.redis_url)
+            .map_err(|e| fail(format!("its server's URL: {e}")))?;
         let setup = Setup {
             kind: "setup",
             protocol: PROTOCOL,
-            redis_url: &reach.redis_url,
+            redis_url: &redis_url,
+            tls_ca: tls.ca.as_deref(),
+            tls_cert: tls.cert.as_deref(),
+            tls_key: tls.key.as_deref(),
             algorithm: algorithm.name(),
             limit: spec.capacity,
             window_ms: spec.window_ms,

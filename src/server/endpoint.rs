@@ -167,6 +167,13 @@ pub(super) fn tls_files(url: &url::Url) -> TlsFiles {
     files
 }
 
+/// A URL for a library in another language (a limiter process): the URL without ratelab's own
+/// TLS query parameters, and the files they named.
+pub fn for_library(url: &str) -> Result<(String, TlsFiles), redis::RedisError> {
+    let parsed = parse(url)?;
+    Ok((strip_tls_params(&parsed), tls_files(&parsed)))
+}
+
 /// True for the query parameters that name TLS files (ratelab's own, not the redis crate's).
 pub(super) fn is_tls_param(name: &str) -> bool {
     [TLS_CA, TLS_CERT, TLS_KEY].contains(&name)

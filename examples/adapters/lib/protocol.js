@@ -70,10 +70,23 @@ async function begin(adapter, start, line) {
 // A connected ioredis client (the adapter's own installed `Redis`), the run's timeout as its
 // commandTimeout, its errors on stderr (an 'error' event with no listener would end the process).
 async function ioredisClient(Redis, setup) {
-  const client = new Redis(setup.redis_url, { lazyConnect: true, commandTimeout: setup.timeout_ms });
+  const options = { lazyConnect: true, commandTimeout: setup.timeout_ms };
+  const tls = tlsFiles(setup);
+  if (tls) options.tls = tls;
+  const client = new Redis(setup.redis_url, options);
   client.on('error', (err) => process.stderr.write(`ioredis: ${err.message}\n`));
   await client.connect();
   return client;
+}
+
+// The TLS files the setup names ({ ca, cert, key } as Node's tls options take them), or null: a
+// server whose certificate the system's roots do not vouch for (ratelab's own CA) needs its CA.
+function tlsFiles(setup) {
+  const files = {};
+  for (const [name, path] of [['ca', setup.tls_ca], ['cert', setup.tls_cert], ['key', setup.tls_key]]) {
+    if (path) files[name] = fs.readFileSync(path);
+  }
+  return Object.keys(files).length ? files : null;
 }
 
 // Runs an adapter. `start(setup)` connects and resolves to
@@ -101,4 +114,4 @@ function serve(adapter, start) {
   });
 }
 
-module.exports = { serve, installedVersion, within, ioredisClient };
+module.exports = { serve, installedVersion, within, ioredisClient, tlsFiles };

@@ -60,8 +60,20 @@ async def main():
     # flight, up to half of how long ratelab waits for an answer (a burst beyond what one Python
     # process does queues here, and is measured as latency, not failed).
     wait = setup["answer_ms"] / 2000
+    # A server whose certificate the system's roots do not vouch for (ratelab's own CA) needs its
+    # CA; a server that asks for a client certificate, the certificate and key.
+    tls = {
+        option: setup[name]
+        for name, option in [("tls_ca", "ssl_ca_certs"), ("tls_cert", "ssl_certfile"), ("tls_key", "ssl_keyfile")]
+        if setup.get(name)
+    }
     pool = redis.BlockingConnectionPool.from_url(
-        setup["redis_url"], max_connections=32, timeout=wait, socket_timeout=timeout, socket_connect_timeout=timeout
+        setup["redis_url"],
+        max_connections=32,
+        timeout=wait,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        **tls,
     )
     client = redis.Redis(connection_pool=pool)
     try:

@@ -12,7 +12,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { createHash } = require('node:crypto');
 const { createClient } = require('redis');
-const { serve, installedVersion, within } = require('../lib/protocol');
+const { serve, installedVersion, within, tlsFiles } = require('../lib/protocol');
 
 const BUCKET = fs.readFileSync(path.join(__dirname, '../../../src/limiter/lua/token_bucket.lua'), 'utf8');
 const BUCKET_SHA = createHash('sha1').update(BUCKET).digest('hex');
@@ -53,7 +53,9 @@ const mode = process.argv[2];
 serve(`seed000 ${mode}`, async (setup) => {
   const decide = limiters[mode];
   if (!decide) throw new Error(`argv[2] must be lua or naive, not ${mode}`);
-  const client = createClient({ url: setup.redis_url, disableOfflineQueue: true });
+  const tls = tlsFiles(setup);
+  const socket = tls ? { tls: true, ...tls } : undefined;
+  const client = createClient({ url: setup.redis_url, disableOfflineQueue: true, socket });
   client.on('error', (err) => process.stderr.write(`node-redis: ${err.message}\n`));
   await client.connect();
   return {
