@@ -7,6 +7,7 @@ pub(crate) mod axes;
 pub(crate) mod bars;
 mod draw;
 pub(crate) mod lines;
+mod metrics;
 mod place;
 mod png;
 mod render;
