@@ -31,10 +31,12 @@ pub(crate) fn render(svg: &mut String, chart: &Chart) -> Result<(), ChartError> 
         legend(&header, (left, legend_y), right, &items)?;
     }
     match chart.plots.as_slice() {
-        [plot] => draw_plot(&body, &root, chart.size.0, plot)?,
+        [plot] => draw_plot(&body, &root, plot)?,
         plots => {
-            for (plot, area) in plots.iter().zip(body.split_evenly((plots.len(), 1))) {
-                draw_plot(&area, &root, chart.size.0, plot)?;
+            let columns = chart.columns.max(1);
+            let grid = (plots.len().div_ceil(columns), columns);
+            for (plot, area) in plots.iter().zip(body.split_evenly(grid)) {
+                draw_plot(&area, &root, plot)?;
             }
         }
     }
@@ -45,7 +47,8 @@ pub(crate) fn render(svg: &mut String, chart: &Chart) -> Result<(), ChartError> 
 }
 
 /// Picks the plotters coordinate type of the x axis (linear or log), then of the y axis.
-fn draw_plot(area: &Area, root: &Area, width: u32, p: &Plot) -> Result<(), ChartError> {
+fn draw_plot(area: &Area, root: &Area, p: &Plot) -> Result<(), ChartError> {
+    let width = area.dim_in_pixel().0;
     match p.x.range {
         Range::Log(lo, hi) => with_x(area, root, width, p, log_axis(lo, hi)),
         ref r => with_x(area, root, width, p, r.lo()..r.hi()),
