@@ -134,6 +134,10 @@ pub(crate) enum Marker {
     Line(RGBColor),
     /// A dashed line swatch: limits, thresholds, alternative clocks.
     Dashed(RGBColor),
+    /// A line swatch dashed as (dash, gap) px, the pattern of the line it names.
+    Pattern(RGBColor, u32, u32),
+    /// A hollow square: a point measured another way (e.g. flat out).
+    Square(RGBColor),
 }
 
 /// Height of one legend row.
@@ -179,6 +183,16 @@ pub(crate) fn legend(
             Marker::Line(c) => area.draw(&PathElement::new(swatch, c.stroke_width(2))),
             Marker::Dashed(c) => {
                 area.draw(&DashedPathElement::new(swatch, 7, 4, c.stroke_width(2)))
+            }
+            Marker::Pattern(c, dash, gap) => area.draw(&DashedPathElement::new(
+                swatch,
+                *dash,
+                *gap,
+                c.stroke_width(2),
+            )),
+            Marker::Square(c) => {
+                let corners = [(x + 5, y - 5), (x + 15, y + 5)];
+                area.draw(&Rectangle::new(corners, c.stroke_width(2)))
             }
         }
         .map_err(plot_err)?;

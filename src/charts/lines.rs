@@ -11,6 +11,9 @@ use super::{mean, ChartError};
 
 const Y_LABEL_PX: u32 = 90;
 
+/// (dash, gap) px of a dashed series, its line and its legend swatch alike.
+const DASH: (u32, u32) = (6, 4);
+
 /// How an axis maps data.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Scale {
@@ -158,7 +161,7 @@ pub(crate) fn spec(c: LineChart) -> Result<Chart, ChartError> {
     let ok = |p: &&(f64, f64)| c.x_scale.drawable(p.0) && c.y_scale.drawable(p.1);
     for s in &c.series {
         let line: Vec<(f64, f64)> = s.means().iter().filter(ok).map(to_plot).collect();
-        layers.push(path(line, s.color, 2, s.dashed.then_some((6, 4))));
+        layers.push(path(line, s.color, 2, s.dashed.then_some(DASH)));
         layers.push(
             dots(
                 s.points.iter().filter(ok).map(to_plot).collect(),
@@ -170,7 +173,7 @@ pub(crate) fn spec(c: LineChart) -> Result<Chart, ChartError> {
     }
     let legend = (c.series.iter())
         .map(|s| match s.dashed {
-            true => (Marker::Dashed(s.color), s.name.clone()),
+            true => (Marker::Pattern(s.color, DASH.0, DASH.1), s.name.clone()),
             false => (Marker::Line(s.color), s.name.clone()),
         })
         .collect();
