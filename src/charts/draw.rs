@@ -79,7 +79,7 @@ impl CategoryLabels {
             .flatten()
             .map(|l| text_width_px(&format!("{l} "), 1.0));
         let per_px = widest.fold(0.0, f64::max).max(0.5);
-        let size = (slot_px / per_px).clamp(10.0, 15.0);
+        let size = (slot_px / per_px).clamp(11.0, 15.0);
         let stagger = size * per_px > slot_px - 4.0;
         let max_lines = lines.iter().map(Vec::len).max().unwrap_or(1);
         let row_px = size as i32 + 3;

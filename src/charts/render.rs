@@ -238,7 +238,7 @@ const JITTER_PX: f64 = 12.0;
 /// Radius of a per-run dot.
 const DOT_PX: u32 = 3;
 /// Sizes a bar note is drawn at.
-const NOTE_MIN: f64 = 10.0;
+const NOTE_MIN: f64 = 11.0;
 const NOTE_MAX: f64 = 14.0;
 
 /// Draws slot `i`: its bars, one dot per run, the bar notes, and the slot note on a bracket
@@ -317,8 +317,8 @@ struct NoteLayout {
 }
 
 impl NoteLayout {
-    /// The largest size (10..14) at which the widest note fits over its bar, measured; when even
-    /// size 10 is too wide, every other bar's note is raised a row so neighbours never overlap.
+    /// The largest size (11..14) at which the widest note fits over its bar, measured; when even
+    /// the smallest is too wide, every other bar's note is raised a row so neighbours never overlap.
     fn fit(slots: &[Slot], slot_px: f64) -> Self {
         let bar_px = |Slot(bars, _): &Slot| {
             let band = (SLOT_FILL / bars.len().max(1) as f64).min(MAX_BAR_PX / slot_px);
