@@ -335,10 +335,11 @@ impl NoteLayout {
                 stagger: false,
             };
         }
-        let size = (room / widest).clamp(NOTE_MIN, NOTE_MAX);
+        // Compared before clamping: at exactly the size that fits, a product could round past it.
+        let fits_at = room / widest;
         Self {
-            size,
-            stagger: widest * size > room,
+            size: fits_at.clamp(NOTE_MIN, NOTE_MAX),
+            stagger: fits_at < NOTE_MIN,
         }
     }
 
