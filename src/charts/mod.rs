@@ -15,6 +15,7 @@ pub(crate) mod spec;
 pub(crate) mod stacked;
 pub(crate) mod trials;
 
+pub(crate) use metrics::text_width_px;
 pub use png::svg_to_png;
 
 use std::fs;
