@@ -188,7 +188,8 @@ fn section_text(section: &Section, dir: &Path, judged: &[Judged]) -> Result<Stri
     }
     text.push_str(&setup_line(&exp_dir));
     for chart in charts_in(&exp_dir) {
-        let _ = writeln!(text, "![{chart}]({id}/{chart})");
+        let alt = chart_title(&exp_dir.join(&chart)).unwrap_or_else(|| chart.clone());
+        let _ = writeln!(text, "![{alt}]({id}/{chart})");
     }
     let tables = (section.summary)(&exp_dir)?;
     text.push_str(
@@ -275,6 +276,23 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), AnalysisError> {
     };
     std::fs::write(&tmp, text).map_err(io(&tmp))?;
     std::fs::rename(&tmp, path).map_err(io(path))
+}
+
+/// What a chart shows, in its own words: the first text of the SVG (every chart opens with its
+/// title), made safe for a Markdown image's alt text; `None` when it cannot be read.
+fn chart_title(svg: &Path) -> Option<String> {
+    let svg = std::fs::read_to_string(svg).ok()?;
+    let text = &svg[svg.find("<text")?..];
+    let title = text[text.find('>')? + 1..text.find("</text>")?].trim();
+    let title = (title
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&"))
+    .replace(['[', ']'], "")
+    .replace(['\n', '\r'], " ");
+    (!title.is_empty()).then_some(title)
 }
 
 /// The SVG charts of an experiment's directory, by name.

@@ -6,6 +6,7 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::metrics::text_width_px;
 use super::{plot_err, ChartError};
 
 /// The drawing area every chart renders into.
@@ -43,10 +44,10 @@ pub(crate) fn font(size: f64, color: &RGBColor, h: HPos, v: VPos) -> TextStyle<'
     (FONT, size).into_font().color(color).pos(Pos::new(h, v))
 }
 
-/// Approximate rendered width of `text` in px, for laying out text plotters does not place.
+/// Rendered width of `text` in px (measured in the charts' font), for laying out text plotters
+/// does not place.
 pub(crate) fn text_width(text: &str, size: f64) -> i32 {
-    // plotters' SVG backend emits font-size = size / 1.24; ~0.55 em per char in DejaVu Sans.
-    (text.chars().count() as f64 * size * 0.45).ceil() as i32
+    text_width_px(text, size).ceil() as i32
 }
 
 /// Category labels under x slots. A " (" in a label starts a second line; when even the
@@ -72,9 +73,13 @@ impl CategoryLabels {
                 None => vec![l.clone()],
             })
             .collect();
-        let widest = lines.iter().flatten().map(|l| l.chars().count() + 1);
-        let per_px = widest.max().unwrap_or(1) as f64 * 0.45;
-        let size = (slot_px / per_px).clamp(10.0, 15.0);
+        // Width at size 1 (width is linear in size), with a space's margin.
+        let widest = lines
+            .iter()
+            .flatten()
+            .map(|l| text_width_px(&format!("{l} "), 1.0));
+        let per_px = widest.fold(0.0, f64::max).max(0.5);
+        let size = (slot_px / per_px).clamp(11.0, 15.0);
         let stagger = size * per_px > slot_px - 4.0;
         let max_lines = lines.iter().map(Vec::len).max().unwrap_or(1);
         let row_px = size as i32 + 3;
@@ -129,6 +134,10 @@ pub(crate) enum Marker {
     Line(RGBColor),
     /// A dashed line swatch: limits, thresholds, alternative clocks.
     Dashed(RGBColor),
+    /// A line swatch dashed as (dash, gap) px, the pattern of the line it names.
+    Pattern(RGBColor, u32, u32),
+    /// A hollow square: a point measured another way (e.g. flat out).
+    Square(RGBColor),
 }
 
 /// Height of one legend row.
@@ -175,6 +184,16 @@ pub(crate) fn legend(
             Marker::Dashed(c) => {
                 area.draw(&DashedPathElement::new(swatch, 7, 4, c.stroke_width(2)))
             }
+            Marker::Pattern(c, dash, gap) => area.draw(&DashedPathElement::new(
+                swatch,
+                *dash,
+                *gap,
+                c.stroke_width(2),
+            )),
+            Marker::Square(c) => {
+                let corners = [(x + 5, y - 5), (x + 15, y + 5)];
+                area.draw(&Rectangle::new(corners, c.stroke_width(2)))
+            }
         }
         .map_err(plot_err)?;
         area.draw(&Text::new(*name, (x + 26, y), style.clone()))
@@ -218,10 +237,12 @@ mod tests {
             .map(|i| (Marker::Dot(color(i)), "strategy"))
             .collect();
         assert_eq!(legend_rows(&items, 0, 10_000), 1);
-        // Each item is 26 + 54 px wide plus a 26 px gap, so two fit in 100..300.
-        let layout = legend_layout(&items, (100, 50), 300);
-        assert!(layout.iter().all(|&(x, _)| x >= 100 && x + 80 <= 300));
-        assert_eq!(layout[..3], [(100, 50), (206, 50), (100, 74)]);
-        assert_eq!(legend_rows(&items, 100, 300), 3);
+        // Each item is a 26 px swatch plus its measured name, then a 26 px gap: room for two.
+        let item = 26 + text_width("strategy", LEGEND_SIZE);
+        let right = 100 + 3 * item + 2 * 26 - 1;
+        let layout = legend_layout(&items, (100, 50), right);
+        assert!(layout.iter().all(|&(x, _)| x >= 100 && x + item <= right));
+        assert_eq!(layout[..3], [(100, 50), (100 + item + 26, 50), (100, 74)]);
+        assert_eq!(legend_rows(&items, 100, right), 3);
     }
 }

@@ -4,12 +4,46 @@
 //! plotted as log10 of the data with hand-drawn 1-2-5 ticks, like the latency chart.
 
 use super::axes::log_points;
+use super::draw::text_width;
 use super::spec::{
     dots, limit_line, path, text, Anchor, Axis, Chart, Marker, Plot, Range, Rgb, Ticks, RED,
 };
 use super::{mean, ChartError};
 
+/// Size of a mark's label (`spec::text`'s).
+const MARK_FONT: f64 = 14.0;
+
 const Y_LABEL_PX: u32 = 90;
+
+/// Width of the plot area in px (the chart's 1200 less margins and the y labels), and the step
+/// down between rows of mark labels.
+const PLOT_PX: f64 = (1200 - 40 - 10 - Y_LABEL_PX) as f64;
+const MARK_ROW_PX: i32 = 18;
+
+/// The row each mark's label goes in: the first row where it clears the labels already there by
+/// their measured widths, so marks close together (the listpack thresholds) do not overprint.
+/// `share` places an x between the plot's left (0) and right (1) edge.
+fn mark_rows(marks: &[(f64, String)], share: impl Fn(f64) -> f64) -> Vec<i32> {
+    let mut ends: Vec<f64> = Vec::new();
+    let mut rows = Vec::with_capacity(marks.len());
+    for (x, label) in marks {
+        let left = share(*x) * PLOT_PX + 4.0;
+        let row = ends
+            .iter()
+            .position(|end| *end + 6.0 < left)
+            .unwrap_or(ends.len());
+        let right = left + f64::from(text_width(label, MARK_FONT));
+        match ends.get_mut(row) {
+            Some(end) => *end = right,
+            None => ends.push(right),
+        }
+        rows.push(row as i32);
+    }
+    rows
+}
+
+/// (dash, gap) px of a dashed series, its line and its legend swatch alike.
+const DASH: (u32, u32) = (6, 4);
 
 /// How an axis maps data.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -149,16 +183,23 @@ pub(crate) fn spec(c: LineChart) -> Result<Chart, ChartError> {
     let ticks =
         |s: Scale, lo: f64, hi: f64| Ticks::Hand(s.ticks(unplot(s, lo), unplot(s, hi), c.label));
     let mut layers = Vec::new();
-    for (x, label) in &c.marks {
+    let rows = mark_rows(&c.marks, |x| (c.x_scale.to_plot(x) - px0) / (px1 - px0));
+    for ((x, label), row) in c.marks.iter().zip(rows) {
         let x = c.x_scale.to_plot(*x);
         layers.push(limit_line((x, py0), (x, py1)));
-        layers.push(text((x, py1), (4, 4), label, RED, Anchor::LeftTop));
+        layers.push(text(
+            (x, py1),
+            (4, 4 + MARK_ROW_PX * row),
+            label,
+            RED,
+            Anchor::LeftTop,
+        ));
     }
     let to_plot = |&(x, y): &(f64, f64)| (c.x_scale.to_plot(x), c.y_scale.to_plot(y));
     let ok = |p: &&(f64, f64)| c.x_scale.drawable(p.0) && c.y_scale.drawable(p.1);
     for s in &c.series {
         let line: Vec<(f64, f64)> = s.means().iter().filter(ok).map(to_plot).collect();
-        layers.push(path(line, s.color, 2, s.dashed.then_some((6, 4))));
+        layers.push(path(line, s.color, 2, s.dashed.then_some(DASH)));
         layers.push(
             dots(
                 s.points.iter().filter(ok).map(to_plot).collect(),
@@ -170,7 +211,7 @@ pub(crate) fn spec(c: LineChart) -> Result<Chart, ChartError> {
     }
     let legend = (c.series.iter())
         .map(|s| match s.dashed {
-            true => (Marker::Dashed(s.color), s.name.clone()),
+            true => (Marker::Pattern(s.color, DASH.0, DASH.1), s.name.clone()),
             false => (Marker::Line(s.color), s.name.clone()),
         })
         .collect();
@@ -214,5 +255,14 @@ mod tests {
             points: vec![(10.0, 1.0), (1.0, 5.0), (10.0, 3.0)],
         };
         assert_eq!(s.means(), [(1.0, 5.0), (10.0, 2.0)]);
+    }
+
+    #[test]
+    fn mark_labels_close_together_go_down_a_row() {
+        let marks: Vec<(f64, String)> = [0.1, 0.12, 0.14, 0.6]
+            .iter()
+            .map(|x| (*x, "129th entry".to_string()))
+            .collect();
+        assert_eq!(mark_rows(&marks, |x| x), [0, 1, 2, 0]);
     }
 }

@@ -7,6 +7,7 @@ pub(crate) mod axes;
 pub(crate) mod bars;
 mod draw;
 pub(crate) mod lines;
+mod metrics;
 mod place;
 mod png;
 mod render;
@@ -14,6 +15,7 @@ pub(crate) mod spec;
 pub(crate) mod stacked;
 pub(crate) mod trials;
 
+pub(crate) use metrics::text_width_px;
 pub use png::svg_to_png;
 
 use std::fs;

@@ -24,7 +24,7 @@ const SANS_CANDIDATES: &[&str] = &[
 ];
 
 /// System fonts are scanned once per process: the scan costs far more than a render.
-fn fonts() -> Arc<fontdb::Database> {
+pub(super) fn fonts() -> Arc<fontdb::Database> {
     static FONTS: OnceLock<Arc<fontdb::Database>> = OnceLock::new();
     FONTS
         .get_or_init(|| {

@@ -11,8 +11,9 @@ use super::draw::{
     font, legend, legend_rows, title, Area, CategoryLabels, Marker, Plot as Ctx, FONT,
     LEGEND_ROW_PX,
 };
+use super::metrics::text_width_px;
 use super::place::draw_point_labels;
-use super::spec::{Anchor, Axis, Bar, Chart, Layer, Plot, Range, Shape, Slot, Ticks};
+use super::spec::{Anchor, Axis, Chart, Layer, Plot, Range, Shape, Slot, Ticks};
 use super::{plot_err, ChartError};
 
 /// Draws `chart` into `svg`.
@@ -30,10 +31,12 @@ pub(crate) fn render(svg: &mut String, chart: &Chart) -> Result<(), ChartError> 
         legend(&header, (left, legend_y), right, &items)?;
     }
     match chart.plots.as_slice() {
-        [plot] => draw_plot(&body, &root, chart.size.0, plot)?,
+        [plot] => draw_plot(&body, &root, plot)?,
         plots => {
-            for (plot, area) in plots.iter().zip(body.split_evenly((plots.len(), 1))) {
-                draw_plot(&area, &root, chart.size.0, plot)?;
+            let columns = chart.columns.max(1);
+            let grid = (plots.len().div_ceil(columns), columns);
+            for (plot, area) in plots.iter().zip(body.split_evenly(grid)) {
+                draw_plot(&area, &root, plot)?;
             }
         }
     }
@@ -44,7 +47,8 @@ pub(crate) fn render(svg: &mut String, chart: &Chart) -> Result<(), ChartError> 
 }
 
 /// Picks the plotters coordinate type of the x axis (linear or log), then of the y axis.
-fn draw_plot(area: &Area, root: &Area, width: u32, p: &Plot) -> Result<(), ChartError> {
+fn draw_plot(area: &Area, root: &Area, p: &Plot) -> Result<(), ChartError> {
+    let width = area.dim_in_pixel().0;
     match p.x.range {
         Range::Log(lo, hi) => with_x(area, root, width, p, log_axis(lo, hi)),
         ref r => with_x(area, root, width, p, r.lo()..r.hi()),
@@ -214,8 +218,9 @@ where
             return draw_point_labels(chart, root, &points, *radius);
         }
         Shape::Bars(slots) => {
+            let notes = NoteLayout::fit(slots, slot_px);
             for (i, slot) in slots.iter().enumerate() {
-                draw_slot(chart, root, i, slot, slot_px)?;
+                draw_slot(chart, root, i, slot, slot_px, notes)?;
             }
             Ok(())
         }
@@ -232,6 +237,9 @@ const MAX_BAR_PX: f64 = 120.0;
 const JITTER_PX: f64 = 12.0;
 /// Radius of a per-run dot.
 const DOT_PX: u32 = 3;
+/// Sizes a bar note is drawn at.
+const NOTE_MIN: f64 = 11.0;
+const NOTE_MAX: f64 = 14.0;
 
 /// Draws slot `i`: its bars, one dot per run, the bar notes, and the slot note on a bracket
 /// spanning the bars, above the tallest of them.
@@ -241,6 +249,7 @@ fn draw_slot<X, Y>(
     i: usize,
     Slot(bars, note): &Slot,
     slot_px: f64,
+    notes: NoteLayout,
 ) -> Result<(), ChartError>
 where
     X: Ranged<ValueType = f64>,
@@ -251,7 +260,6 @@ where
     let band = (SLOT_FILL / nb as f64).min(MAX_BAR_PX / slot_px);
     let (group, half) = (band * nb as f64, band * 0.45);
     let jitter = half.min(JITTER_PX / slot_px);
-    let note_size = fit_font(bars, slot_px / nb as f64);
     let mut slot_top = i32::MAX;
     for (b, bar) in bars.iter().enumerate() {
         let cx = i as f64 - group / 2.0 + (b as f64 + 0.5) * band;
@@ -270,10 +278,17 @@ where
         let (x, mut y) = chart.backend_coord(&(cx, high));
         y -= DOT_PX as i32 + 4;
         if !bar.note.is_empty() {
-            let style = font(note_size, &NOTE_GREY, HPos::Center, VPos::Bottom);
+            let row = notes.row_px();
+            if notes.stagger && b % 2 == 1 {
+                // Raised a row clear of its neighbours' notes, with a tick down to its bar.
+                let tick = PathElement::new(vec![(x, y), (x, y - row + 2)], NOTE_GREY.mix(0.4));
+                root.draw(&tick).map_err(plot_err)?;
+                y -= row;
+            }
+            let style = font(notes.size, &NOTE_GREY, HPos::Center, VPos::Bottom);
             root.draw(&Text::new(bar.note.as_str(), (x, y), style))
                 .map_err(plot_err)?;
-            y -= note_size as i32 + 4;
+            y -= row;
         }
         slot_top = slot_top.min(y);
     }
@@ -294,10 +309,76 @@ where
     Ok(())
 }
 
-/// Largest font (10..14) at which every bar note of a slot fits in `bar_px`.
-fn fit_font(bars: &[Bar], bar_px: f64) -> f64 {
-    let widest = bars.iter().map(|b| b.note.chars().count()).max();
-    // Same 0.45 em per char as `draw::text_width`.
-    let size = (bar_px - 4.0) / (widest.unwrap_or(1).max(1) as f64 * 0.45);
-    size.clamp(10.0, 14.0)
+/// One size for every bar note of a chart, and whether odd bars' notes are raised a row.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct NoteLayout {
+    size: f64,
+    stagger: bool,
+}
+
+impl NoteLayout {
+    /// The largest size (11..14) at which the widest note fits over its bar, measured; when even
+    /// the smallest is too wide, every other bar's note is raised a row so neighbours never overlap.
+    fn fit(slots: &[Slot], slot_px: f64) -> Self {
+        let bar_px = |Slot(bars, _): &Slot| {
+            let band = (SLOT_FILL / bars.len().max(1) as f64).min(MAX_BAR_PX / slot_px);
+            band * slot_px
+        };
+        let room = slots.iter().map(bar_px).fold(f64::INFINITY, f64::min) - 4.0;
+        let notes = slots
+            .iter()
+            .flat_map(|Slot(bars, _)| bars.iter().map(|b| b.note.as_str()));
+        let widest = notes.map(|n| text_width_px(n, 1.0)).fold(0.0, f64::max);
+        if widest == 0.0 {
+            return Self {
+                size: NOTE_MAX,
+                stagger: false,
+            };
+        }
+        // Compared before clamping: at exactly the size that fits, a product could round past it.
+        let fits_at = room / widest;
+        Self {
+            size: fits_at.clamp(NOTE_MIN, NOTE_MAX),
+            stagger: fits_at < NOTE_MIN,
+        }
+    }
+
+    fn row_px(self) -> i32 {
+        self.size as i32 + 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::charts::spec::Bar;
+    use plotters::style::RGBColor;
+
+    fn slot(notes: &[&str]) -> Slot {
+        let bars = notes
+            .iter()
+            .map(|n| Bar::new(RGBColor(0, 0, 0), 1.0, vec![], *n))
+            .collect();
+        Slot(bars, String::new())
+    }
+
+    #[test]
+    fn notes_share_one_size_and_stagger_only_when_too_wide_at_the_smallest() {
+        let roomy = NoteLayout::fit(&[slot(&["0%"]), slot(&["100%", "1%"])], 400.0);
+        assert_eq!(
+            roomy,
+            NoteLayout {
+                size: NOTE_MAX,
+                stagger: false
+            }
+        );
+        let crowded = NoteLayout::fit(&[slot(&["100%", "100%", "100%"])], 80.0);
+        assert_eq!(
+            crowded,
+            NoteLayout {
+                size: NOTE_MIN,
+                stagger: true
+            }
+        );
+    }
 }

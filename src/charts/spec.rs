@@ -10,7 +10,8 @@ pub(crate) const BLACK: Rgb = Rgb(0, 0, 0);
 /// Red is reserved for limits and thresholds.
 pub(crate) const RED: Rgb = Rgb(255, 0, 0);
 
-/// A whole SVG: header band (title, note, legend) above its plots, stacked evenly.
+/// A whole SVG: header band (title, note, legend) above its plots, stacked evenly (in a grid of
+/// `columns` when there are more than one).
 pub(crate) struct Chart {
     /// Width, height in pixels.
     pub size: (u32, u32),
@@ -26,8 +27,10 @@ pub(crate) struct Chart {
     pub header_pad: i32,
     /// Draw the legend after the plots (the race chart always has).
     pub legend_last: bool,
-    /// The plots, top to bottom.
+    /// The plots, top to bottom (left to right first when `columns` > 1).
     pub plots: Vec<Plot>,
+    /// Plots per row: small multiples side by side.
+    pub columns: usize,
 }
 
 impl Chart {
@@ -49,6 +52,7 @@ impl Chart {
             header_pad,
             legend_last,
             plots,
+            columns: 1,
         }
     }
 

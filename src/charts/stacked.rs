@@ -35,7 +35,8 @@ pub(crate) fn spec(c: StackedChart) -> Chart {
         .iter()
         .flat_map(|p| &p.bars)
         .map(|(_, hs, _)| hs.iter().sum::<f64>());
-    let top = tallest.fold(0.0, f64::max).max(1.0) * 1.25;
+    // Headroom for a bar's note and, above it, the panel's name in the top-left corner.
+    let top = tallest.fold(0.0, f64::max).max(1.0) * 1.45;
     let plots = c
         .panels
         .iter()

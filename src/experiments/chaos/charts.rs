@@ -16,7 +16,7 @@ use crate::charts::spec::{
     color, dots, path, text, Anchor, Axis, Bar, Chart, Layer, Marker, Plot, Range, Shape, Slot,
     Ticks, BLACK,
 };
-use crate::charts::{read_file, write_spec, ChartError};
+use crate::charts::{read_file, text_width_px, write_spec, ChartError};
 
 const Y_LABEL_PX: u32 = 80;
 /// p99 drawn no lower than this (ms) on the log axis.
@@ -119,7 +119,12 @@ fn panel(
             Anchor::CenterTop,
         ));
     }
-    under.push(text((0.0, y_hi), (6, 4), title, BLACK, Anchor::LeftTop));
+    let dy = if name_clashes(title, shaded, x_hi) {
+        24
+    } else {
+        4
+    };
+    under.push(text((0.0, y_hi), (6, dy), title, BLACK, Anchor::LeftTop));
     let layers = (lines.iter())
         .flat_map(|l| l.segments().into_iter().map(move |seg| (seg, l)))
         // A lone point (one bin with a value between gaps) is a dot: a path of one point is
@@ -140,6 +145,18 @@ fn panel(
     let mut plot = Plot::new([10, 30, 0, 10], x, y, layers);
     (plot.font_px, plot.under) = ((13, 15), under);
     plot
+}
+
+/// Whether the panel's name, top left, would run into the first shaded drill's name centred
+/// over its window (measured widths on the plot's width); then the panel's name goes a row lower.
+fn name_clashes(title: &str, shaded: &[(Drill, f64, f64)], x_hi: f64) -> bool {
+    let plot_px = f64::from(1200 - 30 - 10 - Y_LABEL_PX);
+    let title_end = 6.0 + text_width_px(title, 14.0);
+    let first = shaded.iter().find(|w| w.0.is_fault());
+    first.is_some_and(|(drill, start, end)| {
+        let half = text_width_px(&drill.to_string(), 14.0) / 2.0;
+        (start + end) / 2.0 / x_hi * plot_px - half < title_end + 6.0
+    })
 }
 
 fn line(name: &str, i: usize, dashed: bool, points: Vec<(f64, Option<f64>)>) -> Line {

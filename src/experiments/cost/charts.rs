@@ -1,6 +1,7 @@
-//! The cost charts: Redis CPU per decision as a multiple of a plain GET (`cost.svg`), and
-//! decisions/s with Redis busy % (`cost_throughput.svg`); one bar per strategy and variant,
-//! one dot per run so run-to-run spread shows.
+//! The cost charts: Redis CPU per decision as a multiple of a plain GET (`cost.svg`), one bar
+//! per strategy and variant, and decisions/s with Redis busy % (`cost_throughput.svg`), on a log
+//! axis (pipelined GET is ten times anything else) grouped by pipeline depth; one dot per run
+//! so run-to-run spread shows.
 
 use super::COST;
 use crate::charts::read_file;
@@ -8,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use super::CostRow;
 use crate::charts::bars::si;
-use crate::charts::spec::{color, Marker, Rgb, BLACK, RED};
-use crate::charts::trials::{self, Category, Column, TrialChart};
+use crate::charts::spec::{color, text, Anchor, Layer, Marker, Range, Rgb, Ticks, BLACK, RED};
+use crate::charts::trials::{self, dash_spec, Category, Column, DashChart, TrialChart};
 use crate::charts::{index_of, mean, write_spec, ChartError};
 
 /// The baseline strategy: a single GET, the cheapest thing Redis can answer.
@@ -21,6 +22,7 @@ const GREY: Rgb = Rgb(127, 127, 127);
 pub(crate) struct Label {
     name: String,
     strategy: String,
+    depth: usize,
     cpu: Vec<f64>,
     rate: Vec<f64>,
     busy: Vec<f64>,
@@ -45,6 +47,7 @@ pub(crate) fn group(rows: &[CostRow]) -> Vec<Label> {
             labels.push(Label {
                 name: names[i].clone(),
                 strategy,
+                depth: r.depth,
                 cpu: Vec::new(),
                 rate: Vec::new(),
                 busy: Vec::new(),
@@ -79,7 +82,7 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     let labels = group(&read_file(&COST, dir)?);
     let colors = colors(&labels);
     let mut written = write_spec(dir, "cost", &trials::spec(relative_chart(&labels, &colors)))?;
-    let throughput = trials::spec(throughput_chart(&labels, &colors));
+    let throughput = throughput_chart(&labels, &colors);
     written.extend(write_spec(dir, "cost_throughput", &throughput)?);
     Ok(written)
 }
@@ -135,25 +138,71 @@ fn relative_chart<'a>(labels: &[Label], colors: &[Rgb]) -> TrialChart<'a> {
     }
 }
 
-/// Decisions/s per bar with the mean Redis busy % printed above it.
-fn throughput_chart<'a>(labels: &[Label], colors: &[Rgb]) -> TrialChart<'a> {
-    let categories = labels.iter().zip(colors).map(|(l, &color)| {
-        let dots: Vec<f64> = l.rate.iter().copied().filter(|v| v.is_finite()).collect();
-        let note = mean(&l.busy).map_or(String::new(), |b| format!("{b:.0}% busy"));
-        Category::new(l.name.clone(), vec![Column::new(color, dots, |_| note)])
-    });
-    TrialChart {
-        title: "cost: decisions/s per strategy",
-        subtitle:
-            "bar = mean over runs; text above = mean Redis busy % (100% = its one core saturated)"
-                .to_string(),
-        x_desc: "strategy (variant)",
-        y_desc: "decisions/s",
-        y_format: si,
-        legend: vec![(Marker::Dot(BLACK), "one run")],
-        reference: None,
-        categories: categories.collect(),
+/// A label's decisions/s that a log axis can show.
+fn runs(l: &Label) -> impl Iterator<Item = f64> + '_ {
+    l.rate.iter().copied().filter(|v| v.is_finite() && *v > 0.0)
+}
+
+/// Decisions/s per strategy on a log axis, grouped by pipeline depth: each run a dot, the mean
+/// a dash, the mean Redis busy % under the lowest run.
+fn throughput_chart(labels: &[Label], colors: &[Rgb]) -> crate::charts::spec::Chart {
+    let lowest = |l: &Label| runs(l).fold(f64::INFINITY, f64::min);
+    let (lo, hi) = labels
+        .iter()
+        .flat_map(runs)
+        .fold((f64::INFINITY, 0.0), |(lo, hi), v| {
+            (f64::min(lo, v), f64::max(hi, v))
+        });
+    let (lo, hi) = if lo < hi {
+        (lo / 2.0, hi * 1.5)
+    } else {
+        (1.0, 10.0)
+    };
+    let mut marks: Vec<Layer> = Vec::new();
+    for (i, l) in labels.iter().enumerate() {
+        if let (Some(busy), true) = (mean(&l.busy), lowest(l).is_finite()) {
+            let note = format!("{busy:.0}% busy");
+            marks.push(text(
+                (i as f64, lowest(l)),
+                (0, 10),
+                &note,
+                GREY,
+                Anchor::CenterTop,
+            ));
+        }
+        if i == 0 || labels[i - 1].depth != l.depth {
+            let group = format!("pipeline depth {}", l.depth);
+            marks.push(text(
+                (i as f64 - 0.45, hi),
+                (0, 4),
+                &group,
+                BLACK,
+                Anchor::LeftTop,
+            ));
+        }
     }
+    let categories = labels.iter().zip(colors).map(|(l, &color)| {
+        let column = Column::new(color, runs(l).collect(), |_| String::new());
+        (
+            Category::new(l.name.clone(), vec![column]),
+            l.depth.to_string(),
+        )
+    });
+    dash_spec(DashChart {
+        size: (1200, 700),
+        title: "cost: decisions/s per strategy (log scale), by pipeline depth".into(),
+        x_desc: "strategy (variant); text under the runs = mean Redis busy % (100% = its one core)"
+            .into(),
+        y_desc: "decisions/s (log)".into(),
+        y: Range::Log(lo, hi),
+        y_ticks: Ticks::Auto(10, si),
+        y_label_px: 70,
+        series: vec![("one run (colour: strategy)".into(), BLACK)],
+        legend_extra: Vec::new(),
+        categories: categories.collect(),
+        marks,
+        over: Vec::new(),
+    })
 }
 
 #[cfg(test)]

@@ -106,8 +106,10 @@ fn panels(
     Ok(Chart::new((1200, 120 + 340 * n), title, note, plots).legend(100, legend))
 }
 
-/// Admitted per bin around the switch, one panel per variant, the largest K only (the Sentinel
-/// variants have a chart of their own).
+/// Admitted minus what the limit allows, cumulative and zero at the switch, one panel per
+/// variant, the largest K only (the Sentinel variants have a chart of their own). Per bin the
+/// count swings with the window's phase (a sawtooth); summed, a correct failover stays level
+/// across the switch and an overshoot is a step up that stays.
 fn timeline(bins: &[BinRow]) -> Result<Chart, ChartError> {
     let bins: Vec<&BinRow> = bins.iter().filter(|b| !b.variant.is_sentinel()).collect();
     let k = bins.iter().map(|b| b.keys).max().unwrap_or(0);
@@ -116,32 +118,30 @@ fn timeline(bins: &[BinRow]) -> Result<Chart, ChartError> {
         let rows: Vec<&BinRow> = (bins.iter().copied())
             .filter(|b| b.variant == variant && b.keys == k)
             .collect();
-        let mut series = group(
-            &rows,
-            |r| series_name(&r.strategy.to_string(), r.invocation.name(), r.offered),
-            |r| (r.t_ms + r.bin_ms as f64 / 2.0, r.admitted as f64),
-        );
-        let limit = rows.first().map_or(0.0, |r| r.limit);
+        let name =
+            |r: &BinRow| series_name(&r.strategy.to_string(), r.invocation.name(), r.offered);
+        let excess = excess_from_switch(&rows);
+        let excess: Vec<&(&BinRow, (f64, f64))> = excess.iter().collect();
+        let mut series = group(&excess, |(r, _)| name(r), |(_, p)| *p);
         let (lo, hi) = (rows.iter()).fold((f64::MAX, f64::MIN), |(lo, hi), r| {
             (lo.min(r.t_ms), hi.max(r.t_ms + r.bin_ms as f64))
         });
-        let points = vec![(lo, limit), (hi, limit)];
         series.push(Series {
-            name: "limit at its rate".into(),
+            name: "admitted = allowed since the switch".into(),
             color: RED,
             dashed: true,
-            points,
+            points: vec![(lo, 0.0), (hi, 0.0)],
         });
         charts.push((
             csv_text(&variant),
             LineChart {
                 title: "",
                 note: "",
-                x_desc: "ms from the switch (bin middles)",
-                y_desc: "admitted per bin",
+                x_desc: "ms from the switch (bin ends)",
+                y_desc: "admitted - allowed, cumulative",
                 x_scale: Scale::Linear,
                 y_scale: Scale::Linear,
-                y_from_zero: true,
+                y_from_zero: false,
                 series,
                 marks: vec![(0.0, "switch".to_string())],
                 label: &label,
@@ -149,10 +149,44 @@ fn timeline(bins: &[BinRow]) -> Result<Chart, ChartError> {
         ));
     }
     let title = format!(
-        "failover: admitted per bin around the promotion, {k} keys summed, one panel per variant"
+        "failover: admitted minus allowed, cumulative from the switch, {k} keys summed, one panel per variant"
     );
-    let note = "line = mean over trials, dot = one trial's bin; dashed red = what the limit allows per bin at its rate";
+    let note = "allowed = the limit's rate x bin; 0 at the switch: a step up after it is admitted beyond the limit \
+(the overshoot), level means none";
     panels(title, note, charts)
+}
+
+/// Each trial's bins as (bin end, cumulative admitted - allowed), shifted so the bin that ends
+/// at the switch (the last one ending at or before it) is 0; pure, for tests.
+fn excess_from_switch<'a>(rows: &[&'a BinRow]) -> Vec<(&'a BinRow, (f64, f64))> {
+    let trial = |r: &BinRow| (r.strategy, r.invocation, r.offered.to_bits(), r.trial);
+    let mut trials = Vec::new();
+    for t in rows.iter().map(|r| trial(r)) {
+        if !trials.contains(&t) {
+            trials.push(t);
+        }
+    }
+    let mut out = Vec::new();
+    for t in trials {
+        let mut bins: Vec<&BinRow> = rows.iter().copied().filter(|r| trial(r) == t).collect();
+        bins.sort_by(|a, b| a.t_ms.total_cmp(&b.t_ms));
+        let mut sum = 0.0;
+        let summed: Vec<(&BinRow, (f64, f64))> = (bins.into_iter())
+            .map(|r| {
+                sum += r.admitted as f64 - r.limit;
+                (r, (r.t_ms + r.bin_ms as f64, sum))
+            })
+            .collect();
+        let at_switch = (summed.iter().rev())
+            .find(|(_, (end, _))| *end <= 0.0)
+            .map_or(0.0, |(_, (_, v))| *v);
+        out.extend(
+            summed
+                .into_iter()
+                .map(|(r, (x, v))| (r, (x, v - at_switch))),
+        );
+    }
+    out
 }
 
 /// Overshoot per key (bursts, mean over keys) against K, one panel per variant: a dot per
@@ -285,4 +319,54 @@ fn marks(at: &[(f64, &str)], apart: f64) -> Vec<(f64, String)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limiter::{Invocation, Strategy};
+
+    fn bin(trial: u32, t_ms: f64, admitted: u64) -> BinRow {
+        BinRow {
+            variant: Variant::Wiped,
+            strategy: Strategy::LuaBucket,
+            invocation: Invocation::Evalsha,
+            keys: 10,
+            offered: 3.0,
+            trial,
+            t_ms,
+            bin_ms: 50,
+            sent: admitted,
+            admitted,
+            denied: 0,
+            errors: 0,
+            noscript: 0,
+            limit: 4.0,
+        }
+    }
+
+    /// Per trial, in time order whatever the row order: the bin ending at the switch is 0, a
+    /// burst after it stays as a step.
+    #[test]
+    fn excess_is_cumulative_and_zero_at_the_switch() {
+        let rows = [
+            bin(0, 0.0, 14),
+            bin(0, -100.0, 8),
+            bin(0, -50.0, 0),
+            bin(0, 50.0, 4),
+            bin(1, -50.0, 4),
+        ];
+        let refs: Vec<&BinRow> = rows.iter().collect();
+        let points: Vec<(u32, (f64, f64))> = (excess_from_switch(&refs).into_iter())
+            .map(|(r, p)| (r.trial, p))
+            .collect();
+        let expected = [
+            (0, (-50.0, 4.0)),
+            (0, (0.0, 0.0)),
+            (0, (50.0, 10.0)),
+            (0, (100.0, 10.0)),
+            (1, (0.0, 0.0)),
+        ];
+        assert_eq!(points, expected);
+    }
 }

@@ -1,16 +1,19 @@
 //! The latency chart, HdrHistogram style: latency (log µs) against percentile on a
 //! log(1/(1-p)) axis, so 50, 90, 99 and 99.9 % sit evenly apart and the tail is readable;
-//! one thin line per run in its strategy's colour, so run-to-run spread shows.
+//! one panel per strategy (nine strategies' 27 runs on one plot could not be told apart), each
+//! run a line in the strategy's colour over the GET baseline's runs, on axes all panels share.
 
 use std::path::{Path, PathBuf};
 
 use super::{HistRow, HIST};
 use crate::charts::axes::log_points;
-use crate::charts::spec::{color, path, Axis, Chart, Marker, Plot, Range, Ticks};
+use crate::charts::spec::{
+    color, path, text, Anchor, Axis, Chart, Layer, Marker, Plot, Range, Rgb, Ticks, BLACK,
+};
 use crate::charts::{index_of, read_file, write_spec, ChartError};
 
-/// The CSV of recorded histogram buckets the latency experiment writes into its dir.
-const SIZE: (u32, u32) = (1200, 700);
+/// Chart width (the height follows the rows of panels).
+const WIDTH: u32 = 1200;
 const Y_LABEL_PX: u32 = 80;
 
 /// One run's histogram: its strategy's index and its nonempty buckets sorted by value.
@@ -80,54 +83,121 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     write_spec(dir, "latency_cdf", &chart(&strategies, &curves))
 }
 
-/// The chart spec; `curves` holds (strategy index, step points) per run and is not empty.
-fn chart(strategies: &[String], curves: &[(usize, Vec<(f64, f64)>)]) -> Chart {
-    let all = curves.iter().flat_map(|(_, c)| c);
-    let x_hi = all.clone().map(|p| p.0).fold(1.0, f64::max);
-    let (lo, hi) = all.fold((f64::MAX, f64::MIN), |(lo, hi), p| {
-        (lo.min(p.1), hi.max(p.1))
-    });
-    // A little room above and below, and at least a factor 4 so one-value runs stay readable.
-    let (y_lo, y_hi) = (lo - 0.08, (hi + 0.08).max(lo + 0.6));
-    let x_ticks: Vec<(f64, String)> = (std::iter::once(2f64.log10()))
-        .chain((0..=x_hi.floor() as i32).map(f64::from))
-        .map(|x| (x, percent_label(x)))
-        .collect();
-    let (mut values, light) = log_points(10f64.powf(y_lo), 10f64.powf(y_hi));
-    // Less than a decade shows too few 1-2-5 ticks to read values off; label every integer.
-    if values.len() < 4 {
-        values.extend(light);
-    }
-    let y_ticks: Vec<(f64, String)> = values.iter().map(|v| (v.log10(), format!("{v}"))).collect();
+/// The strategy every panel shows as its dashed baseline: a plain GET, the cheapest command.
+const BASELINE: &str = "get";
+/// Panels per row, and the height of one row of panels.
+const COLUMNS: usize = 3;
+const ROW_PX: u32 = 300;
+const HEADER_PX: u32 = 110;
+const GREY: Rgb = Rgb(110, 110, 110);
 
-    let legend = (strategies.iter().enumerate())
-        .map(|(s, name)| (Marker::Line(color(s)), name.clone()))
-        .collect();
-    let layers =
-        (curves.iter()).map(|(s, points)| path(points.clone(), color(*s), 1, None).faded(0.9));
-    let x = Axis::new(
-        "percentile",
-        Range::Linear(0.0, x_hi * 1.03),
-        Ticks::Hand(x_ticks),
-        60,
-    );
-    let y = Axis::new(
-        "latency µs (log)",
-        Range::Linear(y_lo, y_hi),
-        Ticks::Hand(y_ticks),
-        Y_LABEL_PX,
-    );
-    let plot = Plot::new([0, 40, 10, 10], x, y, layers.collect());
+/// The axes every panel shares: percentile ticks up to `x_hi`, log µs ticks over `y`.
+struct Frame {
+    x_hi: f64,
+    y: (f64, f64),
+    x_ticks: Vec<(f64, String)>,
+    y_ticks: Vec<(f64, String)>,
+}
+
+impl Frame {
+    /// The frame of all `curves` (not empty), so panels can be compared at a glance.
+    fn of(curves: &[(usize, Vec<(f64, f64)>)]) -> Self {
+        let all = curves.iter().flat_map(|(_, c)| c);
+        let x_hi = all.clone().map(|p| p.0).fold(1.0, f64::max);
+        let (lo, hi) = all.fold((f64::MAX, f64::MIN), |(lo, hi), p| {
+            (lo.min(p.1), hi.max(p.1))
+        });
+        // A little room above and below, and at least a factor 4 so one-value runs stay readable.
+        let y = (lo - 0.08, (hi + 0.08).max(lo + 0.6));
+        // From 50 %: a 0 % tick would run into it on a panel a third of the chart wide.
+        let x_ticks = (std::iter::once(2f64.log10()))
+            .chain((1..=x_hi.floor() as i32).map(f64::from))
+            .map(|x| (x, percent_label(x)))
+            .collect();
+        let (mut values, light) = log_points(10f64.powf(y.0), 10f64.powf(y.1));
+        // Less than a decade shows too few 1-2-5 ticks to read values off; label every integer.
+        if values.len() < 4 {
+            values.extend(light);
+        }
+        let y_ticks = values.iter().map(|v| (v.log10(), format!("{v}"))).collect();
+        Frame {
+            x_hi,
+            y,
+            x_ticks,
+            y_ticks,
+        }
+    }
+
+    /// An empty panel; only the left column names the y axis and only the bottom row the x axis.
+    fn panel(&self, (left, bottom): (bool, bool), layers: Vec<Layer>) -> Plot {
+        let desc = |show: bool, d: &str| if show { d.to_string() } else { String::new() };
+        let x_range = Range::Linear(0.0, self.x_hi * 1.03);
+        let x = Axis::new(
+            desc(bottom, "percentile"),
+            x_range,
+            Ticks::Hand(self.x_ticks.clone()),
+            60,
+        );
+        let y_range = Range::Linear(self.y.0, self.y.1);
+        let y_desc = desc(left, "latency µs (log)");
+        let y = Axis::new(
+            y_desc,
+            y_range,
+            Ticks::Hand(self.y_ticks.clone()),
+            Y_LABEL_PX,
+        );
+        Plot::new([12, 20, 4, 6], x, y, layers)
+    }
+}
+
+/// The chart spec; `curves` holds (strategy index, step points) per run and is not empty. One
+/// panel per strategy, its runs in its colour over the baseline's runs dashed in grey.
+fn chart(strategies: &[String], curves: &[(usize, Vec<(f64, f64)>)]) -> Chart {
+    let frame = Frame::of(curves);
+    let baseline = strategies.iter().position(|s| s == BASELINE);
+    let runs_of = |s: usize| {
+        curves
+            .iter()
+            .filter(move |(of, _)| *of == s)
+            .map(|(_, c)| c)
+    };
+    let rows = strategies.len().div_ceil(COLUMNS);
+    let plots = (strategies.iter().enumerate()).map(|(s, name)| {
+        let mut layers: Vec<Layer> = Vec::new();
+        if let Some(b) = baseline.filter(|b| *b != s) {
+            let dashed = |c: &Vec<(f64, f64)>| path(c.clone(), GREY, 1, Some((6, 4))).faded(0.8);
+            layers.extend(runs_of(b).map(dashed));
+        }
+        layers.extend(runs_of(s).map(|c| path(c.clone(), color(s), 2, None).faded(0.85)));
+        let at = (0.02 * frame.x_hi, frame.y.1);
+        layers.push(text(at, (4, 2), name, color(s), Anchor::LeftTop));
+        frame.panel((s % COLUMNS == 0, s / COLUMNS + 1 == rows), layers)
+    });
+    let mut legend = vec![(
+        Marker::Line(BLACK),
+        "one run (panel's strategy, in its colour)".to_string(),
+    )];
+    if baseline.is_some() {
+        legend.push((
+            Marker::Dashed(GREY),
+            format!("{BASELINE}: the baseline's runs, in every panel"),
+        ));
+    }
     let note = "one line per run, ending at its max; x = percentile on a log(1/(1-p)) scale, so 90, 99, 99.9 % \
 are evenly spaced";
-    let title = "latency: percentile distribution per strategy";
-    Chart::new(SIZE, title, note, vec![plot]).legend(10 + Y_LABEL_PX as i32, legend)
+    let title = "latency: percentile distribution, one panel per strategy";
+    let size = (WIDTH, HEADER_PX + rows as u32 * ROW_PX);
+    let mut chart =
+        Chart::new(size, title, note, plots.collect()).legend(10 + Y_LABEL_PX as i32, legend);
+    chart.columns = COLUMNS;
+    chart
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::charts::csv_dir;
+    use crate::charts::spec::Shape;
     use std::fs;
 
     const HEADER: &str = "strategy,run,value_us,count,extra";
@@ -187,5 +257,31 @@ incr-window,0,900,1,x
         assert_eq!(c.last().map(|p| p.1), Some(2000f64.log10()));
         assert_eq!([0.0, 1.0, 3.0].map(percent_label), ["0%", "90%", "99.9%"]);
         assert_eq!(percent_label(2f64.log10()), "50%");
+    }
+
+    /// One panel per strategy; the baseline's runs are dashed in every other panel only.
+    #[test]
+    fn each_strategy_gets_a_panel_over_the_baseline() {
+        let strategies = ["lua-bucket".to_string(), BASELINE.to_string()];
+        let run = |s: usize| (s, vec![(0.0, 2.0), (1.0, 2.5)]);
+        let chart = chart(&strategies, &[run(0), run(0), run(1)]);
+        assert_eq!((chart.plots.len(), chart.columns), (2, COLUMNS));
+        let dashed = |p: &Plot| {
+            let dashes = p
+                .layers
+                .iter()
+                .filter(|l| matches!(l.shape, Shape::Path(_, _, Some(_))));
+            dashes.count()
+        };
+        assert_eq!([dashed(&chart.plots[0]), dashed(&chart.plots[1])], [1, 0]);
+        // Two runs and a name, one run of the baseline and its name.
+        assert_eq!(
+            chart
+                .plots
+                .iter()
+                .map(|p| p.layers.len())
+                .collect::<Vec<_>>(),
+            [4, 2]
+        );
     }
 }

@@ -10,7 +10,7 @@ use super::{CustomRow, TsmemberRow};
 use crate::charts::spec::{
     color, csv_name, dots, limit_line, path, tag, Axis, Chart, Layer, Marker, Plot, Range,
 };
-use crate::charts::spec::{Shape, Ticks, RED};
+use crate::charts::spec::{Shape, Ticks, BLACK, RED};
 use crate::charts::{index_of, mean, write_spec, ChartError};
 
 const SIZE: (u32, u32) = (1200, 760);
@@ -143,15 +143,31 @@ fn ranges(variants: &[Variant]) -> ((f64, f64), (f64, f64)) {
     )
 }
 
+/// How a variant's line is dashed, (dash, gap) px: dotted when batched, dashed on the caller's
+/// clock, solid otherwise; the legend swatch uses the same pattern.
+fn dashes(v: &Variant) -> Option<(u32, u32)> {
+    match (v.batched, v.caller_clock) {
+        (true, _) => Some((2, 3)),
+        (false, true) => Some((7, 4)),
+        (false, false) => None,
+    }
+}
+
 /// The chart spec; `variants` has at least one point.
 fn chart(variants: &[Variant]) -> Chart {
     let ((x_lo, x_hi), (y_lo, y_hi)) = ranges(variants);
     let mut legend: Vec<(Marker, String)> = (variants.iter())
-        .map(|v| match v.caller_clock || v.batched {
-            true => (Marker::Dashed(color(v.member)), v.name.clone()),
-            false => (Marker::Line(color(v.member)), v.name.clone()),
+        .map(|v| match dashes(v) {
+            Some((dash, gap)) => (Marker::Pattern(color(v.member), dash, gap), v.name.clone()),
+            None => (Marker::Line(color(v.member)), v.name.clone()),
         })
         .collect();
+    if variants.iter().any(|v| !v.flat_out.is_empty()) {
+        legend.push((
+            Marker::Square(BLACK),
+            "flat out (closed loop), at the rate reached".into(),
+        ));
+    }
     legend.push((Marker::Dashed(RED), "limit".into()));
     let mut layers = vec![limit_line((x_lo, 1.0), (x_hi, 1.0))];
     let n = variants.len() as f64;
@@ -161,12 +177,7 @@ fn chart(variants: &[Variant]) -> Chart {
         let means: Vec<(f64, f64)> = (v.rates.iter())
             .filter_map(|(rate, trials)| Some((*rate, mean(trials)?)))
             .collect();
-        let dashes = match (v.batched, v.caller_clock) {
-            (true, _) => Some((2, 3)),
-            (false, true) => Some((7, 4)),
-            (false, false) => None,
-        };
-        layers.push(path(means, c, 2, dashes));
+        layers.push(path(means, c, 2, dashes(v)));
         let dots_at = (v.rates.iter())
             .flat_map(|(rate, trials)| trials.iter().map(move |&y| (rate * dodge, y)));
         layers.push(dots(dots_at.collect(), c, 4).faded(0.7));
