@@ -1,5 +1,7 @@
-//! The failover charts: `failover.svg`, admitted per bin (all keys summed) around the switch with
-//! the limit's line, one panel per variant, for the largest K; `failover_keys.svg`, overshoot per
+//! The failover charts: `failover.svg`, admitted minus what the limit allows (all keys summed),
+//! cumulative and 0 at the switch, one panel per variant, for the largest K (a step up after the
+//! switch is the overshoot; the bins' own sawtooth at the refill's period cancels out);
+//! `failover_keys.svg`, overshoot per
 //! key in bursts against K, one line per variant, strategy and offered rate;
 //! `failover_sentinel.svg` (when the run has Sentinel variants), one panel per Sentinel trial:
 //! admitted and failed checks per bin from the failover's start, marked where the replica was
