@@ -368,12 +368,33 @@ fn machine_facts(dir: &Path, sections: &[Section]) -> String {
         .map(|e| e.path())
         .collect();
     experiments.sort();
-    let meta = experiments
-        .iter()
-        .find_map(|path| read_meta(path).ok().flatten());
-    let mut facts = match meta {
-        Some(m) => format!("{} CPUs ({})", m.host.cpus_online, m.host.cpu_model),
-        None => "unknown CPUs".to_string(),
+    // Each CPU with the experiments that ran on it: a results directory can hold runs of several
+    // machines (an experiment re-run later), and a figure is only comparable to its own.
+    let mut hosts: Vec<(String, Vec<String>)> = Vec::new();
+    for path in &experiments {
+        let Ok(Some(m)) = read_meta(path) else {
+            continue;
+        };
+        let cpu = format!("{} CPUs ({})", m.host.cpus_online, m.host.cpu_model);
+        let id = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match hosts.iter_mut().find(|(c, _)| *c == cpu) {
+            Some((_, ids)) => ids.push(id),
+            None => hosts.push((cpu, vec![id])),
+        }
+    }
+    hosts.sort_by_key(|(_, ids)| std::cmp::Reverse(ids.len()));
+    let mut facts = match hosts.as_slice() {
+        [] => "unknown CPUs".to_string(),
+        [(cpu, _)] => cpu.clone(),
+        [(most, _), others @ ..] => {
+            let others: Vec<String> = (others.iter())
+                .map(|(cpu, ids)| format!("{cpu} for {}", ids.join(", ")))
+                .collect();
+            format!("{most}; {}", others.join("; "))
+        }
     };
     for section in sections {
         if let Some(fact) = section.machine_fact.and_then(|f| f(&dir.join(section.id))) {
