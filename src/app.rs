@@ -70,9 +70,15 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
                 let text = analysis::compare::side_by_side(&dirs, &ids)?;
                 match out {
                     Some(path) => {
-                        std::fs::write(&path, text)
-                            .with_context(|| format!("writing {}", path.display()))?;
-                        sayln!("comparison: {}", path.display());
+                        let html = path.with_extension("html");
+                        for (file, body) in [
+                            (&path, text.clone()),
+                            (&html, analysis::compare::page(&text)?),
+                        ] {
+                            std::fs::write(file, body)
+                                .with_context(|| format!("writing {}", file.display()))?;
+                            sayln!("comparison: {}", file.display());
+                        }
                     }
                     None => say!("{text}"),
                 }

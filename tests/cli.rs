@@ -446,3 +446,54 @@ fn run_ends_with_its_verdicts_and_says_where_it_is() {
         "{stderr}"
     );
 }
+
+/// `report A B --out F.md` writes F.md and F.html; the claims whose verdict changes come first,
+/// and every experiment's charts are set side by side.
+#[test]
+fn report_of_two_runs_lists_changed_verdicts_first_and_writes_html() {
+    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/reference");
+    let tmp = tempfile::tempdir().unwrap();
+    let other = tmp.path().join("other");
+    common::copy_tree(&reference, &other);
+    // One Lua-bucket trial admits one more than its limit: race.lua-exact no longer holds.
+    let csv = other.join("race/race.csv");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let row = (lines.iter())
+        .position(|l| l.starts_with("matrix,lua-bucket,"))
+        .unwrap();
+    let mut cells: Vec<String> = lines[row].split(',').map(str::to_string).collect();
+    cells[6] = (cells[6].parse::<u64>().unwrap() + 1).to_string();
+    lines[row] = cells.join(",");
+    std::fs::write(&csv, lines.join("\n") + "\n").unwrap();
+    let md = tmp.path().join("cmp.md");
+    let out = ratelab()
+        .arg("report")
+        .arg(&reference)
+        .arg(&other)
+        .arg("--out")
+        .arg(&md)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&md).unwrap();
+    let changes = text
+        .find("## Claims whose verdict changes")
+        .expect("a changes section");
+    let same = text
+        .find("## Claims whose verdict is the same")
+        .expect("a same section");
+    let lua = text
+        .find("| `race.lua-exact` | holds")
+        .expect("race.lua-exact's row");
+    assert!(changes < lua && lua < same, "{text}");
+    let html = std::fs::read_to_string(md.with_extension("html")).unwrap();
+    assert!(
+        html.contains("Charts side by side") && html.contains("<svg"),
+        "no charts"
+    );
+}

@@ -7,7 +7,7 @@ use super::{read_meta, AnalysisError};
 use crate::record::{Meta, STALL};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The setup facts compared between runs, per experiment: name and value.
 fn setup_facts(meta: &Meta) -> Vec<(String, String)> {
@@ -61,18 +61,47 @@ pub fn side_by_side(dirs: &[PathBuf], ids: &[&str]) -> Result<String, AnalysisEr
     for name in &names {
         let _ = writeln!(out, "- {name}");
     }
+    let (changed, same) = claim_rows(dirs, ids)?;
+    let header: Vec<String> = (0..dirs.len()).map(|i| letter(i).to_string()).collect();
+    let table = |rows: &[String]| {
+        let head = format!(
+            "| claim | {} |\n|---|{}\n",
+            header.join(" | "),
+            "---|".repeat(dirs.len())
+        );
+        head + &rows.concat()
+    };
+    let _ = write!(
+        out,
+        "\n{} claims change their verdict between these runs.\n\n## Claims whose verdict changes\n\n{}",
+        changed.len(),
+        match changed.is_empty() {
+            true => "None.\n".to_string(),
+            false => table(&changed),
+        }
+    );
     out.push_str("\n## What differs in the setups\n\n");
     out.push_str(&setup_differences(dirs, ids));
     out.push_str(&disturbance(dirs, ids));
-    let claims = claims::all()?;
-    let header: Vec<String> = (0..dirs.len()).map(|i| letter(i).to_string()).collect();
     let _ = write!(
         out,
-        "\n## Claims\n\n| claim | {} | verdict changes |\n|---|{}---|\n",
-        header.join(" | "),
-        "---|".repeat(dirs.len())
+        "\n## Claims whose verdict is the same\n\n{}",
+        table(&same)
     );
-    let mut changed = 0;
+    out.push_str(&charts_side_by_side(dirs, ids));
+    Ok(out)
+}
+
+/// The page of a side-by-side comparison (its charts are linked by absolute path).
+pub fn page(markdown: &str) -> Result<String, AnalysisError> {
+    super::html::render(markdown, Path::new("/"))
+}
+
+/// One table row per claim, each run's verdict and measurement in its cell: the claims whose
+/// verdict changes between the runs, and the others.
+fn claim_rows(dirs: &[PathBuf], ids: &[&str]) -> Result<(Vec<String>, Vec<String>), AnalysisError> {
+    let claims = claims::all()?;
+    let (mut changed, mut same) = (Vec::new(), Vec::new());
     let mut judging = claims::Judging::default();
     for id in ids {
         for claim in claims.iter().filter(|c| c.experiment == *id) {
@@ -88,23 +117,59 @@ pub fn side_by_side(dirs: &[PathBuf], ids: &[&str]) -> Result<String, AnalysisEr
                 })
                 .collect();
             let run: Vec<Call> = cells.iter().filter_map(|c| c.0).collect();
-            let changes = run.windows(2).any(|w| w[0] != w[1]);
-            changed += usize::from(changes);
             let texts: Vec<&str> = cells.iter().map(|c| c.1.as_str()).collect();
-            let _ = writeln!(
-                out,
-                "| `{}` | {} | {} |",
-                claim.id,
-                texts.join(" | "),
-                if changes { "**changes**" } else { "" }
-            );
+            let row = format!("| `{}` | {} |\n", claim.id, texts.join(" | "));
+            match run.windows(2).any(|w| w[0] != w[1]) {
+                true => changed.push(row),
+                false => same.push(row),
+            }
         }
     }
-    let _ = writeln!(
-        out,
-        "\n{changed} claims change their verdict between these runs."
-    );
-    Ok(out)
+    Ok((changed, same))
+}
+
+/// Each experiment's charts, one row per chart with each run's drawing beside the others (links
+/// by absolute path: the runs live in different directories).
+fn charts_side_by_side(dirs: &[PathBuf], ids: &[&str]) -> String {
+    let mut out = String::from("\n## Charts side by side\n");
+    let header: Vec<String> = (0..dirs.len()).map(|i| letter(i).to_string()).collect();
+    for id in ids {
+        let mut names: Vec<String> = (dirs.iter())
+            .flat_map(|d| {
+                std::fs::read_dir(d.join(id))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+            })
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".svg"))
+            .collect();
+        names.sort();
+        names.dedup();
+        if names.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            out,
+            "\n### {id}\n\n| {} |\n|{}\n",
+            header.join(" | "),
+            "---|".repeat(dirs.len())
+        );
+        for name in &names {
+            let cells: Vec<String> = (dirs.iter().enumerate())
+                .map(|(i, d)| {
+                    let path =
+                        std::path::absolute(d.join(id).join(name)).unwrap_or(d.join(id).join(name));
+                    match path.is_file() {
+                        true => format!("![{} {name}]({})", letter(i), path.display()),
+                        false => "not drawn".to_string(),
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+    }
+    out
 }
 
 /// How much the machine disturbed each run, per experiment: each CPU's steal and the harness's
