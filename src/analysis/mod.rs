@@ -482,3 +482,39 @@ fn setup_line(exp_dir: &Path) -> String {
     }
     line
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Results of two hosts name both CPUs, the less common with the experiments it ran.
+    #[test]
+    fn the_machine_line_names_every_cpu_and_the_experiments_of_the_others() {
+        let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/reference");
+        let meta =
+            |id: &str| std::fs::read_to_string(reference.join(id).join("meta.json")).unwrap();
+        let host = |id: &str| {
+            read_meta(&reference.join(id))
+                .unwrap()
+                .unwrap()
+                .host
+                .cpu_model
+        };
+        let dir = tempfile::tempdir().unwrap();
+        // Two experiments' meta.json from one host, one from another (when the reference has two).
+        let (a, b) = ("race", "latency");
+        for (id, from) in [("x", a), ("y", b), ("z", b)] {
+            std::fs::create_dir(dir.path().join(id)).unwrap();
+            std::fs::write(dir.path().join(id).join("meta.json"), meta(from)).unwrap();
+        }
+        let facts = machine_facts(dir.path(), &[]);
+        match host(a) == host(b) {
+            true => assert!(!facts.contains(';') && facts.contains(&host(a)), "{facts}"),
+            false => assert!(
+                facts.find(&host(b)) < facts.find(&host(a))
+                    && facts.ends_with(&format!("({}) for x", host(a))),
+                "{facts}"
+            ),
+        }
+    }
+}
