@@ -380,14 +380,11 @@ fn all_against_a_users_server_skips_what_must_own_it() {
 #[test]
 fn report_sets_runs_side_by_side_and_names_a_missing_one() {
     let reference = concat!(env!("CARGO_MANIFEST_DIR"), "/results/reference");
-    let out = ratelab()
-        .args(["report", reference, reference])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::succeeded(
+        ratelab()
+            .args(["report", reference, reference])
+            .output()
+            .unwrap(),
     );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("| `race.lua-exact` | holds"), "{text}");
@@ -420,16 +417,11 @@ fn a_reader_that_goes_away_is_not_an_error() {
 #[test]
 fn run_ends_with_its_verdicts_and_says_where_it_is() {
     let out = tempfile::tempdir().unwrap();
-    let output = ratelab()
+    let run = ratelab()
         .args(["run", "replication", "--profile", "quick", "--out"])
         .arg(out.path())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+        .output();
+    let output = common::succeeded(run.unwrap());
     let stdout = String::from_utf8_lossy(&output.stdout);
     let claims = ratelab::analysis::claims::all().unwrap();
     let n = claims
@@ -467,19 +459,14 @@ fn report_of_two_runs_lists_changed_verdicts_first_and_writes_html() {
     lines[row] = cells.join(",");
     std::fs::write(&csv, lines.join("\n") + "\n").unwrap();
     let md = tmp.path().join("cmp.md");
-    let out = ratelab()
+    let report = ratelab()
         .arg("report")
         .arg(&reference)
         .arg(&other)
         .arg("--out")
         .arg(&md)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .output();
+    common::succeeded(report.unwrap());
     let text = std::fs::read_to_string(&md).unwrap();
     let changes = text
         .find("## Claims whose verdict changes")

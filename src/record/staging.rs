@@ -251,25 +251,28 @@ impl<R: Serialize> CsvSink<R> {
             .map_err(|e| RecordError::io(path, e.into_error()))?;
         self.headed = true;
         let text = match text.contains(&b'"') {
-            // Every field of a line without quotes lies between its commas.
-            false => (text
-                .strip_suffix(b"\n")
-                .unwrap_or(&text)
-                .split(|&b| b == b'\n'))
-            .map(|line| {
-                line.split(|&b| b == b',')
-                    .map(without_float_noise)
-                    .collect::<Vec<_>>()
-                    .join(&b","[..])
-            })
-            .collect::<Vec<_>>()
-            .join(&b'\n'),
+            false => unquoted_without_float_noise(&text),
             true => quoted_without_float_noise(&text).map_err(csv_error)?,
         };
         (self.file.write_all(&text))
             .and_then(|()| self.file.write_all(b"\n"))
             .map_err(|e| RecordError::io(path, e))
     }
+}
+
+/// [`without_float_noise`] over the fields of `lines` (CSV without a quote: every field lies
+/// between its commas), without the last line's end.
+fn unquoted_without_float_noise(lines: &[u8]) -> Vec<u8> {
+    let lines = lines.strip_suffix(b"\n").unwrap_or(lines);
+    let fields = |line: &[u8]| {
+        let cleaned: Vec<Vec<u8>> = line
+            .split(|&b| b == b',')
+            .map(without_float_noise)
+            .collect();
+        cleaned.join(&b","[..])
+    };
+    let cleaned: Vec<Vec<u8>> = lines.split(|&b| b == b'\n').map(fields).collect();
+    cleaned.join(&b"\n"[..])
 }
 
 /// [`without_float_noise`] over the fields of `lines` (CSV with quoted fields), without the last
@@ -356,6 +359,17 @@ mod tests {
         }
         let text = fs::read_to_string(staging.path().join("m.csv")).unwrap();
         assert_eq!(text, "name,mean_ms\n\"a,b\",112265.0\n\"a,b\",2.5\n");
+        // Without quotes, field by field; the header comes with the first row.
+        let mut sink = staging.csv::<Measured>("n.csv").unwrap();
+        for mean_ms in [0.1 + 0.2, 2.5] {
+            sink.write(&Measured {
+                name: "ab",
+                mean_ms,
+            })
+            .unwrap();
+        }
+        let text = fs::read_to_string(staging.path().join("n.csv")).unwrap();
+        assert_eq!(text, "name,mean_ms\nab,0.3\nab,2.5\n");
     }
 
     #[derive(Serialize)]

@@ -41,6 +41,16 @@ pub fn ctx(out: &Path) -> Ctx {
     ctx
 }
 
+/// A finished command's output, failing the test with its stderr unless it succeeded.
+pub fn succeeded(output: std::process::Output) -> std::process::Output {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
 /// Whether a process exists and is not a zombie.
 pub fn pid_alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
