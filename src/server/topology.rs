@@ -149,15 +149,7 @@ pub type Link<'a> = &'a mut dyn FnMut(&RedisServer) -> Result<u16, ServerError>;
 impl Replicated {
     /// Starts the primary, then each replica of it.
     pub fn start(server: &ServerOptions, replicas: usize) -> Result<Self, ServerError> {
-        let primary = RedisServer::start(server)?;
-        let replica_opts = ServerOptions {
-            persistence: Persistence::None,
-            ..server.clone()
-        };
-        let replicas = (0..replicas)
-            .map(|_| RedisServer::start_replica_of(&primary, &replica_opts))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Replicated { primary, replicas })
+        Self::start_each(server, replicas, RedisServer::start_replica_of)
     }
 
     /// As [`Replicated::start`], each replica dialling the port `link` names for the primary,
@@ -167,13 +159,25 @@ impl Replicated {
         replicas: usize,
         link: Link<'_>,
     ) -> Result<Self, ServerError> {
+        Self::start_each(server, replicas, |primary, opts| {
+            RedisServer::start_replica_via(primary, link(primary)?, opts)
+        })
+    }
+
+    /// Starts the primary, then `replicas` replicas of it by `replica` (replicas persist nothing:
+    /// their data is the primary's).
+    fn start_each(
+        server: &ServerOptions,
+        replicas: usize,
+        mut replica: impl FnMut(&RedisServer, &ServerOptions) -> Result<RedisServer, ServerError>,
+    ) -> Result<Self, ServerError> {
         let primary = RedisServer::start(server)?;
         let replica_opts = ServerOptions {
             persistence: Persistence::None,
             ..server.clone()
         };
         let replicas = (0..replicas)
-            .map(|_| RedisServer::start_replica_via(&primary, link(&primary)?, &replica_opts))
+            .map(|_| replica(&primary, &replica_opts))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Replicated { primary, replicas })
     }
