@@ -76,18 +76,18 @@ fn run_on_time(
 ) -> Result<(Measured, u32), PhaseError> {
     // The attempts discarded so far, by what went off plan.
     let mut discarded = Vec::new();
-    let m = loop {
+    let (m, off) = loop {
         let m = match case.variant.is_sentinel() {
             true => super::sentinel::run(s, p, case, rt)?,
             false => trial::run(s, p, case, rt)?,
         };
         match off_plan(p, case.variant, m.send_lag_max_ms, m.switch_unix_ms) {
             Some(why) if discarded.len() as u32 + 1 < ATTEMPTS => discarded.push(why),
-            _ => break m,
+            off => break (m, off),
         }
     };
     if !discarded.is_empty() {
-        let kept = match off_plan(p, case.variant, m.send_lag_max_ms, m.switch_unix_ms) {
+        let kept = match off {
             None => "the one kept ran as planned".to_string(),
             Some(why) => format!("the last, kept anyway, {why}"),
         };
@@ -110,9 +110,9 @@ fn off_plan(p: &Params, variant: Variant, send_lag_ms: f64, switch_unix_ms: f64)
     }
     let phase = (switch_unix_ms / p.window_ms as f64).fract();
     let latest = p.switch_phase + (1.0 - p.switch_phase) / 2.0;
-    // Sentinel's clients move when they learn of the promotion: no planned phase.
+    // A switch past its window's end wraps to its start: below the plan, so off it too.
     let planned = p.switch_phase..=latest;
-    // A switch past its window's end wraps to its start.
+    // Sentinel's clients move when they learn of the promotion: no planned phase.
     (!variant.is_sentinel() && !planned.contains(&phase)).then(|| {
         format!(
             "switched at {phase:.2} of its window, planned {} (at most {latest:.2})",
