@@ -1,6 +1,7 @@
 //! The command-line edge: turns a parsed command into library calls and prints where results are.
 
 use crate::analysis;
+use crate::analysis::claims::Call;
 use crate::cli::{Cli, Command};
 use crate::context::{Ctx, Profile};
 use crate::experiments::params::parse_set;
@@ -243,25 +244,15 @@ fn write_report(dir: &Path, not_run: &[(&str, String)]) -> anyhow::Result<PathBu
     }
     let rows: Vec<BTreeMap<String, String>> =
         crate::record::csv_file::read(&dir.join("claims.csv"))?;
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for row in &rows {
-        *counts
-            .entry(row.get("verdict").map_or("", String::as_str))
-            .or_default() += 1;
-    }
-    // The judge's order (holds first), then any other label, as claims.csv spells them.
-    let order = |v: &&str| {
-        ["holds", "DIFFERS", "inconclusive"]
-            .iter()
-            .position(|o| o == v)
-    };
-    let mut counts: Vec<(&str, usize)> = counts.into_iter().collect();
-    counts.sort_by_key(|(v, _)| order(v).unwrap_or(usize::MAX));
-    let counts: Vec<String> = counts
-        .iter()
-        .map(|(verdict, n)| format!("{n} {verdict}"))
+    // claims.csv spells each verdict as its label, "not run" for none.
+    let calls: Vec<Option<Call>> = (rows.iter())
+        .map(|r| {
+            CALLS
+                .into_iter()
+                .find(|c| r.get("verdict").is_some_and(|v| v == c.label()))
+        })
         .collect();
-    sayln!("{} claims: {}", rows.len(), counts.join(", "));
+    sayln!("{} claims: {}", rows.len(), verdict_counts(&calls));
     Ok(report)
 }
 
@@ -384,33 +375,45 @@ fn say_verdicts(id: &str, dir: &Path) {
     let calls: Vec<_> = (claims.iter().filter(|c| c.experiment == id))
         .map(|c| {
             let v = judging.judge(c, dir);
-            (c, analysis::claims::Call::of(c, &v), v.measured)
+            (c, Call::of(c, &v), v.measured)
         })
         .collect();
     if calls.is_empty() {
         return;
     }
-    use analysis::claims::Call::*;
-    let counts = [
-        (Holds, "hold"),
-        (Differs, "differ"),
-        (Inconclusive, "inconclusive"),
-        (MachineDependent, "machine-dependent"),
-        (NoData, "without data"),
-    ]
-    .map(|(call, word)| (calls.iter().filter(|c| c.1 == call).count(), word))
-    .into_iter()
-    .filter(|(n, _)| *n > 0)
-    .map(|(n, word)| format!("{n} {word}"))
-    .collect::<Vec<_>>();
-    sayln!(
-        "verdicts of {id}'s {} claims: {}",
-        calls.len(),
-        counts.join(", ")
-    );
-    for (claim, call, measured) in calls.iter().filter(|c| c.1 != Holds) {
+    let counts = verdict_counts(&calls.iter().map(|c| Some(c.1)).collect::<Vec<_>>());
+    sayln!("verdicts of {id}'s {} claims: {counts}", calls.len());
+    for (claim, call, measured) in calls.iter().filter(|c| c.1 != Call::Holds) {
         sayln!("  {:<12} {}: {measured}", call.label(), claim.id);
     }
+}
+
+/// Every verdict, in the judge's order.
+const CALLS: [Call; 5] = [
+    Call::Holds,
+    Call::Differs,
+    Call::Inconclusive,
+    Call::MachineDependent,
+    Call::NoData,
+];
+
+/// "4 hold, 1 differ": how many of `calls` got each verdict (None: the claim's experiment did not
+/// run), as REPORT.md counts them.
+fn verdict_counts(calls: &[Option<Call>]) -> String {
+    let words = [
+        "hold",
+        "differ",
+        "inconclusive",
+        "machine-dependent",
+        "without data",
+    ];
+    let named = (CALLS.into_iter().map(Some).zip(words)).chain([(None, "not run")]);
+    let counts: Vec<String> = named
+        .map(|(call, word)| (calls.iter().filter(|c| **c == call).count(), word))
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, word)| format!("{n} {word}"))
+        .collect();
+    counts.join(", ")
 }
 
 /// Redraws the charts of every experiment that has results under `dir`.
