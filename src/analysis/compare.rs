@@ -62,15 +62,7 @@ pub fn side_by_side(dirs: &[PathBuf], ids: &[&str]) -> Result<String, AnalysisEr
         let _ = writeln!(out, "- {name}");
     }
     let (changed, same) = claim_rows(dirs, ids)?;
-    let header: Vec<String> = (0..dirs.len()).map(|i| letter(i).to_string()).collect();
-    let table = |rows: &[String]| {
-        let head = format!(
-            "| claim | {} |\n|---|{}\n",
-            header.join(" | "),
-            "---|".repeat(dirs.len())
-        );
-        head + &rows.concat()
-    };
+    let table = |rows: &[String]| table_head(Some("claim"), dirs.len()) + &rows.concat();
     let _ = write!(
         out,
         "\n{} claims change their verdict between these runs.\n\n## Claims whose verdict changes\n\n{}",
@@ -132,7 +124,6 @@ fn claim_rows(dirs: &[PathBuf], ids: &[&str]) -> Result<(Vec<String>, Vec<String
 /// by absolute path: the runs live in different directories).
 fn charts_side_by_side(dirs: &[PathBuf], ids: &[&str]) -> String {
     let mut out = String::from("\n## Charts side by side\n");
-    let header: Vec<String> = (0..dirs.len()).map(|i| letter(i).to_string()).collect();
     for id in ids {
         let mut names: Vec<String> = (dirs.iter())
             .flat_map(|d| {
@@ -149,17 +140,12 @@ fn charts_side_by_side(dirs: &[PathBuf], ids: &[&str]) -> String {
         if names.is_empty() {
             continue;
         }
-        let _ = write!(
-            out,
-            "\n### {id}\n\n| {} |\n|{}\n",
-            header.join(" | "),
-            "---|".repeat(dirs.len())
-        );
+        let _ = write!(out, "\n### {id}\n\n{}", table_head(None, dirs.len()));
         for name in &names {
             let cells: Vec<String> = (dirs.iter().enumerate())
                 .map(|(i, d)| {
-                    let path =
-                        std::path::absolute(d.join(id).join(name)).unwrap_or(d.join(id).join(name));
+                    let path = d.join(id).join(name);
+                    let path = std::path::absolute(&path).unwrap_or(path);
                     match path.is_file() {
                         true => format!("![{} {name}]({})", letter(i), path.display()),
                         false => "not drawn".to_string(),
@@ -170,6 +156,20 @@ fn charts_side_by_side(dirs: &[PathBuf], ids: &[&str]) -> String {
         }
     }
     out
+}
+
+/// A table's header: `first`'s column when there is one, then a column per run (`A`, `B`, ...).
+fn table_head(first: Option<&str>, runs: usize) -> String {
+    let cells: Vec<String> = first
+        .map(str::to_string)
+        .into_iter()
+        .chain((0..runs).map(|i| letter(i).to_string()))
+        .collect();
+    format!(
+        "| {} |\n|{}\n",
+        cells.join(" | "),
+        "---|".repeat(cells.len())
+    )
 }
 
 /// How much the machine disturbed each run, per experiment: each CPU's steal and the harness's
