@@ -239,7 +239,11 @@ fn has_results(dir: &Path) -> anyhow::Result<()> {
 fn write_report(dir: &Path, not_run: &[(&str, String)]) -> anyhow::Result<PathBuf> {
     let report = experiments::write_report(dir, not_run)?;
     sayln!("report: {}", report.display());
-    for also in ["REPORT.html", "claims.csv"] {
+    for also in [
+        "REPORT.html",
+        "claims.csv",
+        crate::analysis::claims_json::FILE,
+    ] {
         sayln!("  also: {}", dir.join(also).display());
     }
     let rows: Vec<BTreeMap<String, String>> =

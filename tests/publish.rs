@@ -180,6 +180,53 @@ fn a_renamed_column_is_schema_drift_even_with_fresh_checksums() {
 }
 
 #[test]
+fn claims_json_carries_numbers_is_described_and_a_wrong_type_in_it_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = small_dataset(tmp.path());
+    let text = std::fs::read_to_string(dir.join("claims.json")).unwrap();
+    let claims: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let get = (claims.as_array().unwrap().iter())
+        .find(|c| c["id"] == "calibrate.get")
+        .expect("calibrate.get in claims.json");
+    assert!(get["n"].as_u64().unwrap() >= 2, "{get}");
+    for number in ["mean", "min", "max", "ci_low", "ci_high", "published_low"] {
+        assert!(get[number].is_f64(), "{number} is not a number: {get}");
+    }
+    assert!(
+        get["verdict"].is_string() && get["statistic"].is_string(),
+        "{get}"
+    );
+    let package: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("datapackage.json")).unwrap())
+            .unwrap();
+    let resource = (package["resources"].as_array().unwrap().iter())
+        .find(|r| r["path"] == "claims.json")
+        .expect("claims.json listed in datapackage.json");
+    let fields = resource["jsonschema"]["items"]["properties"]
+        .as_object()
+        .unwrap();
+    for (name, _) in get.as_object().unwrap() {
+        let described = fields.get(name).and_then(|f| f["description"].as_str());
+        assert!(
+            described.is_some_and(|d| !d.is_empty()),
+            "{name} not described"
+        );
+    }
+    std::fs::write(
+        dir.join("claims.json"),
+        text.replacen("\"n\": ", "\"n\": \"x\", \"was\": ", 1),
+    )
+    .unwrap();
+    reseal(&dir);
+    let why = problems(&publish::verify(&dir).unwrap());
+    assert!(
+        why.contains("claims.json: entry 1: field was is not described")
+            && why.contains("n is string, described as integer or null"),
+        "{why}"
+    );
+}
+
+#[test]
 fn a_cell_of_the_wrong_type_is_named_with_its_line_and_column() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = small_dataset(tmp.path());
@@ -312,11 +359,23 @@ fn every_published_column_has_a_description() {
     let mut missing = Vec::new();
     let mut columns = 0;
     for resource in package["resources"].as_array().unwrap() {
-        for field in resource["schema"]["fields"].as_array().unwrap() {
+        // A CSV's Table Schema lists its fields; claims.json's JSON Schema names them as properties.
+        let fields: Vec<(String, &serde_json::Value)> = match resource["format"].as_str() {
+            Some("json") => (resource["jsonschema"]["items"]["properties"]
+                .as_object()
+                .unwrap())
+            .iter()
+            .map(|(name, f)| (name.clone(), f))
+            .collect(),
+            _ => (resource["schema"]["fields"].as_array().unwrap().iter())
+                .map(|f| (f["name"].as_str().unwrap_or_default().to_string(), f))
+                .collect(),
+        };
+        for (name, field) in fields {
             columns += 1;
             let text = field["description"].as_str().unwrap_or_default();
             if text.trim().is_empty() {
-                missing.push(format!("{}: {}", resource["path"], field["name"]));
+                missing.push(format!("{}: {name}", resource["path"]));
             }
         }
     }

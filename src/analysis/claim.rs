@@ -149,6 +149,25 @@ pub struct Verdict {
     /// It does not hold, but the trials' 95% confidence interval reaches what the seed said: the
     /// run cannot tell a difference from its own noise.
     pub inconclusive: bool,
+    /// The judged values as numbers (claims.json), when the judge is numeric.
+    pub figures: Option<Box<Figures>>,
+}
+
+/// A numeric verdict's values: what a reader who re-judges needs without parsing `measured`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Figures {
+    /// What the values are: the column, and how it was combined ("ratio of a to b's mean").
+    pub statistic: String,
+    pub n: usize,
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    /// The mean's 95% confidence interval, for two or more values.
+    pub ci: Option<(f64, f64)>,
+    /// What the claim accepts, low and high; None where unbounded or set per row by a column.
+    pub accepted: (Option<f64>, Option<f64>),
+    /// The values' unit, from the column's name; None for ratios and shares.
+    pub unit: Option<String>,
 }
 
 /// How the report names a verdict.

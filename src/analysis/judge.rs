@@ -1,7 +1,7 @@
 //! The numeric judges: per row, or per run set beside its own reference rows, against what the
 //! seed published. A row that lacks what the claim reads fails the claim instead of vanishing.
 
-use super::claim::{Claim, Combine, Judge, OtherStat, Verdict};
+use super::claim::{Claim, Combine, Figures, Judge, OtherStat, Verdict};
 use super::stats::{median, Summary};
 use super::table::{matches, number, short, Row};
 use std::collections::BTreeSet;
@@ -85,6 +85,7 @@ pub(super) fn numbers(claim: &Claim, selected: &[&Row], all_rows: &[Row]) -> Ver
             },
             // Only noise if every option it did not beat is within noise.
             inconclusive: failed.iter().all(|(_, v)| v.inconclusive),
+            figures: v.figures.clone(),
         },
     }
 }
@@ -348,6 +349,58 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
         measured,
         holds: Some(holds),
         inconclusive,
+        figures: Some(Box::new(figures(claim, values, &s, ci, &label))),
+    }
+}
+
+/// The numbers behind a verdict, for claims.json: `label` says how the values were combined.
+fn figures(
+    claim: &Claim,
+    values: &[Value],
+    s: &Summary,
+    ci: Option<(f64, f64)>,
+    label: &str,
+) -> Figures {
+    let mut statistic = claim.statistic.clone();
+    if let Some(of) = &claim.percent_of {
+        statistic = format!("{statistic} as % of {of}");
+    }
+    if let Some(minus) = &claim.minus_column {
+        statistic = format!("{statistic} minus {minus}");
+    }
+    let label = label.trim().trim_end_matches(':');
+    if !label.is_empty() {
+        statistic = format!("{label}: {statistic}");
+    }
+    let dimensionless = claim.other.is_some() && claim.combine == Combine::Ratio
+        || (claim.published_column.is_some() && claim.judge == Judge::MeanWithin);
+    let unit = match () {
+        _ if dimensionless => None,
+        _ if claim.percent_of.is_some() => Some("%".to_string()),
+        _ => crate::record::fields::unit_of(&claim.statistic),
+    };
+    let finite = |x: f64| x.is_finite().then_some(x);
+    // A judge of every row: what it accepts is the rows' own figures, from the lowest to the highest.
+    let wants = values.iter().map(|v| v.want);
+    let (low, high) = (
+        wants.clone().fold(f64::INFINITY, f64::min),
+        wants.fold(f64::NEG_INFINITY, f64::max),
+    );
+    let accepted = match (holding_region(claim, values), claim.judge) {
+        (Some((lo, hi)), _) => (finite(lo), finite(hi)),
+        (None, Judge::AllEqual) => (finite(low), finite(high)),
+        (None, Judge::AllAtMost) => (None, finite(high)),
+        (None, _) => (finite(low), None),
+    };
+    Figures {
+        statistic,
+        n: s.n,
+        mean: s.mean,
+        min: s.min,
+        max: s.max,
+        ci,
+        accepted,
+        unit,
     }
 }
 

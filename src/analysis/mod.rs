@@ -4,6 +4,7 @@
 pub mod budget;
 mod claim;
 pub mod claims;
+pub mod claims_json;
 pub mod compare;
 mod front;
 mod html;
@@ -66,11 +67,13 @@ struct Judged<'a> {
     kind: Option<reasons::Kind>,
     /// The reason with how it knows, once every claim is judged (see [`reasons`]).
     why: String,
+    /// The judged values as numbers, for claims.json.
+    figures: Option<Box<claim::Figures>>,
 }
 
 /// Writes `dir/REPORT.md` (the verdicts first, then per experiment its setup, summary and claims),
-/// `dir/REPORT.html` (the same, one page with the charts inline) and `dir/claims.csv` (one row per
-/// claim).
+/// `dir/REPORT.html` (the same, one page with the charts inline), `dir/claims.csv` (one row per
+/// claim) and `dir/claims.json` (the same claims with their numbers as numbers).
 pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, AnalysisError> {
     write_report_with(dir, sections, "")
 }
@@ -120,6 +123,7 @@ pub fn write_report_with(
     out.push_str(&budget::time_section(dir, &ids)?);
     let page = html::render(&out, dir)?;
     write_atomically(&dir.join("claims.csv"), &claims_csv(&judged))?;
+    write_atomically(&dir.join(claims_json::FILE), &claims_json::render(&judged))?;
     write_atomically(&dir.join("REPORT.html"), &page)?;
     let path = dir.join("REPORT.md");
     write_atomically(&path, &out)?;
@@ -162,6 +166,7 @@ fn judge_section<'a>(
             outside: v.holds == Some(false),
             kind: None,
             why: String::new(),
+            figures: v.figures,
         }
     })
     .collect()
@@ -313,6 +318,7 @@ fn not_run<'a>(claim: &'a claims::Claim, why: &str) -> Judged<'a> {
         outside: false,
         kind: None,
         why: why.to_string(),
+        figures: None,
     }
 }
 

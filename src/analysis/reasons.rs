@@ -80,6 +80,18 @@ impl Kind {
         Kind::Unexplained,
     ];
 
+    /// Its name in claims.json.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Kind::Tested => "tested",
+            Kind::Refuted => "refuted",
+            Kind::Unconfirmed => "unconfirmed",
+            Kind::Observed => "observed",
+            Kind::Hypothesis => "hypothesis",
+            Kind::Unexplained => "unexplained",
+        }
+    }
+
     /// The headline's words for `n` reasons of this kind.
     pub(super) fn counted(self, n: usize) -> String {
         let word = match self {

@@ -1,8 +1,9 @@
-//! datapackage.json: a Frictionless Tabular Data Package, one resource per CSV, each with the
+//! datapackage.json: a Frictionless Data Package, one tabular resource per CSV, each with the
 //! Table Schema its row type declares ([`crate::record::Field`]): names, types, constraints,
-//! units (a custom `unit` property) and descriptions.
+//! units (a custom `unit` property) and descriptions; and claims.json, described by a JSON Schema.
 
 use super::{checksums, Dataset, PublishError};
+use crate::analysis::claims_json;
 use crate::record::{Field, Kind, Table};
 use serde_json::{json, Map, Value};
 
@@ -123,6 +124,46 @@ fn resource(
     }))
 }
 
+/// claims.json's resource: not a table (Frictionless reads JSON tables only with an extra
+/// package), so a data resource whose JSON Schema describes every field.
+fn claims_json_resource(dataset: &Dataset) -> Result<Value, PublishError> {
+    let path = dataset.root.join(claims_json::FILE);
+    let bytes = std::fs::read(&path).map_err(|e| PublishError::io(&path, e))?;
+    let properties: Map<String, Value> = (claims_json::FIELDS.iter())
+        .map(|(name, kind, description)| {
+            let types: Vec<&str> = kind.split('|').collect();
+            (
+                name.to_string(),
+                json!({ "type": types, "description": description }),
+            )
+        })
+        .collect();
+    let required: Vec<&str> = claims_json::FIELDS.iter().map(|f| f.0).collect();
+    Ok(json!({
+        "name": "claims-json",
+        "path": claims_json::FILE,
+        "profile": "data-resource",
+        "title": claims_json::FILE,
+        "description": "The report's verdicts with their numbers as numbers: one entry per claim \
+            of analysis/claims.toml (as in claims.csv), with the judged statistic's n, mean, min, \
+            max and 95% interval, what the claim accepts and the unit.",
+        "format": "json",
+        "mediatype": "application/json",
+        "encoding": "utf-8",
+        "bytes": bytes.len(),
+        "hash": format!("sha256:{}", checksums::sha256_hex(&bytes)),
+        "jsonschema": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": required,
+                "additionalProperties": false,
+                "properties": properties,
+            },
+        },
+    }))
+}
+
 /// The whole package.
 pub fn build(dataset: &Dataset, created: &str) -> Result<Value, PublishError> {
     let mut seeds: Vec<String> = Vec::new();
@@ -144,10 +185,14 @@ pub fn build(dataset: &Dataset, created: &str) -> Result<Value, PublishError> {
             "The report's verdicts: every claim of analysis/claims.toml judged on these CSVs";
         resources.push(resource(dataset, None, what, &table)?);
     }
+    if dataset.root.join(claims_json::FILE).is_file() {
+        resources.push(claims_json_resource(dataset)?);
+    }
     seeds.sort();
     let ids: Vec<&str> = dataset.present.iter().map(|p| p.experiment.id()).collect();
     Ok(json!({
-        "profile": "tabular-data-package",
+        // Not "tabular-data-package": claims.json is a JSON resource, described by a JSON Schema.
+        "profile": "data-package",
         "name": dataset.name(),
         "title": dataset.title(),
         "description": format!(

@@ -33,7 +33,7 @@ pub const LICENSE: &str = "LICENSE";
 /// The licence of ratelab's code, and of every dataset it publishes (data, charts and text).
 pub const LICENSE_TEXT: &str = include_str!("../../LICENSE");
 /// The files `ratelab report` writes at the root, published with the rows.
-pub const REPORT_FILES: [&str; 3] = ["REPORT.md", "REPORT.html", "claims.csv"];
+pub const REPORT_FILES: [&str; 4] = ["REPORT.md", "REPORT.html", "claims.csv", "claims.json"];
 
 /// The first line of an `experiment.toml` that publishing added because the run predates
 /// recording it: the file says itself that it is the publishing build's, not the run's.

@@ -96,7 +96,8 @@ fn usage(archive: &str, name: &str) -> String {
         "## Files\n\n\
          - `REPORT.md`: each experiment's question, charts, claims judged against the seeds' \
          figures, and summary tables; `REPORT.html`: the same as one page, charts inline, readable \
-         offline; `claims.csv`: one row per claim with its verdict.\n\
+         offline; `claims.csv`: one row per claim with its verdict; `claims.json`: the same claims \
+         with their numbers as numbers (n, mean, min, max, 95% interval, what the claim accepts, unit).\n\
          - `<experiment>/*.csv`: the raw rows, one file per row type; `{DATAPACKAGE}` describes \
          every column (type, unit, description, constraints) as a Frictionless Table Schema.\n\
          - `{SHA256SUMS}`: the SHA-256 of every other file; `{CITATION}`: how to cite this; \
@@ -105,11 +106,11 @@ fn usage(archive: &str, name: &str) -> String {
          ```\nratelab verify {archive}    # or the unpacked directory, {name}/\n\
          cd {name} && sha256sum -c {SHA256SUMS}    # checksums only\n```\n\n\
          `ratelab verify` checks every checksum, every CSV against its schema in \
-         {DATAPACKAGE}, and redraws the charts, REPORT.md and claims.csv from the CSVs alone \
+         {DATAPACKAGE}, and redraws the charts, REPORT.md, claims.csv and claims.json from the CSVs alone \
          into a temporary copy, naming whatever differs. It exits 0 only when all hold.\n\n\
          ## Redraw and re-judge\n\n\
          ```\nratelab chart DIR     # the SVG and PNG charts from the CSVs\n\
-         ratelab report DIR    # REPORT.md and claims.csv from the CSVs and analysis/claims.toml\n```\n\n\
+         ratelab report DIR    # REPORT.md, claims.csv and claims.json from the CSVs and analysis/claims.toml\n```\n\n\
          ## Cite\n\n\
          {CITATION} holds the title, version, date and the commit of the ratelab that \
          published this dataset, and the write-ups its experiments reproduce as references.\n\n\

@@ -205,7 +205,13 @@ fn check_sums(root: &Path) -> Check {
 
 fn check_schemas(root: &Path, package: &serde_json::Value) -> Check {
     let mut c = Check::new("schemas");
-    let resources: Vec<Resource> = match serde_json::from_value(package["resources"].clone()) {
+    // A JSON resource (claims.json) has a JSON Schema, not a Table Schema: checked apart.
+    let all = package["resources"].as_array().cloned().unwrap_or_default();
+    let (json, tabular): (Vec<_>, Vec<_>) = all.into_iter().partition(|r| r["format"] == "json");
+    for r in &json {
+        c.problems.extend(check_json(root, r));
+    }
+    let resources: Vec<Resource> = match serde_json::from_value(tabular.into()) {
         Ok(r) => r,
         Err(e) => {
             c.summary = "none checked".into();
@@ -246,6 +252,71 @@ fn check_schemas(root: &Path, package: &serde_json::Value) -> Check {
         resources.len()
     );
     c
+}
+
+/// A JSON resource against its JSON Schema's fields: the file's size, every entry an object
+/// with exactly the described fields, each of a described type. Problems, one sentence each.
+fn check_json(root: &Path, resource: &serde_json::Value) -> Vec<String> {
+    let rel = resource["path"].as_str().unwrap_or("?");
+    let Ok(bytes) = std::fs::read(root.join(rel)) else {
+        return vec![format!("{rel}: missing (a resource of {DATAPACKAGE})")];
+    };
+    let mut problems = Vec::new();
+    if resource["bytes"]
+        .as_u64()
+        .is_some_and(|b| b != bytes.len() as u64)
+    {
+        problems.push(format!(
+            "{rel}: {} bytes, {DATAPACKAGE} says {}",
+            bytes.len(),
+            resource["bytes"]
+        ));
+    }
+    let Ok(serde_json::Value::Array(entries)) = serde_json::from_slice(&bytes) else {
+        return vec![format!("{rel}: not a JSON array")];
+    };
+    let fields = &resource["jsonschema"]["items"]["properties"];
+    let Some(fields) = fields.as_object() else {
+        return vec![format!(
+            "{rel}: its resource in {DATAPACKAGE} has no jsonschema fields"
+        )];
+    };
+    for (i, entry) in entries.iter().enumerate() {
+        problems.extend(
+            json_entry_problems(entry, fields).map(|p| format!("{rel}: entry {}: {p}", i + 1)),
+        );
+    }
+    problems.truncate(5);
+    problems
+}
+
+/// What is wrong with one entry beside the described `fields`.
+fn json_entry_problems<'a>(
+    entry: &'a serde_json::Value,
+    fields: &'a serde_json::Map<String, serde_json::Value>,
+) -> impl Iterator<Item = String> + 'a {
+    let object = entry.as_object().cloned().unwrap_or_default();
+    let unknown = (object.keys().filter(|k| !fields.contains_key(*k)))
+        .map(|k| format!("field {k} is not described"))
+        .collect::<Vec<_>>();
+    let wrong = fields.iter().filter_map(move |(name, spec)| {
+        let types: Vec<&str> = (spec["type"].as_array().into_iter().flatten())
+            .filter_map(|t| t.as_str())
+            .collect();
+        let kind = match entry.get(name) {
+            None => return Some(format!("{name} is missing")),
+            Some(serde_json::Value::Null) => "null",
+            Some(serde_json::Value::String(_)) => "string",
+            Some(serde_json::Value::Number(n)) if n.is_u64() || n.is_i64() => "integer",
+            Some(serde_json::Value::Number(_)) => "number",
+            Some(serde_json::Value::Bool(_)) => "boolean",
+            Some(_) => "object",
+        };
+        // An integer is a number too, as JSON Schema says.
+        let fits = types.contains(&kind) || (kind == "integer" && types.contains(&"number"));
+        (!fits).then(|| format!("{name} is {kind}, described as {}", types.join(" or ")))
+    });
+    unknown.into_iter().chain(wrong)
 }
 
 /// Copies `root` to `copy`, draws every chart and the report there from the CSVs, and compares.
@@ -309,8 +380,8 @@ fn redraw(root: &Path, copy: &Path) -> Result<Check, PublishError> {
     let claims = report_problems.1;
     c.problems.extend(report_problems.0);
     c.summary = format!(
-        "{svgs} SVG charts redraw byte for byte ({pngs} PNGs too); REPORT.md, REPORT.html and \
-         claims.csv rewritten from the CSVs: {claims} claims, {}",
+        "{svgs} SVG charts redraw byte for byte ({pngs} PNGs too); REPORT.md, REPORT.html, \
+         claims.csv and claims.json rewritten from the CSVs: {claims} claims, {}",
         if c.problems.is_empty() {
             "same verdicts"
         } else {
@@ -329,7 +400,14 @@ fn text_difference(file: &str, theirs: &str, ours: &str) -> Option<String> {
     let differing: Vec<String> = (theirs.lines().zip(ours.lines()).enumerate())
         .filter(|(_, (a, b))| a != b)
         .take(3)
-        .map(|(n, (a, b))| format!("line {}: published {a:?}, redrawn {b:?}", n + 1))
+        .map(|(n, (a, b))| {
+            format!(
+                "line {}: published {:?}, redrawn {:?}",
+                n + 1,
+                clip(a),
+                clip(b)
+            )
+        })
         .collect();
     let (published, redrawn) = (theirs.lines().count(), ours.lines().count());
     Some(format!(
@@ -347,7 +425,15 @@ fn text_difference(file: &str, theirs: &str, ours: &str) -> Option<String> {
     ))
 }
 
-/// Rewrites REPORT.md, REPORT.html and claims.csv in `copy` and compares them with `root`'s; returns the
+/// A line cut to what a message can show (a JSON file may be one long line).
+fn clip(line: &str) -> String {
+    match line.char_indices().nth(160) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_string(),
+    }
+}
+
+/// Rewrites REPORT.md, REPORT.html, claims.csv and claims.json in `copy` and compares them with `root`'s; returns the
 /// problems and the number of claims compared.
 fn compare_report(root: &Path, copy: &Path) -> Result<(Vec<String>, usize), PublishError> {
     let mut problems = Vec::new();
@@ -382,7 +468,11 @@ fn compare_report(root: &Path, copy: &Path) -> Result<(Vec<String>, usize), Publ
             "claim {id}: in the published claims.csv, not judged by this build"
         ));
     }
-    for file in ["REPORT.md", "REPORT.html"] {
+    for file in [
+        "REPORT.md",
+        "REPORT.html",
+        crate::analysis::claims_json::FILE,
+    ] {
         let read = |dir: &Path| std::fs::read_to_string(dir.join(file)).unwrap_or_default();
         problems.extend(text_difference(file, &read(root), &read(copy)));
     }

@@ -21,7 +21,7 @@ pub use meta::{
 pub use monitor::{parse_monitor_line, MonitorCapture, MonitorLine};
 pub use run::RunRecord;
 pub use schema::{columns, csv_text, Table};
-pub use staging::{set_aside_unfinished, CsvSink, Staging};
+pub use staging::{set_aside_unfinished, CsvSink, Staging, SIGNIFICANT};
 pub use stalls::{StallWatch, STALL};
 
 /// What can go wrong writing results.
