@@ -3,6 +3,7 @@
 //! the claims outside what they accept with their reasons, and the judge's words explained.
 
 use super::claims::Call;
+use super::table::short;
 use super::{published, reasons, Judged, Section};
 use std::fmt::Write as _;
 
@@ -51,42 +52,116 @@ fn counts(judged: &[Judged], machine: &str) -> String {
     )
 }
 
-/// One row per experiment: its verdicts and its first claim, published beside measured.
+/// One row per experiment, one line each so that every experiment fits the first screen: its
+/// claims counted by verdict, its headline claim (short, its full text in its section) with that
+/// claim's verdict, published beside measured; the question shows on the link (a title).
 fn scoreboard(sections: &[Section], judged: &[Judged]) -> String {
     let mut out = String::from(
-        "\n| experiment | question | holds | differs | inconclusive | machine-dependent | \
-        headline claim | published | measured here |\n|---|---|---|---|---|---|---|---|---|\n",
+        "\nOne row per experiment: its claims counted by verdict, and its headline claim (the first that \
+        differs, else the first inconclusive, else its first finding) with what the seed published \
+        beside what this run measured (mean, its range and the number of values).\n\n\
+        | experiment | hold / differ / inconcl. / machine | headline claim | verdict | published | \
+        measured here |\n|---|---|---|---|---|---|\n",
     );
     for section in sections {
-        let ours: Vec<&Judged> = judged
-            .iter()
+        let ours: Vec<&Judged> = (judged.iter())
             .filter(|j| j.claim.experiment == section.id)
             .collect();
         let count = |call: Call| ours.iter().filter(|j| j.call == Some(call)).count();
-        let (headline, published, measured) = match ours.first() {
-            Some(j) => {
-                let label = j.call.map_or("not run", Call::label);
-                let first_part = j.measured.split("; ").next().unwrap_or_default();
-                (
-                    format!("{} ({label})", cell(&j.claim.text)),
-                    published(j.claim),
-                    cell(first_part),
-                )
-            }
-            None => ("-".into(), "-".into(), "-".into()),
-        };
-        let _ = writeln!(
-            out,
-            "| [{id}](#{id}) | {} | {} | {} | {} | {} | {headline} | {published} | {measured} |",
-            cell(&section.question),
+        let counts = format!(
+            "{} / {} / {} / {}",
             count(Call::Holds),
             count(Call::Differs),
             count(Call::Inconclusive),
-            count(Call::MachineDependent),
+            count(Call::MachineDependent)
+        );
+        let (headline, verdict, published, measured) = match headline(&ours) {
+            Some(j) => (
+                cell(&short_text(&j.claim.text)),
+                j.call.map_or("not run", Call::label),
+                compact_published(j),
+                compact_measured(j),
+            ),
+            None => ("-".into(), "-", "-".into(), "-".into()),
+        };
+        let _ = writeln!(
+            out,
+            "| [{id}](#{id} \"{}\") | {counts} | {headline} | {verdict} | {published} | {measured} |",
+            section.question.replace(['"', '|'], "'"),
             id = section.id,
         );
     }
     out
+}
+
+/// The claim that says most about what was found: the first that differs, else the first
+/// inconclusive, else the first that is not the seed's control.
+fn headline<'a>(ours: &[&'a Judged<'a>]) -> Option<&'a Judged<'a>> {
+    let first = |call: Call| ours.iter().find(|j| j.call == Some(call));
+    (first(Call::Differs).or_else(|| first(Call::Inconclusive)))
+        .or_else(|| ours.iter().find(|j| !j.claim.text.contains("(control)")))
+        .or_else(|| ours.first())
+        .copied()
+}
+
+/// Longest headline text kept, in characters: one line of the scoreboard's column.
+const HEADLINE_CHARS: usize = 58;
+
+/// A claim's text without its opening or closing parenthetical (what it stands for, how it is
+/// measured), cut at a word to fit one line; the whole text is in the experiment's section.
+fn short_text(text: &str) -> String {
+    let mut text = text.trim();
+    if let Some(close) = text.strip_prefix('(').and_then(|_| text.find(") ")) {
+        text = text[close + 2..].trim_start();
+    }
+    if text.ends_with(')') {
+        if let Some(open) = text.rfind(" (") {
+            text = text[..open].trim_end();
+        }
+    }
+    if text.chars().count() <= HEADLINE_CHARS {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(HEADLINE_CHARS).collect();
+    let at_word = cut.rfind(' ').map_or(cut.as_str(), |i| &cut[..i]);
+    format!("{}…", at_word.trim_end_matches([',', ';', ':']))
+}
+
+/// What the claim accepts, from its numbers ("2.5 to 3.5 µs", "≥ 91 %"), else its published text.
+fn compact_published(j: &Judged) -> String {
+    let Some(f) = &j.figures else {
+        return cell(&published(j.claim));
+    };
+    let unit = f.unit.as_deref().map_or(String::new(), |u| format!(" {u}"));
+    let text = match f.accepted {
+        (Some(lo), Some(hi)) if lo == hi => short(lo),
+        // A range whose top only says "any amount more" (as published() reads it too).
+        (Some(lo), Some(hi)) if hi >= 1000.0 * lo.abs().max(1.0) => format!("≥ {}", short(lo)),
+        (Some(lo), Some(hi)) => format!("{} to {}", short(lo), short(hi)),
+        (Some(lo), None) => format!("≥ {}", short(lo)),
+        (None, Some(hi)) => format!("≤ {}", short(hi)),
+        (None, None) => return cell(&published(j.claim)),
+    };
+    format!("{text}{unit}")
+}
+
+/// What this run measured, from its numbers: "2.70 (0.263 to 5.05, n = 30)"; else the first part
+/// of the measured text.
+fn compact_measured(j: &Judged) -> String {
+    let Some(f) = &j.figures else {
+        return cell(j.measured.split("; ").next().unwrap_or_default());
+    };
+    let unit = f.unit.as_deref().map_or(String::new(), |u| format!(" {u}"));
+    if f.n == 1 || f.min == f.max {
+        return format!("{}{unit} (n = {})", short(f.mean), f.n);
+    }
+    format!(
+        "{}{unit} ({} to {}, n = {})",
+        short(f.mean),
+        short(f.min),
+        short(f.max),
+        f.n
+    )
 }
 
 /// Text safe inside a table cell.

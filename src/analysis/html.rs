@@ -11,7 +11,8 @@ const STYLE: &str = "body{font-family:sans-serif;max-width:75em;margin:1em auto;
 line-height:1.4}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;\
 padding:.2em .4em;vertical-align:top}th{background:#f3f3f3}code{background:#f6f6f6}\
 figure{margin:1.5em 0;position:relative;left:50%;transform:translateX(-50%)}\
-figure svg{display:block;width:100%;height:auto}figcaption{color:#333;margin-top:.3em}summary{cursor:pointer}";
+figure svg{display:block;width:100%;height:auto}figcaption{color:#333;margin-top:.3em}summary{cursor:pointer}\
+#verdicts+p+p+table{font-size:.9em}#verdicts+p+p+table td{white-space:nowrap}";
 
 /// How much wider than drawn a chart may show, when the window has room: its smallest text is
 /// drawn at 8 px, about 10 px shown this way.
