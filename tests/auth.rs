@@ -1,5 +1,5 @@
 //! The servers users actually run, through `--redis-url`: one with `requirepass`, one with the
-//! least-privilege ACL user README documents, one with TLS and client certificates. Each runs a
+//! least-privilege ACL user docs/own-server.md documents, one with TLS and client certificates. Each runs a
 //! small race and must give what a managed run of the same parameters gives; no file the run
 //! wrote, nor anything it printed, may contain the password.
 
@@ -234,10 +234,11 @@ fn the_documented_acl_user_runs_race_and_may_not_flush_reconfigure_or_list_keys(
     let server = with_password(admin_password);
     let line = acl_setuser("ratelab", password);
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/own-server.md"))
+            .unwrap();
     assert!(
         readme.contains(&acl_setuser("ratelab", "PASSWORD")),
-        "README shows another ACL line than {line}"
+        "docs/own-server.md shows another ACL line than {line}"
     );
     let words: Vec<&str> = line.split(' ').collect();
     query(&server, &words);

@@ -219,7 +219,7 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
-/// README: "a failed or interrupted run leaves the previous results untouched (its partial rows go
+/// docs/layout.md: "a failed or interrupted run leaves the previous results untouched (its partial rows go
 /// to `DIR/.<id>.failed/`)".
 #[test]
 fn sigterm_stops_even_a_sigstopped_server_keeps_the_previous_results_and_sets_partial_rows_aside() {

@@ -34,6 +34,7 @@ mod proxy;
 mod publish;
 mod quick_profiles;
 mod race;
+mod readme;
 mod replica;
 mod scripts;
 mod sentinel;

@@ -1,5 +1,5 @@
 //! The least privilege ratelab needs on a server it does not own, and the check that the user in
-//! `--redis-url` has it, before anything is measured. README's "Use your own server" prints
+//! `--redis-url` has it, before anything is measured. docs/own-server.md prints
 //! [`acl_setuser`]; `tests/auth.rs` runs experiments under exactly that user.
 //!
 //! Keys: only `ratelab:*` (every key a run writes starts with `ratelab:<experiment>:`). Commands:
@@ -144,7 +144,7 @@ const NEEDS: &[Need] = &[
 #[derive(Debug, thiserror::Error)]
 #[error(
     "user `{user}` may not run `{command}`, which {experiment} needs: add `{rule}` to its ACL \
-     (ACL SETUSER {user} {rule}; README \"Use your own server\" has the whole line); the server said: \
+     (ACL SETUSER {user} {rule}; docs/own-server.md has the whole line); the server said: \
      {denied}"
 )]
 pub struct Denied {
@@ -297,7 +297,7 @@ fn unreachable(shown: &str, url: &str, e: ServerError) -> ServerError {
         "the server asks for a password: put it in the URL (redis://:password@host:port/, or \
          redis://user:password@host:port/ for an ACL user)"
     } else if code == Some("NOPERM") {
-        "the user may not even PING: see README \"Use your own server\" for the ACL line"
+        "the user may not even PING: see docs/own-server.md for the ACL line"
     } else if refused {
         "nothing accepts connections there: is the server running, on this host and port?"
     } else if super::endpoint::is_tls(url) {
