@@ -475,9 +475,15 @@ fn report_of_two_runs_lists_changed_verdicts_first_and_writes_html() {
         .find("## Claims whose verdict is the same")
         .expect("a same section");
     let lua = text
-        .find("| `race.lua-exact` | holds")
+        .find("| `race.lua-exact` |")
         .expect("race.lua-exact's row");
     assert!(changes < lua && lua < same, "{text}");
+    // Its row: what the claim accepts, then each run's verdict and measurement in brief.
+    let row = text[lua..].lines().next().unwrap_or_default();
+    assert!(
+        row.contains("| holds 100 (n = ") && row.contains("| DIFFERS 100.0"),
+        "{row}"
+    );
     let html = std::fs::read_to_string(md.with_extension("html")).unwrap();
     assert!(
         html.contains("Charts side by side") && html.contains("<svg"),

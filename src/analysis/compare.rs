@@ -2,7 +2,9 @@
 //! where the verdict changes, so a reviewer sees which claims move with the machine or build.
 
 use super::budget::{stalls_cell, steal_cell};
+use super::claim::Verdict;
 use super::claims::{self, Call};
+use super::{front, published};
 use super::{read_meta, AnalysisError};
 use crate::record::{Meta, STALL};
 use std::collections::BTreeMap;
@@ -61,24 +63,38 @@ pub fn side_by_side(dirs: &[PathBuf], ids: &[&str]) -> Result<String, AnalysisEr
     for name in &names {
         let _ = writeln!(out, "- {name}");
     }
-    let (changed, same) = claim_rows(dirs, ids)?;
-    let table = |rows: &[String]| table_head(Some("claim"), dirs.len()) + &rows.concat();
+    let rows = claim_rows(dirs, ids)?;
+    let (changed, same): (Vec<&ClaimRow>, Vec<&ClaimRow>) = rows.iter().partition(|r| r.changes);
+    let brief = |rows: &[&ClaimRow]| {
+        let head = table_head(&["claim", "accepts"], dirs.len());
+        head + &rows.iter().map(|r| r.brief.as_str()).collect::<String>()
+    };
     let _ = write!(
         out,
-        "\n{} claims change their verdict between these runs.\n\n## Claims whose verdict changes\n\n{}",
+        "\n{} claims change their verdict between these runs. Each cell: the verdict, then the mean \
+        (its range, the number of values); `accepts` is what the claim accepts.\n\n\
+        ## Claims whose verdict changes\n\n{}",
         changed.len(),
         match changed.is_empty() {
             true => "None.\n".to_string(),
-            false => table(&changed),
+            false => brief(&changed),
         }
     );
+    if !changed.is_empty() {
+        let full: String = changed.iter().map(|r| r.full.as_str()).collect();
+        let _ = write!(
+            out,
+            "\n<details><summary>The changed claims in full</summary>\n\n{}{full}\n</details>\n",
+            table_head(&["claim"], dirs.len())
+        );
+    }
     out.push_str("\n## What differs in the setups\n\n");
     out.push_str(&setup_differences(dirs, ids));
     out.push_str(&disturbance(dirs, ids));
     let _ = write!(
         out,
         "\n## Claims whose verdict is the same\n\n{}",
-        table(&same)
+        brief(&same)
     );
     out.push_str(&charts_side_by_side(dirs, ids));
     Ok(out)
@@ -89,35 +105,61 @@ pub fn page(markdown: &str) -> Result<String, AnalysisError> {
     super::html::render(markdown, Path::new("/"))
 }
 
-/// One table row per claim, each run's verdict and measurement in its cell: the claims whose
-/// verdict changes between the runs, and the others.
-fn claim_rows(dirs: &[PathBuf], ids: &[&str]) -> Result<(Vec<String>, Vec<String>), AnalysisError> {
+/// One claim's rows: each run's verdict and measurement in one short cell beside what the claim
+/// accepts, and in full (every number the judge wrote).
+struct ClaimRow {
+    changes: bool,
+    brief: String,
+    full: String,
+}
+
+/// Every claim's rows, in the experiments' order.
+fn claim_rows(dirs: &[PathBuf], ids: &[&str]) -> Result<Vec<ClaimRow>, AnalysisError> {
     let claims = claims::all()?;
-    let (mut changed, mut same) = (Vec::new(), Vec::new());
+    let mut rows = Vec::new();
     let mut judging = claims::Judging::default();
     for id in ids {
         for claim in claims.iter().filter(|c| c.experiment == *id) {
-            let cells: Vec<(Option<Call>, String)> = (dirs.iter())
+            let verdicts: Vec<Option<(Call, Verdict)>> = (dirs.iter())
                 .map(|d| {
                     let exp_dir = d.join(id);
-                    if !exp_dir.is_dir() {
-                        return (None, "not run".to_string());
-                    }
-                    let v = judging.judge(claim, &exp_dir);
-                    let call = Call::of(claim, &v);
-                    (Some(call), format!("{}: {}", call.label(), v.measured))
+                    exp_dir.is_dir().then(|| {
+                        let v = judging.judge(claim, &exp_dir);
+                        (Call::of(claim, &v), v)
+                    })
                 })
                 .collect();
-            let run: Vec<Call> = cells.iter().filter_map(|c| c.0).collect();
-            let texts: Vec<&str> = cells.iter().map(|c| c.1.as_str()).collect();
-            let row = format!("| `{}` | {} |\n", claim.id, texts.join(" | "));
-            match run.windows(2).any(|w| w[0] != w[1]) {
-                true => changed.push(row),
-                false => same.push(row),
-            }
+            let cells = |brief: bool| -> Vec<String> {
+                (verdicts.iter())
+                    .map(|v| match v {
+                        None => "not run".to_string(),
+                        Some((call, v)) if brief => {
+                            let measured =
+                                front::measured_briefly(v.figures.as_deref(), &v.measured);
+                            format!("{} {measured}", call.label())
+                        }
+                        Some((call, v)) => format!("{}: {}", call.label(), v.measured),
+                    })
+                    .collect()
+            };
+            let figures = verdicts
+                .iter()
+                .flatten()
+                .find_map(|(_, v)| v.figures.as_deref());
+            let accepts = front::accepted(figures).unwrap_or_else(|| published(claim));
+            let calls: Vec<Call> = verdicts.iter().flatten().map(|(c, _)| *c).collect();
+            rows.push(ClaimRow {
+                changes: calls.windows(2).any(|w| w[0] != w[1]),
+                brief: format!(
+                    "| `{}` | {accepts} | {} |\n",
+                    claim.id,
+                    cells(true).join(" | ")
+                ),
+                full: format!("| `{}` | {} |\n", claim.id, cells(false).join(" | ")),
+            });
         }
     }
-    Ok((changed, same))
+    Ok(rows)
 }
 
 /// Each experiment's charts, one row per chart with each run's drawing beside the others (links
@@ -140,7 +182,7 @@ fn charts_side_by_side(dirs: &[PathBuf], ids: &[&str]) -> String {
         if names.is_empty() {
             continue;
         }
-        let _ = write!(out, "\n### {id}\n\n{}", table_head(None, dirs.len()));
+        let _ = write!(out, "\n### {id}\n\n{}", table_head(&[], dirs.len()));
         for name in &names {
             let cells: Vec<String> = (dirs.iter().enumerate())
                 .map(|(i, d)| {
@@ -158,11 +200,9 @@ fn charts_side_by_side(dirs: &[PathBuf], ids: &[&str]) -> String {
     out
 }
 
-/// A table's header: `first`'s column when there is one, then a column per run (`A`, `B`, ...).
-fn table_head(first: Option<&str>, runs: usize) -> String {
-    let cells: Vec<String> = first
-        .map(str::to_string)
-        .into_iter()
+/// A table's header: the `first` columns, then a column per run (`A`, `B`, ...).
+fn table_head(first: &[&str], runs: usize) -> String {
+    let cells: Vec<String> = (first.iter().map(|c| c.to_string()))
         .chain((0..runs).map(|i| letter(i).to_string()))
         .collect();
     format!(

@@ -2,6 +2,7 @@
 //! its verdicts, its headline claim's published figure beside this run's, a link to its section),
 //! the claims outside what they accept with their reasons, and the judge's words explained.
 
+use super::claim::Figures;
 use super::claims::Call;
 use super::table::short;
 use super::{published, reasons, Judged, Section};
@@ -129,9 +130,12 @@ fn short_text(text: &str) -> String {
 
 /// What the claim accepts, from its numbers ("2.5 to 3.5 µs", "≥ 91 %"), else its published text.
 fn compact_published(j: &Judged) -> String {
-    let Some(f) = &j.figures else {
-        return cell(&published(j.claim));
-    };
+    accepted(j.figures.as_deref()).unwrap_or_else(|| cell(&published(j.claim)))
+}
+
+/// What a claim accepts as its numbers say it, when they say it.
+pub(super) fn accepted(figures: Option<&Figures>) -> Option<String> {
+    let f = figures?;
     let unit = f.unit.as_deref().map_or(String::new(), |u| format!(" {u}"));
     let text = match f.accepted {
         (Some(lo), Some(hi)) if lo == hi => short(lo),
@@ -140,16 +144,21 @@ fn compact_published(j: &Judged) -> String {
         (Some(lo), Some(hi)) => format!("{} to {}", short(lo), short(hi)),
         (Some(lo), None) => format!("≥ {}", short(lo)),
         (None, Some(hi)) => format!("≤ {}", short(hi)),
-        (None, None) => return cell(&published(j.claim)),
+        (None, None) => return None,
     };
-    format!("{text}{unit}")
+    Some(format!("{text}{unit}"))
 }
 
 /// What this run measured, from its numbers: "2.70 (0.263 to 5.05, n = 30)"; else the first part
 /// of the measured text.
 fn compact_measured(j: &Judged) -> String {
-    let Some(f) = &j.figures else {
-        return cell(j.measured.split("; ").next().unwrap_or_default());
+    measured_briefly(j.figures.as_deref(), &j.measured)
+}
+
+/// A measurement in one short cell: its numbers when it has them, else the first part of `text`.
+pub(super) fn measured_briefly(figures: Option<&Figures>, text: &str) -> String {
+    let Some(f) = figures else {
+        return cell(text.split("; ").next().unwrap_or_default());
     };
     let unit = f.unit.as_deref().map_or(String::new(), |u| format!(" {u}"));
     if f.n == 1 || f.min == f.max {
