@@ -68,13 +68,19 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
             }
             _ => {
                 let ids: Vec<&str> = experiments::ALL.iter().map(|e| e.id()).collect();
-                let text = analysis::compare::side_by_side(&dirs, &ids)?;
+                // Charts are linked from where the comparison is written, so it can be committed.
+                let from: Option<PathBuf> = out.as_deref().map(|p| match p.parent() {
+                    Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+                    _ => PathBuf::from("."),
+                });
+                let from = from.as_deref();
+                let text = analysis::compare::side_by_side(&dirs, &ids, from)?;
                 match out {
                     Some(path) => {
                         let html = path.with_extension("html");
                         for (file, body) in [
                             (&path, text.clone()),
-                            (&html, analysis::compare::page(&text)?),
+                            (&html, analysis::compare::page(&text, from)?),
                         ] {
                             std::fs::write(file, body)
                                 .with_context(|| format!("writing {}", file.display()))?;

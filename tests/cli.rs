@@ -387,7 +387,11 @@ fn report_sets_runs_side_by_side_and_names_a_missing_one() {
             .unwrap(),
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("| `race.lua-exact` | holds"), "{text}");
+    // What the claim accepts, then each run's verdict and mean.
+    assert!(
+        text.contains("| `race.lua-exact` | 100 | holds 100 (n = 90) | holds 100 (n = 90) |"),
+        "{text}"
+    );
     assert!(text.contains("0 claims change their verdict"), "{text}");
     let out = ratelab()
         .args(["report", reference, "/nonexistent/run"])

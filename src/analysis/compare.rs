@@ -51,8 +51,14 @@ fn letter(i: usize) -> char {
     char::from(b'A' + (i % 26) as u8)
 }
 
-/// Markdown setting `dirs` side by side over the experiments `ids` (in that order).
-pub fn side_by_side(dirs: &[PathBuf], ids: &[&str]) -> Result<String, AnalysisError> {
+/// Markdown setting `dirs` side by side over the experiments `ids` (in that order). Its charts
+/// are linked relative to `links_from` (the directory the markdown is written to), else by
+/// absolute path.
+pub fn side_by_side(
+    dirs: &[PathBuf],
+    ids: &[&str],
+    links_from: Option<&Path>,
+) -> Result<String, AnalysisError> {
     if let Some(bad) = dirs.iter().find(|d| !d.is_dir()) {
         return Err(AnalysisError::NotResults(bad.clone()));
     }
@@ -96,13 +102,14 @@ pub fn side_by_side(dirs: &[PathBuf], ids: &[&str]) -> Result<String, AnalysisEr
         "\n## Claims whose verdict is the same\n\n{}",
         brief(&same)
     );
-    out.push_str(&charts_side_by_side(dirs, ids));
+    out.push_str(&charts_side_by_side(dirs, ids, links_from));
     Ok(out)
 }
 
-/// The page of a side-by-side comparison (its charts are linked by absolute path).
-pub fn page(markdown: &str) -> Result<String, AnalysisError> {
-    super::html::render(markdown, Path::new("/"))
+/// The page of a side-by-side comparison whose chart links are relative to `links_from` (or
+/// absolute).
+pub fn page(markdown: &str, links_from: Option<&Path>) -> Result<String, AnalysisError> {
+    super::html::render(markdown, links_from.unwrap_or(Path::new("/")))
 }
 
 /// One claim's rows: each run's verdict and measurement in one short cell beside what the claim
@@ -162,9 +169,9 @@ fn claim_rows(dirs: &[PathBuf], ids: &[&str]) -> Result<Vec<ClaimRow>, AnalysisE
     Ok(rows)
 }
 
-/// Each experiment's charts, one row per chart with each run's drawing beside the others (links
-/// by absolute path: the runs live in different directories).
-fn charts_side_by_side(dirs: &[PathBuf], ids: &[&str]) -> String {
+/// Each experiment's charts, one row per chart with each run's drawing beside the others (linked
+/// from `links_from`, else by absolute path: the runs live in different directories).
+fn charts_side_by_side(dirs: &[PathBuf], ids: &[&str], links_from: Option<&Path>) -> String {
     let mut out = String::from("\n## Charts side by side\n");
     for id in ids {
         let mut names: Vec<String> = (dirs.iter())
@@ -187,9 +194,9 @@ fn charts_side_by_side(dirs: &[PathBuf], ids: &[&str]) -> String {
             let cells: Vec<String> = (dirs.iter().enumerate())
                 .map(|(i, d)| {
                     let path = d.join(id).join(name);
-                    let path = std::path::absolute(&path).unwrap_or(path);
+                    let link = link(&path, links_from);
                     match path.is_file() {
-                        true => format!("![{} {name}]({})", letter(i), path.display()),
+                        true => format!("![{} {name}]({})", letter(i), link.display()),
                         false => "not drawn".to_string(),
                     }
                 })
@@ -198,6 +205,20 @@ fn charts_side_by_side(dirs: &[PathBuf], ids: &[&str]) -> String {
         }
     }
     out
+}
+
+/// `path` as linked from the directory `from`: relative to it (a committed comparison's links
+/// then work wherever the repository is), else absolute.
+fn link(path: &Path, from: Option<&Path>) -> PathBuf {
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let target = absolute(path);
+    let Some(from) = from.map(absolute) else {
+        return target;
+    };
+    let (to, base): (Vec<_>, Vec<_>) = (target.components().collect(), from.components().collect());
+    let common = to.iter().zip(&base).take_while(|(a, b)| a == b).count();
+    let up = std::iter::repeat_n(std::path::Component::ParentDir, base.len() - common);
+    up.chain(to[common..].iter().copied()).collect()
 }
 
 /// A table's header: the `first` columns, then a column per run (`A`, `B`, ...).
@@ -338,8 +359,12 @@ mod tests {
             }
             std::fs::write(race.join("meta.json"), meta).unwrap();
         }
-        let text =
-            side_by_side(&[a.path().to_path_buf(), b.path().to_path_buf()], &["race"]).unwrap();
+        let text = side_by_side(
+            &[a.path().to_path_buf(), b.path().to_path_buf()],
+            &["race"],
+            None,
+        )
+        .unwrap();
         let line = text
             .lines()
             .find(|l| l.starts_with("| `race.lua-exact`"))
@@ -368,7 +393,21 @@ mod tests {
                 && text.contains(&format!("| race | {cell} | {cell} |")),
             "{text}"
         );
-        let missing = side_by_side(&[a.path().join("nowhere")], &["race"]);
+        assert_eq!(
+            link(
+                Path::new("/r/builds/a/race/x.svg"),
+                Some(Path::new("/r/builds"))
+            ),
+            Path::new("a/race/x.svg")
+        );
+        assert_eq!(
+            link(
+                Path::new("/r/reference/race/x.svg"),
+                Some(Path::new("/r/builds-full"))
+            ),
+            Path::new("../reference/race/x.svg")
+        );
+        let missing = side_by_side(&[a.path().join("nowhere")], &["race"], None);
         assert!(matches!(missing, Err(AnalysisError::NotResults(_))));
     }
 }
