@@ -173,6 +173,19 @@ pub(super) fn measured_briefly(figures: Option<&Figures>, text: &str) -> String 
     )
 }
 
+/// A line linking every `## ` section of `markdown` (the experiments, the custom limiters, the
+/// unjudged sentences, the time table), under the first screen: the page's table of contents.
+pub(super) fn contents(markdown: &str) -> String {
+    let links: Vec<String> = (markdown.lines())
+        .filter_map(|l| l.strip_prefix("## "))
+        .map(|title| format!("[{title}](#{})", super::html::slug(title)))
+        .collect();
+    match links.is_empty() {
+        true => String::new(),
+        false => format!("\n**Contents:** {}\n", links.join(" · ")),
+    }
+}
+
 /// Text safe inside a table cell.
 fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
@@ -196,7 +209,7 @@ fn differences(judged: &[Judged]) -> String {
         .collect();
     let mut out = format!(
         "\n{} outside what they accept (differ, inconclusive, or a machine-dependent figure off the \
-        seed's): {}.\n\n| claim | verdict | published | measured here | why |\n|---|---|---|---|---|\n",
+        seed's): {}.\n\n| claim | unit | verdict | published | measured here | why |\n|---|---|---|---|---|---|\n",
         outside.len(),
         kinds.join(", ")
     );
@@ -207,13 +220,74 @@ fn differences(judged: &[Judged]) -> String {
             &j.why
         };
         let label = j.call.map_or("not run", Call::label);
+        let unit = (j.figures.as_deref())
+            .and_then(|f| f.unit.as_deref())
+            .unwrap_or("-");
         let _ = writeln!(
             out,
-            "| `{}` | {label} | {} | {} | {why} |",
+            "| `{}` | {unit} | {label} | {} | {} | {why} |",
             j.claim.id,
             published(j.claim),
             j.measured
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_headline_drops_its_parentheticals_and_fits_one_line() {
+        let text =
+            "(what 'x' says on any machine) a Lua check's median is above GET's (p50, run by run)";
+        assert_eq!(short_text(text), "a Lua check's median is above GET's");
+        let long =
+            "naive fixed window (GET, then MULTI INCR EXPIRE), 4 pods, 400/s offered: 180-290 \
+                    requests per second reached the partner";
+        let short = short_text(long);
+        assert!(
+            short.ends_with('…') && short.chars().count() <= HEADLINE_CHARS + 1,
+            "{short}"
+        );
+        assert!(long.starts_with(short.trim_end_matches('…')), "{short}");
+    }
+
+    #[test]
+    fn accepted_reads_ranges_bounds_and_a_top_that_only_says_more() {
+        let f = |accepted, unit: Option<&str>| Figures {
+            accepted,
+            unit: unit.map(str::to_string),
+            ..Figures::default()
+        };
+        let show = |a, u| accepted(Some(&f(a, u)));
+        assert_eq!(
+            show((Some(2.5), Some(3.5)), Some("µs")).as_deref(),
+            Some("2.50 to 3.50 µs")
+        );
+        assert_eq!(
+            show((Some(100.0), Some(100.0)), None).as_deref(),
+            Some("100")
+        );
+        assert_eq!(
+            show((Some(1e4), Some(1e12)), None).as_deref(),
+            Some("≥ 10000")
+        );
+        assert_eq!(
+            show((None, Some(30.0)), Some("ms")).as_deref(),
+            Some("≤ 30 ms")
+        );
+        assert_eq!(show((None, None), None), None);
+    }
+
+    #[test]
+    fn contents_links_every_section_by_its_heading_id() {
+        let md = "\n## race\n\ntext\n## What the write-ups say that is not judged\n### Seed 000\n## Time\n";
+        assert_eq!(
+            contents(md),
+            "\n**Contents:** [race](#race) · [What the write-ups say that is not judged]\
+             (#what-the-write-ups-say-that-is-not-judged) · [Time](#time)\n"
+        );
+    }
 }

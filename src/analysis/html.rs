@@ -12,7 +12,8 @@ line-height:1.4}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px so
 padding:.2em .4em;vertical-align:top}th{background:#f3f3f3}code{background:#f6f6f6}\
 figure{margin:1.5em 0;position:relative;left:50%;transform:translateX(-50%)}\
 figure svg{display:block;width:100%;height:auto}figcaption{color:#333;margin-top:.3em}summary{cursor:pointer}\
-#verdicts+p+p+table{font-size:.9em}#verdicts+p+p+table td{white-space:nowrap}";
+#verdicts+p+p+table{font-size:.9em}#verdicts+p+p+table td{white-space:nowrap}\
+@media print{body{max-width:none}a{color:inherit}figure{left:0;transform:none}figure,tr{break-inside:avoid}}";
 
 /// How much wider than drawn a chart may show, when the window has room: its smallest text is
 /// drawn at 8 px, about 10 px shown this way.
@@ -62,7 +63,8 @@ fn name_headings(events: &mut [Event]) {
     }
 }
 
-fn slug(text: &str) -> String {
+/// The id GitHub gives a heading of this text, which the report's links name.
+pub(super) fn slug(text: &str) -> String {
     (text.trim().to_lowercase().chars())
         .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
         .map(|c| if c == ' ' { '-' } else { c })

@@ -116,11 +116,14 @@ pub fn write_report_with(
         }
     }
     out.push_str(&front::first_screen(sections, &judged, &machine));
-    out.push_str(after_verdicts);
-    out.push_str(&body);
-    out.push_str(&unjudged_section()?);
     let ids: Vec<&str> = sections.iter().map(|s| s.id).collect();
-    out.push_str(&budget::time_section(dir, &ids)?);
+    let rest = format!(
+        "{after_verdicts}{body}{}{}",
+        unjudged_section()?,
+        budget::time_section(dir, &ids)?
+    );
+    out.push_str(&front::contents(&rest));
+    out.push_str(&rest);
     let page = html::render(&out, dir)?;
     write_atomically(&dir.join("claims.csv"), &claims_csv(&judged))?;
     write_atomically(&dir.join(claims_json::FILE), &claims_json::render(&judged))?;
