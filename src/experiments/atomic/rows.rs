@@ -5,11 +5,8 @@ use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
 
 /// `atomic.csv`: One row per trial.
-pub const ATOMIC: CsvFile<AtomicRow> = CsvFile::new("atomic.csv").added(&[
-    "cost",
-    "watch_transactions",
-    "watch_transactions_aborted",
-]);
+pub const ATOMIC: CsvFile<AtomicRow> =
+    CsvFile::new("atomic.csv").added(&["cost", "watch_transactions", "watch_transactions_aborted"]);
 
 /// `round_trips.csv`: One row per run of GETs.
 pub const ROUND_TRIPS: CsvFile<RoundTripRow> = CsvFile::new("round_trips.csv");
