@@ -94,12 +94,12 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                         errors: t.errors,
                         watch_retries: t.retries,
                         watch_aborts: t.aborted,
-                        watch_transactions: watch
-                            .then(|| t.admitted + t.denied + t.retries)
-                            .unwrap_or(0),
-                        watch_transactions_aborted: watch
-                            .then(|| t.retries + t.aborted)
-                            .unwrap_or(0),
+                        watch_transactions: if watch {
+                            t.admitted + t.denied + t.retries
+                        } else {
+                            0
+                        },
+                        watch_transactions_aborted: if watch { t.retries + t.aborted } else { 0 },
                         redis_calls: t.redis_calls,
                         server_commands: own_server.then(|| m.server.commands_executed()),
                         redis_cpu_us: m.server.main_thread_cpu_us,

@@ -32,7 +32,7 @@ async fn read_async(
     let mut con = client
         .get_multiplexed_async_connection_with_config(&timeouts.config())
         .await?;
-    let limiter = Limiter::new(Strategy::LuaBucket, spec.clone());
+    let limiter = Limiter::new(Strategy::LuaBucket, *spec);
     let full_refill_ms = spec.capacity as f64 / spec.refill_per_sec * 1000.0;
     let mut rows = Vec::with_capacity(keys.len());
     for (bucket, key) in keys.iter().enumerate() {
