@@ -45,7 +45,9 @@ fn target(claim: &Claim, want: f64, side: Side) -> f64 {
         }
         (Judge::Below, Side::Inside) | (Judge::Above, Side::Outside) => claim.published - m,
         (Judge::Below, Side::Outside) | (Judge::Above, Side::Inside) => claim.published + m,
-        (Judge::TraceOrder, _) => unreachable!("trace order is mutated by command"),
+        (Judge::TraceOrder | Judge::TraceWrites, _) => {
+            unreachable!("a trace is mutated by command")
+        }
     }
 }
 
@@ -142,8 +144,11 @@ fn before_combining(claim: &Claim, p: f64, r: f64) -> f64 {
 
 /// Rewrites the claim's selected rows so that the judged values land on `side`.
 fn mutate(claim: &Claim, rows: &[Row], side: Side) -> Vec<Row> {
-    if claim.judge == Judge::TraceOrder {
-        return mutate_trace(rows, side);
+    match claim.judge {
+        Judge::TraceOrder => return mutate_trace(rows, side),
+        Judge::TraceWrites => return mutate_trace_writes(rows, side),
+        _ if !claim.spread_by.is_empty() => return mutate_spread(claim, rows, side),
+        _ => {}
     }
     let t = Transform { claim };
     let mut out = rows.to_vec();
@@ -205,6 +210,68 @@ fn mutate_trace(rows: &[Row], side: Side) -> Vec<Row> {
     out
 }
 
+/// The trace's writes on the traced key from one client in pairs of one value, a token apart; or
+/// the second write one token below the first (each request spent its own token).
+fn mutate_trace_writes(rows: &[Row], side: Side) -> Vec<Row> {
+    let mut out = rows.to_vec();
+    let hsets: Vec<usize> = (0..rows.len())
+        .filter(|&i| rows[i].get("on_trace_key").map(String::as_str) == Some("true"))
+        .filter(|&i| rows[i].get("command").map(String::as_str) == Some("HSET"))
+        .collect();
+    assert!(hsets.len() >= 2, "the trace has fewer than two writes");
+    let client = rows[hsets[0]].get("client").cloned().unwrap_or_default();
+    let pairs = hsets.len().div_ceil(2);
+    for (k, &i) in hsets.iter().enumerate() {
+        let mut value = (pairs - k / 2) as i64;
+        if side == Side::Outside && k == 1 {
+            value -= 1;
+        }
+        out[i].insert("args".into(), format!("trace tokens {value}"));
+        out[i].insert("client".into(), client.clone());
+    }
+    if side == Side::Inside && hsets.len() % 2 == 1 {
+        // An unpaired last write is a difference: inside drops it.
+        out.remove(*hsets.last().expect("two or more writes"));
+    }
+    out
+}
+
+/// Per group of selected rows equal on `spread_by`: every row at the first row's value, and the
+/// first row moved by the target spread.
+fn mutate_spread(claim: &Claim, rows: &[Row], side: Side) -> Vec<Row> {
+    let t = Transform { claim };
+    let mut out = rows.to_vec();
+    // A spread is never negative: a target below it is every row alike.
+    let spread = target(claim, claim.published, side).max(0.0);
+    let mut firsts: BTreeMap<Vec<Option<String>>, f64> = BTreeMap::new();
+    for (i, row) in rows.iter().enumerate() {
+        if !matches(row, &claim.select) {
+            continue;
+        }
+        let key: Vec<Option<String>> = claim
+            .spread_by
+            .iter()
+            .map(|c| row.get(c).cloned())
+            .collect();
+        match firsts.get(&key) {
+            Some(&base) => t.write(&mut out[i], base),
+            None => {
+                let base = t
+                    .read(row)
+                    .unwrap_or_else(|| panic!("{}: no {}", claim.id, claim.statistic));
+                firsts.insert(key, base);
+                t.write(&mut out[i], base + spread);
+            }
+        }
+    }
+    assert!(
+        !firsts.is_empty(),
+        "{}: no selected rows in the reference",
+        claim.id
+    );
+    out
+}
+
 fn write_csv(path: &Path, rows: &[Row]) {
     let mut writer = csv::Writer::from_path(path).unwrap();
     writer.write_record(rows[0].keys()).unwrap();
@@ -219,7 +286,7 @@ fn read_by(claim: &Claim, rows: &[Row]) -> Vec<Row> {
     let wanted = |r: &Row| {
         matches(r, &claim.select)
             || claim.other.as_ref().is_some_and(|o| matches(r, o))
-            || claim.judge == Judge::TraceOrder
+            || matches!(claim.judge, Judge::TraceOrder | Judge::TraceWrites)
     };
     rows.iter().filter(|r| wanted(r)).cloned().collect()
 }

@@ -57,6 +57,10 @@ pub struct Claim {
     /// Compare with every group of `other` rows by this column ("cheapest of every option").
     #[serde(default)]
     pub among: Option<String>,
+    /// Judged per group of selected rows equal on these columns (a configuration's trials): the
+    /// group's highest value less its lowest, its spread across the trials.
+    #[serde(default)]
+    pub spread_by: Vec<String>,
     /// For `range`: the published interval, inclusive.
     #[serde(default)]
     pub range: Option<[f64; 2]>,
@@ -119,6 +123,8 @@ pub enum Judge {
     Above,
     /// Seed 000's MONITOR order.
     TraceOrder,
+    /// Seed 000's MONITOR writes: pairs storing one value, each a token below the pair before.
+    TraceWrites,
 }
 
 /// How a selected value combines with its `other` value.

@@ -4,6 +4,7 @@ pub use super::claim::{Basis, Call, Claim, Combine, Judge, OtherStat, Select, Ve
 use super::judge;
 use super::stats::Summary;
 use super::table::{matches, number, read_rows, short, Row};
+use super::trace;
 use super::AnalysisError;
 use crate::limiter::Strategy;
 use serde::Deserialize;
@@ -53,6 +54,16 @@ fn parse(text: &str) -> Result<Vec<Claim>, AnalysisError> {
     let ids: std::collections::BTreeSet<&str> = file.claim.iter().map(|c| c.id.as_str()).collect();
     for claim in &file.claim {
         check_reason(claim, &ids)?;
+        let per_row_figure = claim.other.is_some()
+            || claim.published_column.is_some()
+            || claim.times_column.is_some();
+        if !claim.spread_by.is_empty() && per_row_figure {
+            return Err(AnalysisError::Claims(format!(
+                "claim {}: spread_by judges a group's spread against `published`; it takes no \
+                 other, published_column or times_column",
+                claim.id
+            )));
+        }
         // The judge pairs by `pair_by` first: `per_row` beside it would be silently ignored.
         if claim.per_row && !claim.pair_by.is_empty() {
             return Err(AnalysisError::Claims(format!(
@@ -161,7 +172,8 @@ fn judge_rows(claim: &Claim, rows: &[Row], experiment_dir: &Path) -> Verdict {
         return Verdict::no_data(why);
     }
     match claim.judge {
-        Judge::TraceOrder => trace_order(&selected),
+        Judge::TraceOrder => trace::order(&selected),
+        Judge::TraceWrites => trace::writes(&selected),
         _ => judge::numbers(claim, &selected, rows),
     }
 }
@@ -226,36 +238,6 @@ pub fn why(claim: &Claim, experiment_dir: &Path) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// Seed 000's order: on the traced key, HMGET, HMGET, HSET, HSET from one client.
-fn trace_order(rows: &[&Row]) -> Verdict {
-    let on_key: Vec<&&Row> = rows
-        .iter()
-        .filter(|r| r.get("on_trace_key").map(String::as_str) == Some("true"))
-        .collect();
-    if on_key.len() < 4 {
-        return Verdict::no_data(format!("{} commands on the trace key", on_key.len()));
-    }
-    let first: Vec<&str> = on_key[..4]
-        .iter()
-        .map(|r| r.get("command").map(String::as_str).unwrap_or(""))
-        .collect();
-    // Later commands may come from the harness reading the final state; the order is about these four.
-    let clients: std::collections::BTreeSet<&str> = on_key[..4]
-        .iter()
-        .map(|r| r.get("client").map(String::as_str).unwrap_or(""))
-        .collect();
-    let holds = first == ["HMGET", "HMGET", "HSET", "HSET"] && clients.len() == 1;
-    Verdict {
-        measured: format!(
-            "first four: {}; {} client(s)",
-            first.join(", "),
-            clients.len()
-        ),
-        holds: Some(holds),
-        ..Verdict::default()
-    }
 }
 
 #[cfg(test)]
@@ -513,49 +495,5 @@ mod tests {
         assert!(v.measured.contains("max 1.50"), "{}", v.measured);
         claim.select.clear();
         assert_eq!(judge(&claim, dir.path()).holds, Some(false));
-    }
-
-    #[test]
-    fn trace_order_needs_one_client() {
-        let mk = |cmd: &str, client: &str| -> Row {
-            [
-                ("command", cmd),
-                ("client", client),
-                ("on_trace_key", "true"),
-            ]
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
-        };
-        let good = [
-            mk("HMGET", "a"),
-            mk("HMGET", "a"),
-            mk("HSET", "a"),
-            mk("HSET", "a"),
-        ];
-        assert_eq!(
-            trace_order(&good.iter().collect::<Vec<_>>()).holds,
-            Some(true)
-        );
-        let two = [
-            mk("HMGET", "a"),
-            mk("HMGET", "b"),
-            mk("HSET", "a"),
-            mk("HSET", "b"),
-        ];
-        assert_eq!(
-            trace_order(&two.iter().collect::<Vec<_>>()).holds,
-            Some(false)
-        );
-        let alternating = [
-            mk("HMGET", "a"),
-            mk("HSET", "a"),
-            mk("HMGET", "a"),
-            mk("HSET", "a"),
-        ];
-        assert_eq!(
-            trace_order(&alternating.iter().collect::<Vec<_>>()).holds,
-            Some(false)
-        );
     }
 }

@@ -19,6 +19,10 @@ pub(super) fn numbers(claim: &Claim, selected: &[&Row], all_rows: &[Row]) -> Ver
         Ok(values) => values,
         Err(why) => return Verdict::fails(why),
     };
+    if !claim.spread_by.is_empty() {
+        let label = format!("spread across trials per {}: ", claim.spread_by.join(" x "));
+        return verdict(claim, &spreads(claim, selected, &direct), &label);
+    }
     let Some(other) = &claim.other else {
         return verdict(claim, &direct, "");
     };
@@ -137,6 +141,26 @@ fn row_values(claim: &Claim, rows: &[&Row]) -> Result<Vec<Value>, String> {
         ));
     }
     Ok(values.into_iter().flatten().collect())
+}
+
+/// Per group of rows equal on the claim's `spread_by` columns (a configuration's trials), its
+/// highest value less its lowest, against `published`; groups in the order they first appear.
+fn spreads(claim: &Claim, selected: &[&Row], direct: &[Value]) -> Vec<Value> {
+    let mut groups: Vec<(Vec<Option<&String>>, f64, f64)> = Vec::new();
+    for (row, v) in selected.iter().zip(direct) {
+        let key: Vec<Option<&String>> = claim.spread_by.iter().map(|c| row.get(c)).collect();
+        match groups.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, lo, hi)) => (*lo, *hi) = (lo.min(v.got), hi.max(v.got)),
+            None => groups.push((key, v.got, v.got)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, lo, hi)| Value {
+            got: hi - lo,
+            want: claim.published,
+        })
+        .collect()
 }
 
 /// The selection set beside `others`: per pair (the same `pair_by` values) when the claim
@@ -314,7 +338,9 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
             ));
             beyond == s.n && gap > s.sd
         }
-        Judge::TraceOrder => return Verdict::no_data("trace order is not numeric"),
+        Judge::TraceOrder | Judge::TraceWrites => {
+            return Verdict::no_data("a trace is not numeric")
+        }
     };
     // A verdict rests on its spread: a miss whose confidence interval still reaches the region
     // the seed's figure allows is noise this run cannot rule out, not a difference.

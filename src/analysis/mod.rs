@@ -12,6 +12,7 @@ mod judge;
 mod reasons;
 pub mod stats;
 pub mod table;
+mod trace;
 
 use crate::record::Meta;
 use std::fmt::Write as _;
@@ -420,6 +421,7 @@ fn published(claim: &claims::Claim) -> String {
     }
     match (&claim.published_column, claim.judge) {
         (_, claims::Judge::TraceOrder) => "HMGET, HMGET, HSET, HSET; 1 client".into(),
+        (_, claims::Judge::TraceWrites) => "writes in pairs of one value, a token apart".into(),
         (_, claims::Judge::Range) => match claim.range {
             Some([lo, hi]) if hi >= 1000.0 * lo.abs().max(1.0) => format!(">= {lo}"),
             Some([lo, hi]) => format!("{lo} to {hi}"),

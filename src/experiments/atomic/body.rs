@@ -79,6 +79,8 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                     let m = measure(&s.target, &s.closed_loop(config.processes, spec), &what)?;
                     let t = &m.tally;
                     so_far.push(t.admitted as f64);
+                    // Every decided check sent one EXEC, and each retry another.
+                    let watch = strategy == Strategy::WatchBucket;
                     rows.write(&AtomicRow {
                         strategy,
                         processes: config.processes,
@@ -92,6 +94,12 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                         errors: t.errors,
                         watch_retries: t.retries,
                         watch_aborts: t.aborted,
+                        watch_transactions: if watch {
+                            t.admitted + t.denied + t.retries
+                        } else {
+                            0
+                        },
+                        watch_transactions_aborted: if watch { t.retries + t.aborted } else { 0 },
                         redis_calls: t.redis_calls,
                         server_commands: own_server.then(|| m.server.commands_executed()),
                         redis_cpu_us: m.server.main_thread_cpu_us,

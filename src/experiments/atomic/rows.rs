@@ -5,7 +5,8 @@ use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
 
 /// `atomic.csv`: One row per trial.
-pub const ATOMIC: CsvFile<AtomicRow> = CsvFile::new("atomic.csv").added(&["cost"]);
+pub const ATOMIC: CsvFile<AtomicRow> =
+    CsvFile::new("atomic.csv").added(&["cost", "watch_transactions", "watch_transactions_aborted"]);
 
 /// `round_trips.csv`: One row per run of GETs.
 pub const ROUND_TRIPS: CsvFile<RoundTripRow> = CsvFile::new("round_trips.csv");
@@ -34,6 +35,15 @@ pub struct AtomicRow {
     pub watch_retries: u64,
     /// watch-bucket only: checks refused because their WATCH retry budget ran out.
     pub watch_aborts: u64,
+    /// watch-bucket only: WATCH transactions sent (each check's first EXEC and every retry's; 0 in
+    /// runs before it was recorded).
+    #[serde(default)]
+    pub watch_transactions: u64,
+    /// watch-bucket only: of them, those whose EXEC came back aborted because another client wrote
+    /// the key (every retry's cause, and the last try of a check whose budget ran out; a refusal
+    /// of an empty bucket stands whatever its EXEC answered and counts as not aborted).
+    #[serde(default)]
+    pub watch_transactions_aborted: u64,
     /// Round trips to Redis, all decisions of the trial, as the limiters report them.
     pub redis_calls: u64,
     /// Commands Redis executed during the trial (INFO commandstats `calls`, the sampling's own

@@ -3,7 +3,7 @@
 //! server.
 
 use super::topology::Topology;
-use super::variants::{run_phase, Window};
+use super::variants::{run_phase, Outcomes, Window};
 use super::{bucket, BucketRow, CallRow, CustomBucketRow, NodeRow, Params, PhaseRow, SetupRow};
 use super::{BUCKETS, CALLS, CUSTOM, NODES, PHASES, SETUPS};
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
@@ -20,6 +20,8 @@ struct Sinks {
     custom: Option<CsvSink<CustomBucketRow>>,
     setup: CsvSink<SetupRow>,
     phases: CsvSink<PhaseRow>,
+    /// What the cluster phase's calls did, for the reshard phase to count the outcomes it flipped.
+    before_reshard: Outcomes,
 }
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
@@ -33,6 +35,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         },
         setup: SETUPS.create(&s.run.staging)?,
         phases: PHASES.create(&s.run.staging)?,
+        before_reshard: Outcomes::new(),
     };
     let window = Window::new(p.limit, p.window_ms);
     match s.target.is_managed() {
@@ -211,6 +214,7 @@ fn variants_phase(
         &mut sinks.calls,
     )
     .phase(what)?;
+    let flips = (phase == "reshard").then(|| flips(&sinks.before_reshard, &done.outcomes));
     sinks.phases.write(&PhaseRow {
         phase: phase.into(),
         ran: 1,
@@ -219,8 +223,21 @@ fn variants_phase(
         nodes: topology.nodes(),
         calls: done.calls,
         took_ms: ms(started.elapsed()),
+        outcome_flips: flips.map(|f| f.0),
+        placement_flips: flips.map(|f| f.1),
     })?;
+    if phase == "cluster" {
+        sinks.before_reshard = done.outcomes;
+    }
     Ok(())
+}
+
+/// Calls made in both phases whose outcome differs, and those whose placement's prediction does.
+fn flips(before: &Outcomes, after: &Outcomes) -> (u64, u64) {
+    let both = || (after.iter()).filter_map(|(call, now)| Some((before.get(call)?, now)));
+    let outcome = both().filter(|(was, now)| was.0 != now.0).count() as u64;
+    let placement = both().filter(|(was, now)| was.1 != now.1).count() as u64;
+    (outcome, placement)
 }
 
 fn bucket_phase(
@@ -249,6 +266,8 @@ fn bucket_phase(
         nodes: topology.nodes(),
         calls: rows.iter().map(|r| r.requests).sum(),
         took_ms: ms(started.elapsed()),
+        outcome_flips: None,
+        placement_flips: None,
     })?;
     // Custom limiters the same way: every user's key where its manifest declares it.
     for &strategy in &s.ctx.limiters {
@@ -279,6 +298,8 @@ fn skipped(sinks: &mut Sinks, phase: &str, reason: &str) -> Result<(), Experimen
         nodes: 0,
         calls: 0,
         took_ms: 0.0,
+        outcome_flips: None,
+        placement_flips: None,
     })?;
     Ok(())
 }

@@ -17,7 +17,8 @@ pub const BUCKETS: CsvFile<BucketRow> = CsvFile::new("bucket.csv");
 pub const SETUPS: CsvFile<SetupRow> = CsvFile::new("setup.csv");
 
 /// `phases.csv`: One row per phase.
-pub const PHASES: CsvFile<PhaseRow> = CsvFile::new("phases.csv");
+pub const PHASES: CsvFile<PhaseRow> =
+    CsvFile::new("phases.csv").added(&["outcome_flips", "placement_flips"]);
 
 /// `custom.csv`: One row per user of a custom limiter.
 pub const CUSTOM: CsvFile<CustomBucketRow> = CsvFile::new("custom.csv");
@@ -160,6 +161,14 @@ pub struct PhaseRow {
     pub calls: u64,
     /// How long the phase took.
     pub took_ms: f64,
+    /// reshard only: calls (variant x user) whose outcome, ran or refused, differs from the same
+    /// call before the reshard; empty in the other phases.
+    #[serde(default)]
+    pub outcome_flips: Option<u64>,
+    /// reshard only: of the same calls, those whose placement's prediction changed (the reshard
+    /// moved one of the user's keys onto or off the other's node); empty in the other phases.
+    #[serde(default)]
+    pub placement_flips: Option<u64>,
 }
 
 /// One user of a custom limiter (`--limiter`) through the cluster, checked as the bucket is.

@@ -108,9 +108,13 @@ impl Window {
     }
 }
 
+/// Each call's outcome by (variant, user): whether it ran, and whether placement said it must fail.
+pub(super) type Outcomes = BTreeMap<(String, u64), (u8, u8)>;
+
 /// What one phase did.
 pub(super) struct PhaseCalls {
     pub calls: u64,
+    pub outcomes: Outcomes,
 }
 
 /// Calls sent to one node in one pipeline, at most: replies come back in order, errors included.
@@ -136,6 +140,7 @@ pub(super) fn run_phase(
         .check_slots(&keys)
         .map_err(crate::experiments::PhaseError::Invalid)?;
     let mut calls = 0;
+    let mut outcomes = Outcomes::new();
     for &variant in variants {
         let script = variant.script();
         let mut rows: Vec<CallRow> = (0..users)
@@ -160,10 +165,12 @@ pub(super) fn run_phase(
         }
         for row in &rows {
             sink.write(row)?;
+            let call = (crate::record::csv_text(&row.variant), row.user);
+            outcomes.insert(call, (row.ok, row.predicted_fail));
         }
         calls += rows.len() as u64;
     }
-    Ok(PhaseCalls { calls })
+    Ok(PhaseCalls { calls, outcomes })
 }
 
 /// A user's row before the call: both keys, their slots and nodes, and where the EVAL goes.

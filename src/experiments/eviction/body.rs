@@ -39,7 +39,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         .phase(|| "checking the server".into())?;
     // The dedicated layout's cache lives on a server of its own, built as the frame built the
     // limiter's: this run's binary, pinning and TLS.
-    let cache_server = match p.layouts.contains(&Layout::Dedicated) {
+    let cache_server = match p.layouts.iter().any(|l| l.cache_apart()) {
         true => Some(
             s.build(&Topology::Standalone)
                 .phase(|| "starting the cache's server".into())?,
@@ -97,11 +97,11 @@ struct Servers<'a> {
 impl Servers<'_> {
     /// The server the cell's cache data goes to.
     fn cache_of(&self, layout: Layout) -> Result<&RedisServer, PhaseError> {
-        match layout {
-            Layout::Dedicated => self.cache.ok_or_else(|| {
-                PhaseError::Invalid("the dedicated layout has no cache server".into())
+        match layout.cache_apart() {
+            true => self.cache.ok_or_else(|| {
+                PhaseError::Invalid("the dedicated layouts have no cache server".into())
             }),
-            Layout::Shared | Layout::SharedDb => Ok(self.limiter),
+            false => Ok(self.limiter),
         }
     }
 }
@@ -117,14 +117,14 @@ fn reset(con: &mut redis::Connection) -> Result<(), PhaseError> {
 /// The limit `used_memory + headroom` and the policy, or none for the control.
 fn limit_memory(
     con: &mut redis::Connection,
-    p: &Params,
+    headroom: u64,
     policy: EvictionPolicy,
 ) -> Result<(u64, u64), PhaseError> {
     let used = used_memory(con)?;
     config_set(con, "maxmemory-policy", policy.redis_name())?;
     let max = match policy {
         EvictionPolicy::Unlimited => 0,
-        _ => used + p.headroom_bytes,
+        _ => used + headroom,
     };
     config_set(con, "maxmemory", &max.to_string())?;
     Ok((used, max))
@@ -184,9 +184,10 @@ fn one_cell(
     let mut lcon = limiter_server.connection()?;
     reset(&mut lcon)?;
     let mut ccon = cache_server.connection()?;
-    if cell.layout == Layout::Dedicated {
+    if cell.layout.cache_apart() {
         reset(&mut ccon)?;
     }
+    let used_empty = used_memory(&mut lcon)?;
     if cell.layout == Layout::SharedDb {
         redis::cmd("SELECT").arg(CACHE_DB).query::<()>(&mut ccon)?;
     }
@@ -209,9 +210,16 @@ fn one_cell(
     // used_memory settle after the checks before maxmemory is set from it (without it a
     // noeviction limiter write sometimes still found room).
     std::thread::sleep(Duration::from_millis(p.idle_ms));
+    let bucket_bytes = used_memory(&mut lcon)?.saturating_sub(used_empty) / p.users;
 
+    let limiter_evicted_before = evicted(&mut lcon)?;
     let pressure = pressure(p, prefix, cell, &mut lcon, &mut ccon)?;
     let written = pressure.written;
+    let growth = match cell.layout {
+        Layout::DedicatedGrowth => grow(p, rt, &url, prefix, bucket_bytes)?,
+        _ => Growth::default(),
+    };
+    let limiter_evicted = evicted(&mut lcon)? - limiter_evicted_before;
 
     let survived = cache::exists(&mut lcon, &keys)?;
     let ttl_survived = cache::count_existing(&mut ccon, &written.ttl_keys)?;
@@ -236,7 +244,7 @@ fn one_cell(
         used_before_bytes: pressure.used_before,
         used_after_bytes: pressure.used_after,
         cache_bytes_written: written.bytes,
-        evicted_on_limiter_server: pressure.limiter_evicted,
+        evicted_on_limiter_server: limiter_evicted,
         evicted_on_cache_server: pressure.cache_evicted,
         evicted_during_checks,
         limiter_keys: p.users,
@@ -255,6 +263,9 @@ fn one_cell(
         limiter_error,
         store_policy: crate::record::csv_text(&p.store_policy),
         pressure_ms: pressure.ms,
+        growth_users: growth.users,
+        growth_refused: growth.refused,
+        limiter_maxmemory_bytes: pressure.limiter_maxmemory,
     };
     let emptied =
         (0..keys.len()).map(|u| user_row(p, cell, u, Some((&before[u], survived[u])), &after[u]));
@@ -274,8 +285,8 @@ struct Pressure {
     used_after: u64,
     written: Written,
     ms: f64,
-    limiter_evicted: u64,
     cache_evicted: u64,
+    limiter_maxmemory: u64,
 }
 
 /// Sets the memory limit and policy where the cell's cache goes (and on the limiter's own
@@ -288,10 +299,12 @@ fn pressure(
     ccon: &mut redis::Connection,
 ) -> Result<Pressure, PhaseError> {
     let (limiter_evicted0, cache_evicted0) = (evicted(lcon)?, evicted(ccon)?);
-    let (used_before, maxmemory) = limit_memory(ccon, p, cell.policy)?;
-    if cell.layout == Layout::Dedicated {
-        limit_memory(lcon, p, cell.policy)?;
-    }
+    let (used_before, maxmemory) = limit_memory(ccon, p.headroom_bytes, cell.policy)?;
+    let limiter_maxmemory = match cell.layout {
+        Layout::Dedicated => limit_memory(lcon, p.headroom_bytes, cell.policy)?.1,
+        Layout::DedicatedGrowth => limit_memory(lcon, p.growth_headroom_bytes, cell.policy)?.1,
+        Layout::Shared | Layout::SharedDb => maxmemory,
+    };
     let start = Instant::now();
     let written = cache::fill(ccon, prefix, p)?;
     let ms = start.elapsed().as_secs_f64() * 1e3;
@@ -302,12 +315,38 @@ fn pressure(
         used_after: used_memory(ccon)?,
         written,
         ms,
-        limiter_evicted,
-        cache_evicted: match cell.layout {
-            Layout::Dedicated => evicted(ccon)? - cache_evicted0,
-            _ => limiter_evicted,
+        cache_evicted: match cell.layout.cache_apart() {
+            true => evicted(ccon)? - cache_evicted0,
+            false => limiter_evicted,
         },
+        limiter_maxmemory,
     })
+}
+
+/// The limiter's own growth past its server's maxmemory (dedicated-growth).
+#[derive(Debug, Default)]
+struct Growth {
+    users: u64,
+    refused: u64,
+}
+
+/// Users arriving during the pressure, one check each: `pressure` x the limiter server's headroom
+/// of new buckets at `bucket_bytes` each (what an emptied bucket took on this server).
+fn grow(
+    p: &Params,
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    prefix: &str,
+    bucket_bytes: u64,
+) -> Result<Growth, PhaseError> {
+    let room = p.pressure * p.growth_headroom_bytes as f64;
+    let users = (room / bucket_bytes.max(1) as f64).ceil() as u64;
+    let keys: Vec<String> = (0..users).map(|u| format!("{prefix}grow:{u}")).collect();
+    let tallies = check_all(p, rt, url, prefix, &keys, 1)?;
+    let refused = (tallies.iter())
+        .map(|t| t.degraded_allowed + t.degraded_denied)
+        .sum();
+    Ok(Growth { users, refused })
 }
 
 /// A user's row from its checks after the pressure and, if it came before, its checks then and

@@ -171,6 +171,9 @@ mod tests {
             limiter_oom: 0,
             store_policy: "fail-open".into(),
             pressure_ms: 1.0,
+            growth_users: 0,
+            growth_refused: 0,
+            limiter_maxmemory_bytes: 1,
         }
     }
 

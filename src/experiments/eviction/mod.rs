@@ -15,6 +15,9 @@
 //! `capacity` checks again: an exact bucket would admit only its refill since its first check;
 //! what gets through beyond that is over-admission. `new_users` arrive only then, with twice
 //! the capacity in checks: their first check creates a bucket, a write that needs memory.
+//! The dedicated-growth layout fills the limiter's own server too: after the cache data, new
+//! users with one check each add `pressure` x `growth_headroom_bytes` of buckets over its
+//! maxmemory (its used memory plus that headroom), so its policy must choose among limiter keys.
 //!
 //! Writes `eviction/eviction.csv` (one row per user and cell), `eviction/keys.csv` (one row per
 //! cell: memory, evictions, survivors per key class, the limiter's answer), `eviction/meta.json`.
@@ -65,7 +68,8 @@ pub struct Params {
     /// Repetitions of every layout x policy.
     pub trials: u32,
     /// Where the limiter's keys live beside the cache: `shared` (one database), `shared-db`
-    /// (database 1 of the same server), `dedicated` (a server of its own).
+    /// (database 1 of the same server), `dedicated` (a server of its own), `dedicated-growth`
+    /// (a server of its own, filled past its maxmemory by the limiter's own new buckets).
     pub layouts: Vec<Layout>,
     /// maxmemory-policy of the servers, or `unlimited` (no maxmemory: the control).
     pub policies: Vec<EvictionPolicy>,
@@ -79,6 +83,9 @@ pub struct Params {
     pub refill_per_sec: f64,
     /// maxmemory is the cache server's used memory plus this.
     pub headroom_bytes: u64,
+    /// dedicated-growth: the limiter's server's maxmemory is its used memory plus this, and
+    /// `pressure` x this much of new buckets (measured per bucket on the emptied ones) arrive.
+    pub growth_headroom_bytes: u64,
     /// Cache data written, as a multiple of `headroom_bytes`.
     pub pressure: f64,
     /// Size of each cache value.
@@ -123,6 +130,9 @@ impl Validate for Params {
             return Err(
                 "pressure must be > 1 (more cache than room) and headroom_bytes >= 1 MiB".into(),
             );
+        }
+        if p.growth_headroom_bytes < 1 << 16 {
+            return Err("growth_headroom_bytes must be >= 64 KiB".into());
         }
         if !(0.0..=1.0).contains(&p.cache_ttl_fraction) || p.cache_ttl_s == 0 {
             return Err("cache_ttl_fraction must be within [0, 1] and cache_ttl_s >= 1".into());

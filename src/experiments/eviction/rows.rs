@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 pub const USERS: CsvFile<UserRow> = CsvFile::new("eviction.csv");
 
 /// `keys.csv`: One row per (layout, policy, trial).
-pub const CELLS: CsvFile<CellRow> = CsvFile::new("keys.csv");
+pub const CELLS: CsvFile<CellRow> =
+    CsvFile::new("keys.csv").added(&["growth_users", "growth_refused", "limiter_maxmemory_bytes"]);
 
 /// Where the limiter's keys live relative to the cache data that pushes the store past maxmemory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -21,6 +22,10 @@ pub enum Layout {
     /// Cache keys on a server of their own with the same maxmemory and policy: the limiter's
     /// server holds limiter keys only.
     Dedicated,
+    /// As `Dedicated`, and the limiter's own server pushed past its maxmemory by its own keys:
+    /// users arriving during the pressure, one new bucket each (seed 003's drill on the store it
+    /// recommends: "Fill the store past maxmemory").
+    DedicatedGrowth,
 }
 
 /// The server's `maxmemory-policy`, or no maxmemory at all (the control).
@@ -33,6 +38,13 @@ pub enum EvictionPolicy {
     AllkeysLru,
     VolatileLru,
     VolatileTtl,
+}
+
+impl Layout {
+    /// Whether the cache data goes to a server of its own.
+    pub fn cache_apart(self) -> bool {
+        matches!(self, Layout::Dedicated | Layout::DedicatedGrowth)
+    }
 }
 
 impl EvictionPolicy {
@@ -103,7 +115,8 @@ pub struct UserRow {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CellRow {
     /// Where the cache data went: `shared` (the limiter's database), `shared-db` (database 1 of
-    /// the same server) or `dedicated` (a server of its own).
+    /// the same server), `dedicated` (a server of its own) or `dedicated-growth` (a server of its
+    /// own, and the limiter's server filled by its own new buckets).
     pub layout: Layout,
     /// The server's maxmemory-policy (`unlimited`: no maxmemory, the control).
     pub policy: EvictionPolicy,
@@ -155,4 +168,14 @@ pub struct CellRow {
     pub store_policy: String,
     /// How long writing the cache data took.
     pub pressure_ms: f64,
+    /// dedicated-growth only: users who arrived during the pressure, one check each (a new bucket
+    /// on the limiter's server); 0 in the other layouts.
+    #[serde(default)]
+    pub growth_users: u64,
+    /// Of their checks, those Redis refused (OOM), answered by the store's policy.
+    #[serde(default)]
+    pub growth_refused: u64,
+    /// maxmemory of the limiter's own server (0: unlimited): the cache's in the shared layouts.
+    #[serde(default)]
+    pub limiter_maxmemory_bytes: u64,
 }

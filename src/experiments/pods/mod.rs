@@ -23,6 +23,7 @@ mod charts;
 mod report;
 mod rows;
 mod run;
+mod slowlog;
 mod strategy;
 
 pub use rows::{PodsRunRow, PodsSecondRow, SecondPhase, RUNS, SECONDS};
@@ -190,7 +191,8 @@ mod tests {
             assert!(seed, "{profile:?} lacks the seed's configuration");
         }
         let quick = crate::experiments::frame::resolve::<Pods>(Profile::Quick, &[]).unwrap();
-        assert_eq!(quick.configs(&[]).len(), 3 * 2 + 1);
+        // Four strategies (the fallback's limit / pods needs its own) at 1 and 4 pods, one round trip.
+        assert_eq!(quick.configs(&[]).len(), 4 * 2 + 1);
         let bad = Params {
             warmup_s: 9,
             ..quick.clone()

@@ -8,7 +8,11 @@ use serde::{Deserialize, Serialize};
 pub const SECONDS: CsvFile<PodsSecondRow> = CsvFile::new("pods.csv");
 
 /// `runs.csv`: One row per run.
-pub const RUNS: CsvFile<PodsRunRow> = CsvFile::new("runs.csv");
+pub const RUNS: CsvFile<PodsRunRow> = CsvFile::new("runs.csv").added(&[
+    "slowlog_threshold_us",
+    "slowlog_entries",
+    "slowlog_script_entries",
+]);
 
 /// Where a second lies in its run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,4 +129,14 @@ pub struct PodsRunRow {
     pub command: String,
     /// That command's mean time per call inside Redis (INFO commandstats usec_per_call).
     pub usec_per_call: f64,
+    /// The server's slowlog-log-slower-than during the run, µs (10,000, 10 ms, is Redis's
+    /// default; 0 in runs before it was recorded).
+    #[serde(default)]
+    pub slowlog_threshold_us: i64,
+    /// Commands Redis's slow log recorded during the run (SLOWLOG GET, entries newer than the run).
+    #[serde(default)]
+    pub slowlog_entries: u64,
+    /// Of them, runs of the limiter's script (EVAL, EVALSHA, FCALL and their read-only forms).
+    #[serde(default)]
+    pub slowlog_script_entries: u64,
 }

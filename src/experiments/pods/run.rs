@@ -2,6 +2,7 @@
 //! around it; and the rows it leaves.
 
 use super::rows::{PodsRunRow, PodsSecondRow, SecondPhase};
+use super::slowlog;
 use super::{Config, Params};
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{unix_ms, LimitSpec, Strategy};
@@ -93,9 +94,12 @@ impl One<'_> {
         let mut fleet = Fleet::spawn_pods(&plan).phase(what)?;
         self.sink.begin(origin_ms);
         let before = ServerSample::take(&s.target).phase(what)?;
+        let mut con = s.target.connection().phase(what)?;
+        let slow_before = slowlog::newest_id(&mut con).phase(what)?;
         fleet.go().phase(what)?;
         let tally = fleet.collect_pods().phase(what)?;
         let after = ServerSample::take(&s.target).phase(what)?;
+        let slow = slowlog::since(&mut con, slow_before).phase(what)?;
         s.fail_on_errors(&tally.open.checks).phase(what)?;
         if let Some(e) = &tally.first_send_error {
             let detail = format!("{} sends to the sink failed: {e}", tally.send_errors);
@@ -104,9 +108,12 @@ impl One<'_> {
         s.run.open_loop_run(&what(), &tally.open);
         let count = self.sink.count();
         let seconds = self.seconds(p, &tally.seconds, &count);
-        let run = self
+        let mut run = self
             .run_row(p, &tally, &count, &seconds, &before.cost_until(&after))
             .phase(what)?;
+        run.slowlog_threshold_us = slow.threshold_us;
+        run.slowlog_entries = slow.entries;
+        run.slowlog_script_entries = slow.script_entries;
         Ok(Measured { seconds, run })
     }
 
@@ -212,6 +219,10 @@ impl One<'_> {
             },
             command,
             usec_per_call,
+            // Filled in by `measure`, which reads the slow log around the run.
+            slowlog_threshold_us: 0,
+            slowlog_entries: 0,
+            slowlog_script_entries: 0,
         })
     }
 }

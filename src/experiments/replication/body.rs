@@ -3,7 +3,7 @@
 
 use super::compare::compare_buckets;
 use super::stream::{command_calls, stream_rows, Sides};
-use super::{Params, BUCKETS, MUST_OWN, STREAM};
+use super::{Params, BUCKETS, MUST_OWN, STREAM, TTLS};
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{LimitSpec, Strategy};
 use crate::load::{run_closed_loop, KeyChoice, Stop, WorkerSpec};
@@ -14,6 +14,7 @@ use std::time::Duration;
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut bucket_rows = BUCKETS.create(&s.run.staging)?;
     let mut stream_sink = STREAM.create(&s.run.staging)?;
+    let mut ttl_sink = TTLS.create(&s.run.staging)?;
     let primary = (s.target.owned(MUST_OWN)).phase(|| "checking the server".into())?;
     let replica = (s.replicas.first())
         .ok_or_else(|| PhaseError::Invalid("the frame built no replica".into()))
@@ -63,6 +64,13 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     replica
         .check_alive()
         .phase(|| "checking the replica".into())?;
+    // After the comparison, so the extra calls change nothing it read.
+    let keys: Vec<String> = rows.iter().map(|r| r.key.clone()).collect();
+    let ttls = super::ttl::read(&primary.url(), &limit, &keys, s.ctx.timeouts)
+        .phase(|| "calling every bucket once more and reading its PTTL".into())?;
+    for row in &ttls {
+        ttl_sink.write(row)?;
+    }
     let matched = rows.iter().filter(|r| r.matched == 1).count();
     for row in &rows {
         bucket_rows.write(row)?;

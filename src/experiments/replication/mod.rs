@@ -22,8 +22,9 @@ mod compare;
 mod report;
 mod rows;
 mod stream;
+mod ttl;
 
-pub use rows::{BucketRow, StreamRow, BUCKETS, STREAM};
+pub use rows::{BucketRow, StreamRow, TtlRow, BUCKETS, STREAM, TTLS};
 
 use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
 use crate::record::Table;
@@ -49,7 +50,7 @@ impl Definition for Replication {
     const SUMMARY: Summarize = report::summary;
 
     fn tables() -> Vec<Table> {
-        vec![BUCKETS.table(), STREAM.table()]
+        vec![BUCKETS.table(), STREAM.table(), TTLS.table()]
     }
 }
 

@@ -6,6 +6,9 @@ use serde::{Deserialize, Serialize};
 /// `replication.csv`: One row per bucket, read on both sides.
 pub const BUCKETS: CsvFile<BucketRow> = CsvFile::new("replication.csv");
 
+/// `ttl.csv`: One row per bucket, called once more on the primary with its PTTL read right after.
+pub const TTLS: CsvFile<TtlRow> = CsvFile::new("ttl.csv");
+
 /// `stream.csv`: One row per command either side executed.
 pub const STREAM: CsvFile<StreamRow> = CsvFile::new("stream.csv");
 
@@ -54,4 +57,24 @@ pub struct StreamRow {
     pub monitor_on_replica: u64,
     /// The arguments of the first such line: what the replica was told to do.
     pub example_on_replica: String,
+}
+
+/// One bucket called once more on the primary after the comparison, its PTTL read right behind
+/// the call: the expiry the script had just set, beside the bucket's time to refill completely.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TtlRow {
+    /// Its index among the run's buckets.
+    pub bucket: u64,
+    /// The bucket's key.
+    pub key: String,
+    /// The bucket's capacity, tokens.
+    pub capacity: u64,
+    /// Its refill rate, tokens per second.
+    pub refill_per_sec: f64,
+    /// capacity / rate, ms: how long an emptied bucket takes to be full again (seed 002: its TTL).
+    pub full_refill_ms: f64,
+    /// The expiry ratelab's limiter passes the script (its ARGV), ms.
+    pub ttl_asked_ms: u64,
+    /// PTTL read right after the call, queued behind it on the same connection, ms.
+    pub pttl_ms: i64,
 }

@@ -1,0 +1,52 @@
+//! Redis's slow log around a pods run, read without resetting it (the server may be the user's):
+//! the entries whose id is above the newest one before the run were logged during it.
+
+use crate::server::ServerError;
+
+/// A SLOWLOG GET entry: [id, time, duration µs, [args], client address, client name].
+type Entry = (i64, i64, i64, Vec<String>, String, String);
+
+/// Commands that run the limiter's script.
+const SCRIPT_COMMANDS: [&str; 5] = ["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall"];
+
+/// What the slow log held after a run.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct SlowLog {
+    /// slowlog-log-slower-than during the run, µs (Redis's default is 10,000: 10 ms).
+    pub threshold_us: i64,
+    /// Entries logged during the run.
+    pub entries: u64,
+    /// Of them, runs of the limiter's script.
+    pub script_entries: u64,
+}
+
+fn entries(con: &mut redis::Connection) -> Result<Vec<Entry>, ServerError> {
+    let raw: Vec<redis::Value> = redis::cmd("SLOWLOG").arg("GET").arg(-1).query(con)?;
+    Ok(raw
+        .into_iter()
+        .filter_map(|v| redis::from_redis_value::<Entry>(v).ok())
+        .collect())
+}
+
+/// The newest entry's id now (-1 for an empty log).
+pub(super) fn newest_id(con: &mut redis::Connection) -> Result<i64, ServerError> {
+    Ok(entries(con)?.iter().map(|e| e.0).max().unwrap_or(-1))
+}
+
+/// The entries logged after the one with id `since`, and the threshold they were logged at.
+pub(super) fn since(con: &mut redis::Connection, since: i64) -> Result<SlowLog, ServerError> {
+    let threshold: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("slowlog-log-slower-than")
+        .query(con)?;
+    let threshold_us = threshold.get(1).and_then(|t| t.parse().ok()).unwrap_or(-1);
+    let new: Vec<Entry> = entries(con)?.into_iter().filter(|e| e.0 > since).collect();
+    let is_script = |e: &&Entry| {
+        (e.3.first()).is_some_and(|c| SCRIPT_COMMANDS.iter().any(|s| c.eq_ignore_ascii_case(s)))
+    };
+    Ok(SlowLog {
+        threshold_us,
+        entries: new.len() as u64,
+        script_entries: new.iter().filter(is_script).count() as u64,
+    })
+}
