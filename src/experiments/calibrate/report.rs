@@ -19,7 +19,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("depth", |r| r.depth.to_string()),
         ("tool", |r| r.tool.clone()),
     ];
-    let stats: [Stat<CalibrateRow>; 7] = [
+    let stats: [Stat<CalibrateRow>; 9] = [
         ("ops/s", |r| Some(r.ops_per_s)),
         ("client CPU µs/op", |r| Some(r.client_cpu_us_per_op)),
         ("duration s", |r| Some(r.duration_s)),
@@ -27,6 +27,8 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("Redis busy %", |r| Some(r.redis_busy_pct)),
         ("Redis waiting for a CPU %", |r| r.redis_waiting_for_cpu_pct),
         ("Redis idle %", |r| r.redis_idle_pct),
+        ("client CPU % of wall", |r| r.client_cpu_pct),
+        ("harness steal %", |r| r.harness_steal_pct),
     ];
     Ok(format!(
         "{}\n{}",
@@ -112,6 +114,8 @@ mod tests {
             redis_busy_pct: 90.0,
             redis_waiting_for_cpu_pct: Some(1.0),
             redis_idle_pct: Some(9.0),
+            client_cpu_pct: None,
+            harness_steal_pct: None,
         }
     }
 
