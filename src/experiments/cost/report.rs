@@ -43,11 +43,12 @@ fn not_judged(rows: &[CostRow]) -> String {
         Redis idle, waiting for requests, at most the bar in this experiment's notes).",
         rows.len()
     );
+    out.push('\n');
     let excluded: Vec<&CostRow> = rows.iter().filter(|r| r.rate_set_by != "redis").collect();
     if excluded.is_empty() {
         return out;
     }
-    out.push_str(" Not judged:\n\n| strategy | variant | run | client | Redis idle % | Redis busy % | why |\n");
+    out.push_str("Not judged:\n\n| strategy | variant | run | client | Redis idle % | Redis busy % | why |\n");
     out.push_str("|---|---|---|---|---|---|---|\n");
     for r in excluded {
         let idle = r.redis_idle_pct.map_or("-".to_string(), short);
