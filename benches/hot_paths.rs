@@ -72,6 +72,73 @@ fn encoding(c: &mut Criterion) {
     });
 }
 
+/// The same decisions on the redis-rs path (the experiments' one-at-a-time checks where the lean
+/// client does not serve them): the `redis::Cmd` or `redis::Pipeline` the limiter builds, packed,
+/// and a reply parsed into a `redis::Value` and converted as the limiter reads it. The
+/// multiplexed connection's channel and driver task are not in it: calibrate's redis-rs rows
+/// measure them.
+fn redis_rs_path(c: &mut Criterion) {
+    let spec = LimitSpec::default();
+    let bucket = Limiter::new(Strategy::LuaBucket, spec);
+    let sha = bucket
+        .script()
+        .map(|(_, sha)| sha.to_string())
+        .unwrap_or_default();
+    let (mut key, mut index) = (String::new(), 0u64);
+    c.bench_function("redis-rs: pack EVALSHA lua-bucket decision", |b| {
+        b.iter(|| {
+            key.clear();
+            index = (index + 7919) % 10_000;
+            KeyChoice::write_indexed(&mut key, "ratelab:bench:", index);
+            let packed = redis::cmd("EVALSHA")
+                .arg(&sha)
+                .arg(1)
+                .arg(black_box(&key))
+                .arg(spec.capacity)
+                .arg(spec.refill_per_sec)
+                .arg(1)
+                .arg(spec.bucket_ttl_ms())
+                .get_packed_command();
+            black_box(packed.len())
+        })
+    });
+    c.bench_function("redis-rs: pack GET", |b| {
+        b.iter(|| {
+            let packed = redis::cmd("GET")
+                .arg(black_box("ratelab:bench:000000004242"))
+                .get_packed_command();
+            black_box(packed.len())
+        })
+    });
+    c.bench_function("redis-rs: pack MULTI INCR PEXPIRE EXEC", |b| {
+        b.iter(|| {
+            let window = black_box("ratelab:bench:000000004242:29538001");
+            let packed = redis::pipe()
+                .atomic()
+                .incr(window, 1)
+                .pexpire(window, spec.window_ttl_ms() as i64)
+                .get_packed_pipeline();
+            black_box(packed.len())
+        })
+    });
+    let reply = b"*3\r\n:1\r\n:99\r\n:0\r\n";
+    c.bench_function("redis-rs: parse a decision reply into Vec<i64>", |b| {
+        b.iter(|| {
+            let value = redis::parse_redis_value(black_box(reply)).unwrap();
+            let decision: Vec<i64> = redis::from_redis_value(value).unwrap();
+            black_box(decision[0])
+        })
+    });
+    let exec = b"*2\r\n:42\r\n:1\r\n";
+    c.bench_function("redis-rs: parse EXEC's reply into (count,)", |b| {
+        b.iter(|| {
+            let value = redis::parse_redis_value(black_box(exec)).unwrap();
+            let (count, _): (i64, i64) = redis::from_redis_value(value).unwrap();
+            black_box(count)
+        })
+    });
+}
+
 /// Recording one latency, and merging 16 workers' histograms into one.
 fn histograms(c: &mut Criterion) {
     let mut h = latency::new_histogram().unwrap();
@@ -149,6 +216,9 @@ fn csv_row(c: &mut Criterion) {
         redis_cpu_us: 4_270_000.5,
         cpu_us_per_decision: 7.259_382,
         redis_busy_pct: 85.386_551,
+        redis_waiting_for_cpu_pct: Some(0.412_5),
+        redis_idle_pct: Some(14.200_9),
+        rate_set_by: "client".into(),
         busiest_command: "evalsha".into(),
         usec_per_call: 6.1,
         command_usec_per_decision: 6.2,
@@ -197,5 +267,13 @@ fn proxy_pump(c: &mut Criterion) {
     drop(proxy);
 }
 
-criterion_group!(benches, encoding, histograms, schedule, csv_row, proxy_pump);
+criterion_group!(
+    benches,
+    encoding,
+    redis_rs_path,
+    histograms,
+    schedule,
+    csv_row,
+    proxy_pump
+);
 criterion_main!(benches);

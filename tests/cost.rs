@@ -1,6 +1,7 @@
 //! Redis CPU per decision, measured by Redis's own main-thread CPU counters (not wall time, so
 //! a noisy machine slows both alike): a Lua decision must cost more than a plain GET. And the
-//! sliding log's variants run on logs at their limit: full before and after, and denying.
+//! sliding log's variants run on logs at their limit: full before and after, and denying; each
+//! row names its client and who set its rate.
 
 use crate::common;
 
@@ -81,6 +82,7 @@ fn the_sliding_log_variants_run_on_full_logs_and_deny() {
             ("log_limits", "[100, 10000]"),
             ("log_entries", "20000"),
             ("log_window_ms", "120000"),
+            ("redis_bound_idle_pct", "5"),
         ],
     );
     let rows: Vec<CostRow> = read_typed(&dir.join("cost.csv")).unwrap();
@@ -108,5 +110,14 @@ fn the_sliding_log_variants_run_on_full_logs_and_deny() {
         assert!(r.denied > r.allowed, "{r:?}");
         assert_eq!(r.errors, 0, "{r:?}");
         assert!(r.cpu_us_per_decision > 0.0, "{r:?}");
+        // One request at a time, on the lean client (it serves a script); who set the rate
+        // follows the row's own idle share and the run's bar, never the other way round.
+        assert_eq!((r.depth, r.client.as_str()), (1, "lean"), "{r:?}");
+        let idle = r
+            .redis_idle_pct
+            .expect("a managed server's idle share is measured");
+        let bar = 5.0;
+        let by = if idle <= bar { "redis" } else { "client" };
+        assert_eq!(r.rate_set_by, by, "{r:?}");
     }
 }

@@ -7,6 +7,7 @@ mod adapters;
 mod auth;
 mod bad_input;
 mod bigkey;
+mod calibrate;
 mod chaos;
 mod cli;
 mod cluster;

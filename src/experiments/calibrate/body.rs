@@ -2,11 +2,11 @@
 
 use super::CALIBRATE;
 use super::{BenchCommand, CalibrateRow, Params};
-use crate::experiments::measure::{children_cpu_s, measure};
+use crate::experiments::measure::{children_cpu_s, measure, Measured};
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{LimitSpec, Limiter, Strategy};
-use crate::load::{KeyChoice, Stop, WorkerSpec};
-use crate::server::{pin, set_parent_death_signal, ServerSample, Target};
+use crate::load::{ClosedLoop, KeyChoice, Stop, WorkerSpec};
+use crate::server::{pin, set_parent_death_signal, steal_ns_by_cpu, ServerSample, Target};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -23,7 +23,8 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         );
     }
     let mut rows = CALIBRATE.create(&s.run.staging)?;
-    let runs = p.commands.len() * p.depths.len() * p.pairs as usize * 2;
+    let depth_ones = p.depths.iter().filter(|&&d| d == 1).count();
+    let runs = p.commands.len() * p.pairs as usize * (p.depths.len() * 2 + depth_ones);
     let bar = s.progress(runs as u64);
     prepare(&s.target, p, &s.prefix).phase(|| "loading keys and the script".into())?;
     for &command in &p.commands {
@@ -39,50 +40,32 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             // ratelab's decisions in its last run: redis-benchmark runs as many requests.
             let mut last_ops = 0;
             for pair in 0..p.pairs {
-                let benchmark_run = |requests: u64| {
-                    let bench = Bench {
-                        binary: &benchmark,
-                        server: &server,
-                        command,
-                        key_prefix: &key_prefix,
-                        requests: requests.max(1),
-                        pair,
-                        depth,
+                for tool in tools_of(depth, pair) {
+                    let row = match tool {
+                        Tool::Benchmark => {
+                            let bench = Bench {
+                                binary: &benchmark,
+                                server: &server,
+                                command,
+                                key_prefix: &key_prefix,
+                                requests: last_ops.max(1),
+                                pair,
+                                depth,
+                            };
+                            (bench.run(s, p))
+                                .phase(|| format!("pair {pair} of {}: redis-benchmark", name()))?
+                        }
+                        Tool::Lean | Tool::RedisRs => {
+                            plan.template.pipelined = tool == Tool::Lean;
+                            let what = || format!("pair {pair} of {}: {}", name(), tool.name());
+                            let row = ratelab_run(s, p, &plan, (command, tool, pair), &what)?;
+                            if tool == Tool::Lean {
+                                last_ops = row.ops;
+                            }
+                            row
+                        }
                     };
-                    (bench.run(s, p))
-                        .phase(|| format!("pair {pair} of {}: redis-benchmark", name()))
-                };
-                // A B, then B A (odd pairs): a drift of the machine within a cell falls on both
-                // tools alike instead of always on the one that runs second.
-                let benchmark_first = pair % 2 == 1;
-                if benchmark_first {
-                    rows.write(&benchmark_run(last_ops)?)?;
-                    bar.inc(1);
-                }
-                let what = || format!("pair {pair} of {}: ratelab", name());
-                let m = measure(target, &plan, &what)?;
-                let ops = m.tally.admitted + m.tally.denied;
-                rows.write(&CalibrateRow {
-                    command: command.name().into(),
-                    tool: "ratelab".into(),
-                    pair,
-                    depth,
-                    ops,
-                    ops_per_s: m.decisions_per_s(),
-                    client_cpu_s: m.client_cpu_s,
-                    client_cpu_us_per_op: per_op_us(m.client_cpu_s, ops),
-                    duration_s: m.tally.elapsed_ns as f64 / 1e9,
-                    clients: p.clients,
-                    keys: p.keys,
-                    redis_cpu_us_per_op: m.cpu_us_per_decision(),
-                    redis_busy_pct: m.server.busy_pct(),
-                    redis_waiting_for_cpu_pct: m.server.waiting_for_cpu_pct(),
-                    redis_idle_pct: m.server.idle_pct(),
-                })?;
-                bar.inc(1);
-                last_ops = ops;
-                if !benchmark_first {
-                    rows.write(&benchmark_run(ops)?)?;
+                    rows.write(&row)?;
                     bar.inc(1);
                 }
             }
@@ -90,6 +73,120 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     }
     bar.finish_and_clear();
     Ok(())
+}
+
+/// Who sends a run's requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tool {
+    /// ratelab's lean raw-RESP client (`load::pipelined`).
+    Lean,
+    /// ratelab's redis-rs path: what the experiments' one-at-a-time checks run on.
+    RedisRs,
+    /// Redis's own redis-benchmark.
+    Benchmark,
+}
+
+impl Tool {
+    fn name(self) -> &'static str {
+        match self {
+            Tool::Lean => "ratelab",
+            Tool::RedisRs => "redis-rs",
+            Tool::Benchmark => "redis-benchmark",
+        }
+    }
+}
+
+/// Steal on the harness's CPUs so far, ns (a client the hypervisor stopped sends nothing); None
+/// when the harness is not pinned.
+fn harness_steal_ns(s: &Session) -> Option<u64> {
+    let harness = &s.ctx.pin.harness;
+    let steal = (steal_ns_by_cpu().into_iter())
+        .filter(|(cpu, _)| harness.contains(cpu))
+        .map(|(_, ns)| ns);
+    (!harness.is_empty()).then(|| steal.sum())
+}
+
+/// The steal between two readings of [`harness_steal_ns`], as a share of `wall_s`.
+fn steal_pct(before: Option<u64>, after: Option<u64>, wall_s: f64) -> Option<f64> {
+    let (before, after) = (before?, after?);
+    Some(share_pct(after.saturating_sub(before) as f64 / 1e9, wall_s))
+}
+
+/// The tools of one pair in the order they run: A B, then B A (odd pairs), so a drift of the
+/// machine within a cell falls on both tools alike instead of always on the one that runs second.
+/// redis-rs, the path the experiments' one-at-a-time checks take, runs between them at depth 1.
+fn tools_of(depth: usize, pair: u32) -> Vec<Tool> {
+    let mut tools = vec![Tool::Lean];
+    if depth == 1 {
+        tools.push(Tool::RedisRs);
+    }
+    tools.push(Tool::Benchmark);
+    if pair % 2 == 1 {
+        tools.reverse();
+    }
+    tools
+}
+
+/// One measured run of ratelab's `plan` (lean or redis-rs, as its template says) and its row,
+/// with the harness CPUs' steal around it.
+fn ratelab_run(
+    s: &Session,
+    p: &Params,
+    plan: &ClosedLoop,
+    (command, tool, pair): (BenchCommand, Tool, u32),
+    what: &dyn Fn() -> String,
+) -> Result<CalibrateRow, ExperimentError> {
+    let steal_before = harness_steal_ns(s);
+    let m = measure(&s.target, plan, what)?;
+    let steal = (steal_before, harness_steal_ns(s));
+    Ok(ratelab_row(
+        p,
+        (command, tool, pair),
+        plan.template.in_flight,
+        &m,
+        steal,
+    ))
+}
+
+/// The row of one ratelab run (lean or redis-rs); `steal` the harness CPUs' steal before and
+/// after it.
+fn ratelab_row(
+    p: &Params,
+    (command, tool, pair): (BenchCommand, Tool, u32),
+    depth: usize,
+    m: &Measured,
+    steal: (Option<u64>, Option<u64>),
+) -> CalibrateRow {
+    let ops = m.tally.admitted + m.tally.denied;
+    let duration_s = m.tally.elapsed_ns as f64 / 1e9;
+    CalibrateRow {
+        command: command.name().into(),
+        tool: tool.name().into(),
+        pair,
+        depth,
+        ops,
+        ops_per_s: m.decisions_per_s(),
+        client_cpu_s: m.client_cpu_s,
+        client_cpu_us_per_op: per_op_us(m.client_cpu_s, ops),
+        duration_s,
+        clients: p.clients,
+        keys: p.keys,
+        redis_cpu_us_per_op: m.cpu_us_per_decision(),
+        redis_busy_pct: m.server.busy_pct(),
+        redis_waiting_for_cpu_pct: m.server.waiting_for_cpu_pct(),
+        redis_idle_pct: m.server.idle_pct(),
+        client_cpu_pct: Some(share_pct(m.client_cpu_s, duration_s)),
+        harness_steal_pct: steal_pct(steal.0, steal.1, duration_s),
+    }
+}
+
+/// `part_s` as a percentage of `whole_s`.
+fn share_pct(part_s: f64, whole_s: f64) -> f64 {
+    if whole_s > 0.0 {
+        100.0 * part_s / whole_s
+    } else {
+        0.0
+    }
 }
 
 /// ratelab's side: one lean pipelined worker, `clients` connections, `depth` in flight on each.
@@ -196,12 +293,14 @@ impl Bench<'_> {
         let cpu_before = children_cpu_s();
         let before = ServerSample::take(target)?;
         let started = Instant::now();
+        let steal_before = harness_steal_ns(s);
         let output = cmd
             .output()
             .map_err(|e| PhaseError::Invalid(format!("running {}: {e}", benchmark.display())))?;
         let wall = started.elapsed().as_secs_f64();
         let after = ServerSample::take(target)?;
         let client_cpu_s = children_cpu_s() - cpu_before;
+        let steal_after = harness_steal_ns(s);
         let stdout = String::from_utf8_lossy(&output.stdout);
         if !output.status.success() {
             return Err(PhaseError::Invalid(format!(
@@ -231,6 +330,8 @@ impl Bench<'_> {
             redis_busy_pct: cost.busy_pct(),
             redis_waiting_for_cpu_pct: cost.waiting_for_cpu_pct(),
             redis_idle_pct: cost.idle_pct(),
+            client_cpu_pct: Some(share_pct(client_cpu_s, wall)),
+            harness_steal_pct: steal_pct(steal_before, steal_after, wall),
         })
     }
 }

@@ -180,6 +180,8 @@ EVALSHA,redis-benchmark,0,16,520000,52000,3.1,6.0,10,50,1,7,80
                 redis_busy_pct: 0.0,
                 redis_waiting_for_cpu_pct: None,
                 redis_idle_pct: None,
+                client_cpu_pct: None,
+                harness_steal_pct: None,
             })
             .collect();
         let g = group(&rows);

@@ -31,6 +31,12 @@
 //! socket lock the softirq delivering Redis's replies holds (~40% of samples between them).
 //! The measured ratios are in the calibrate section of REPORT.md: the median of the pairs' ratios.
 //!
+//! At depth 1 a third client runs in every pair: ratelab's redis-rs path (tool `redis-rs`), which
+//! the experiments' one-at-a-time checks take where the lean client does not serve them (issue
+//! 39): its ops/s, client CPU per op and Redis's busy and idle shares sit beside the other two.
+//! Per run, the client's CPU over the wall time and the steal on the harness's CPUs say whether a
+//! run that left Redis idle had a busy client, a waiting one, or a machine that took its CPU.
+//!
 //! Writes `calibrate/calibrate.csv` (one row per run), `calibrate/meta.json`.
 
 mod body;

@@ -8,7 +8,6 @@ use crate::analysis::AnalysisError;
 use std::fmt::Write as _;
 use std::path::Path;
 
-const OURS: &str = "ratelab";
 const REFERENCE: &str = "redis-benchmark";
 
 /// The two tools' ratios per command and depth first, then both side by side.
@@ -19,7 +18,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("depth", |r| r.depth.to_string()),
         ("tool", |r| r.tool.clone()),
     ];
-    let stats: [Stat<CalibrateRow>; 7] = [
+    let stats: [Stat<CalibrateRow>; 9] = [
         ("ops/s", |r| Some(r.ops_per_s)),
         ("client CPU µs/op", |r| Some(r.client_cpu_us_per_op)),
         ("duration s", |r| Some(r.duration_s)),
@@ -27,6 +26,8 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("Redis busy %", |r| Some(r.redis_busy_pct)),
         ("Redis waiting for a CPU %", |r| r.redis_waiting_for_cpu_pct),
         ("Redis idle %", |r| r.redis_idle_pct),
+        ("client CPU % of wall", |r| r.client_cpu_pct),
+        ("harness steal %", |r| r.harness_steal_pct),
     ];
     Ok(format!(
         "{}\n{}",
@@ -35,33 +36,37 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
     ))
 }
 
-/// Per command and depth: ratelab's ops/s and client CPU per op over redis-benchmark's, pair by
-/// pair (the two runs of a pair side by side, minutes from the next pair on a shared machine): the
-/// median of the pairs' ratios and their range, so one stalled pair shows as a range, not a mean.
-/// Redis busy % and idle % (waiting for requests) under each tool are the means of its runs.
+/// Per command, depth and client (ratelab's lean client, its redis-rs path): its ops/s and client
+/// CPU per op over redis-benchmark's, pair by pair (the runs of a pair side by side, minutes from
+/// the next pair on a shared machine): the median of the pairs' ratios and their range, so one
+/// stalled pair shows as a range, not a mean. Redis busy % and idle % (waiting for requests)
+/// under each tool are the means of its runs.
 fn ratios(rows: &[CalibrateRow]) -> String {
-    let mut groups: Vec<(String, usize)> = Vec::new();
-    for r in rows {
-        if !groups.contains(&(r.command.clone(), r.depth)) {
-            groups.push((r.command.clone(), r.depth));
+    let mut groups: Vec<(String, usize, String)> = Vec::new();
+    for r in rows.iter().filter(|r| r.tool != REFERENCE) {
+        let group = (r.command.clone(), r.depth, r.tool.clone());
+        if !groups.contains(&group) {
+            groups.push(group);
         }
     }
     let mut out = String::from(
-        "| command | depth | ops/s ratelab / redis-benchmark | client CPU per op ratelab / \
-        redis-benchmark | Redis busy % (ratelab) | Redis busy % (redis-benchmark) | \
-        Redis idle % (ratelab) | Redis idle % (redis-benchmark) |\n\
-        |---|---|---|---|---|---|---|---|\n",
+        "| command | depth | client | ops/s client / redis-benchmark | client CPU per op client / \
+        redis-benchmark | Redis busy % (client) | Redis busy % (redis-benchmark) | \
+        Redis idle % (client) | Redis idle % (redis-benchmark) |\n\
+        |---|---|---|---|---|---|---|---|---|\n",
     );
-    for (command, depth) in groups {
-        let command = command.as_str();
-        let runs = |tool: &'static str| {
+    for (command, depth, tool) in groups {
+        let (command, tool) = (command.as_str(), tool.as_str());
+        let runs = |of: &str| -> Vec<&CalibrateRow> {
             (rows.iter())
-                .filter(move |r| r.command == command && r.depth == depth && r.tool == tool)
+                .filter(|r| r.command == command && r.depth == depth && r.tool == of)
+                .collect()
         };
+        let (mine, reference) = (runs(tool), runs(REFERENCE));
         let ratio = |f: fn(&CalibrateRow) -> f64| {
-            let per_pair: Vec<f64> = runs(OURS)
+            let per_pair: Vec<f64> = (mine.iter())
                 .filter_map(|a| {
-                    let b = runs(REFERENCE).find(|b| b.pair == a.pair)?;
+                    let b = reference.iter().find(|b| b.pair == a.pair)?;
                     (f(b) > 0.0).then(|| f(a) / f(b))
                 })
                 .collect();
@@ -73,19 +78,19 @@ fn ratios(rows: &[CalibrateRow]) -> String {
                 _ => "-".to_string(),
             }
         };
-        let mean = |tool, f: fn(&CalibrateRow) -> Option<f64>| {
-            let v: Vec<f64> = runs(tool).filter_map(f).collect();
+        let mean = |of: &[&CalibrateRow], f: fn(&CalibrateRow) -> Option<f64>| {
+            let v: Vec<f64> = of.iter().filter_map(|r| f(r)).collect();
             Summary::of(&v).map_or("-".to_string(), |s| short(s.mean))
         };
         let _ = writeln!(
             out,
-            "| {command} | {depth} | {} | {} | {} | {} | {} | {} |",
+            "| {command} | {depth} | {tool} | {} | {} | {} | {} | {} | {} |",
             ratio(|r| r.ops_per_s),
             ratio(|r| r.client_cpu_us_per_op),
-            mean(OURS, |r| Some(r.redis_busy_pct)),
-            mean(REFERENCE, |r| Some(r.redis_busy_pct)),
-            mean(OURS, |r| r.redis_idle_pct),
-            mean(REFERENCE, |r| r.redis_idle_pct)
+            mean(&mine, |r| Some(r.redis_busy_pct)),
+            mean(&reference, |r| Some(r.redis_busy_pct)),
+            mean(&mine, |r| r.redis_idle_pct),
+            mean(&reference, |r| r.redis_idle_pct)
         );
     }
     out
@@ -94,6 +99,8 @@ fn ratios(rows: &[CalibrateRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const OURS: &str = "ratelab";
 
     fn row(command: &str, tool: &str, depth: usize, ops_per_s: f64, cpu: f64) -> CalibrateRow {
         CalibrateRow {
@@ -112,6 +119,8 @@ mod tests {
             redis_busy_pct: 90.0,
             redis_waiting_for_cpu_pct: Some(1.0),
             redis_idle_pct: Some(9.0),
+            client_cpu_pct: None,
+            harness_steal_pct: None,
         }
     }
 
@@ -124,13 +133,28 @@ mod tests {
         ];
         let table = ratios(&rows);
         assert!(
-            table.contains("| GET | 1 | 1.20 | 0.80 | 90 | 90 | 9 | 9 |"),
+            table.contains("| GET | 1 | ratelab | 1.20 | 0.80 | 90 | 90 | 9 | 9 |"),
             "{table}"
         );
         assert!(
-            table.contains("| GET | 16 | - | - | 90 | - | 9 | - |"),
+            table.contains("| GET | 16 | ratelab | - | - | 90 | - | 9 | - |"),
             "{table}"
         );
+    }
+
+    #[test]
+    fn the_redis_rs_path_has_a_line_of_its_own() {
+        let rows = [
+            row("GET", OURS, 1, 120.0, 8.0),
+            row("GET", "redis-rs", 1, 90.0, 12.0),
+            row("GET", REFERENCE, 1, 100.0, 10.0),
+        ];
+        let table = ratios(&rows);
+        assert!(
+            table.contains("| GET | 1 | redis-rs | 0.90 | 1.20 | 90 | 90 | 9 | 9 |"),
+            "{table}"
+        );
+        assert!(!table.contains("| GET | 1 | redis-benchmark |"), "{table}");
     }
 
     #[test]
@@ -150,7 +174,7 @@ mod tests {
         let table = ratios(&rows);
         assert!(
             table.contains(
-                "| EVALSHA | 16 | 1.05 (0.40-1.10) | 1.00 (1.00-1.00) | 90 | 90 | 9 | 9 |"
+                "| EVALSHA | 16 | ratelab | 1.05 (0.40-1.10) | 1.00 (1.00-1.00) | 90 | 90 | 9 | 9 |"
             ),
             "{table}"
         );

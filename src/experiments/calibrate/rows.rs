@@ -11,7 +11,8 @@ pub const CALIBRATE: CsvFile<CalibrateRow> = CsvFile::new("calibrate.csv");
 pub struct CalibrateRow {
     /// What both tools send: `GET` (a plain GET) or `EVALSHA` (the lua-bucket script).
     pub command: String,
-    /// `ratelab` or `redis-benchmark`.
+    /// `ratelab` (its lean raw-RESP client), `redis-rs` (ratelab's redis-rs path, which the
+    /// experiments' one-at-a-time checks take; depth 1 only) or `redis-benchmark`.
     pub tool: String,
     pub pair: u32,
     /// Requests in flight per connection (redis-benchmark's `-P`).
@@ -36,4 +37,14 @@ pub struct CalibrateRow {
     /// (100 - busy - waiting for a CPU); empty for a server the user named.
     #[serde(default)]
     pub redis_idle_pct: Option<f64>,
+    /// The client's CPU (user + sys, start-up included) as a percentage of the run's wall time:
+    /// near 100, one core's worth, the client was the limit; well under it while Redis idled, the
+    /// client waited (a stall, its scheduling). Empty in runs before it was measured.
+    #[serde(default)]
+    pub client_cpu_pct: Option<f64>,
+    /// Steal on the harness's CPUs (the client's) during the run, percent of its wall time: time
+    /// the hypervisor gave someone else. Empty when the harness is not pinned and in runs before it
+    /// was measured.
+    #[serde(default)]
+    pub harness_steal_pct: Option<f64>,
 }

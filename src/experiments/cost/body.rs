@@ -50,7 +50,10 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             let spec = WorkerSpec {
                 connections: p.clients,
                 in_flight: v.depth,
-                pipelined: v.depth > 1,
+                // The lean client wherever it serves the strategy (every one-command decision and
+                // MULTI INCR PEXPIRE EXEC): at one request per connection redis-rs's own CPU per
+                // request left Redis idle (issue 39); the rows say which client ran.
+                pipelined: true,
                 ..WorkerSpec::new(
                     v.strategy,
                     v.limit,
@@ -89,6 +92,16 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     }
     bar.finish_and_clear();
     Ok(())
+}
+
+/// Who set a run's rate: Redis when it was idle (waiting for requests) at most `max_idle_pct` of
+/// the wall time, so a faster client could have added at most that; the client otherwise.
+pub(super) fn rate_set_by(idle_pct: Option<f64>, max_idle_pct: f64) -> &'static str {
+    match idle_pct {
+        Some(idle) if idle <= max_idle_pct => "redis",
+        Some(_) => "client",
+        None => "unknown",
+    }
 }
 
 /// The row of one run; `held` is (mean, smallest) entries of the variant's logs after it.
@@ -130,6 +143,9 @@ fn row(
         redis_cpu_us: m.server.main_thread_cpu_us,
         cpu_us_per_decision: m.cpu_us_per_decision(),
         redis_busy_pct: m.server.busy_pct(),
+        redis_waiting_for_cpu_pct: m.server.waiting_for_cpu_pct(),
+        redis_idle_pct: m.server.idle_pct(),
+        rate_set_by: rate_set_by(m.server.idle_pct(), p.redis_bound_idle_pct).into(),
         busiest_command,
         usec_per_call,
         command_usec_per_decision: if decisions > 0 {
@@ -138,5 +154,18 @@ fn row(
             0.0
         },
         client_cpu_s: m.client_cpu_s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rate_set_by;
+
+    #[test]
+    fn redis_sets_the_rate_only_when_it_was_rarely_idle() {
+        assert_eq!(rate_set_by(Some(0.4), 5.0), "redis");
+        assert_eq!(rate_set_by(Some(5.0), 5.0), "redis");
+        assert_eq!(rate_set_by(Some(12.0), 5.0), "client");
+        assert_eq!(rate_set_by(None, 5.0), "unknown");
     }
 }

@@ -5,8 +5,8 @@
 //! (L=100 vs L=10,000 within run-to-run noise); a hot key is cheaper per decision because nearly
 //! every call is a refusal.
 //!
-//! Method: 16 clients (connections of one single-threaded worker process, pinned away from Redis)
-//! send decisions flat out over 10,000 keys for `run_seconds`, `runs` times per variant, runs
+//! Method: 16 clients (connections of one single-threaded worker process on the lean raw-RESP
+//! client wherever it serves the strategy, pinned away from Redis) send decisions flat out over 10,000 keys for `run_seconds`, `runs` times per variant, runs
 //! interleaved across variants. Each measured run follows an excluded warm-up on the same keys.
 //! Redis main-thread CPU (`INFO cpu` *_main_thread) and `INFO commandstats` are sampled right
 //! before the workers start and right after the last one reports.
@@ -18,6 +18,10 @@
 //! The clients' share per key scales with L, so both limits admit the same fraction of decisions
 //! (`log_entries` per `log_window_ms` in all) and deny the rest. The rows say how many entries the
 //! logs held after each run.
+//!
+//! Who set each run's rate: Redis when its thread idled (waiting for requests) at most
+//! `redis_bound_idle_pct` of the run, the client otherwise (`rate_set_by`); the claims judge only
+//! Redis's runs, and the summary lists the others with their idle share.
 //!
 //! Writes `cost/cost.csv` (one row per run), `cost/meta.json`.
 
@@ -91,6 +95,9 @@ pub struct Params {
     pub depth_strategies: Vec<Strategy>,
     /// Seconds per run of those variants (ratelab's, not the seed's `run_seconds`).
     pub depth_run_seconds: f64,
+    /// A run's rate was Redis's (`rate_set_by = redis`) when Redis idled at most this share of
+    /// the wall time waiting for requests; the claims judge only those runs.
+    pub redis_bound_idle_pct: f64,
 }
 
 /// A strategy as measured here: which keys, which limit, what to call it.
@@ -100,7 +107,7 @@ struct Variant {
     label: String,
     limit: LimitSpec,
     keys: Keys,
-    /// Requests in flight per connection (1: redis-rs, one at a time, as the seed's clients).
+    /// Requests in flight per connection (1: one at a time, as the seed's clients).
     depth: usize,
 }
 
@@ -141,7 +148,7 @@ fn variants(p: &Params, customs: &[Strategy]) -> Vec<Variant> {
         label: label.into(),
         limit: base,
         keys: Keys::Uniform(p.keys),
-        // Custom limiters run on the redis-rs client, as the seed's decisions did.
+        // One request at a time per connection, as the seed's decisions were made.
         depth: 1,
     };
     for &custom in customs {
@@ -237,6 +244,9 @@ impl Validate for Params {
             return Err(format!(
                 "depth_strategies: {s} reads a reply before its next command, so it cannot be pipelined"
             ));
+        }
+        if !(0.0..=100.0).contains(&self.redis_bound_idle_pct) {
+            return Err("redis_bound_idle_pct must be within 0-100".into());
         }
         if self.log_window_ms == 0 {
             return Err("log_window_ms must be > 0".into());

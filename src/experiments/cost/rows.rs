@@ -43,6 +43,19 @@ pub struct CostRow {
     pub redis_cpu_us: f64,
     pub cpu_us_per_decision: f64,
     pub redis_busy_pct: f64,
+    /// Redis's main thread runnable but off its CPU (run queue and steal), percent of the wall
+    /// time; empty for a server the user named and in runs before it was measured.
+    #[serde(default)]
+    pub redis_waiting_for_cpu_pct: Option<f64>,
+    /// Redis's main thread neither on a CPU nor waiting for one: idle, waiting for requests
+    /// (100 - busy - waiting for a CPU); empty for a server the user named.
+    #[serde(default)]
+    pub redis_idle_pct: Option<f64>,
+    /// Who set the rate of this run: `redis` when Redis was idle at most `redis_bound_idle_pct`
+    /// of the wall time (the client kept it fed), `client` when more, `unknown` where idle is
+    /// not measurable (a server the user named). Claims judge only `redis` rows.
+    #[serde(default = "unknown")]
+    pub rate_set_by: String,
     /// The command that took most server time (evalsha for scripts).
     pub busiest_command: String,
     /// Its mean time per call inside Redis, µs (for a script: the script body).
@@ -54,6 +67,10 @@ pub struct CostRow {
 
 fn one() -> usize {
     1
+}
+
+fn unknown() -> String {
+    "unknown".into()
 }
 
 fn redis_rs() -> String {
