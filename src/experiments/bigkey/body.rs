@@ -3,7 +3,7 @@
 use super::ops::{Log, Outcome};
 use super::ops::{Operation, YesNo};
 use super::rows::{BigkeyRow, Bio, BIGKEY};
-use super::{configure, ops, Params};
+use super::{configure, ops, threads, Params};
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::load::probe::{Probe, ProbeLog};
 use crate::load::rng::SplitMix64;
@@ -42,7 +42,46 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         }
     }
     bar.finish_and_clear();
+    bio_idle(s, p, member_prefix, &mut rows)?;
     bio_apart(s, p, member_prefix, &mut rows)
+}
+
+/// The variation that tests whether the stall is the freeing thread taking the main thread's
+/// core: the lazyfree-yes expiries again on the same server, its `bio_lazy_free` thread lowered
+/// to SCHED_IDLE (it runs only when nothing else on the core wants to).
+fn bio_idle(
+    s: &mut Session,
+    p: &Params,
+    member_prefix: u64,
+    rows: &mut CsvSink<BigkeyRow>,
+) -> Result<(), ExperimentError> {
+    if p.bio_idle_repeats == 0 {
+        return Ok(());
+    }
+    let why = "it lowers the priority of the server's lazy-free thread";
+    let pid = s
+        .target
+        .owned(why)
+        .map_err(PhaseError::from)
+        .phase(|| "the server's pid".into())?
+        .pid();
+    let Some(tid) = threads::thread_named(pid, threads::LAZY_FREE_THREAD) else {
+        s.note(format!(
+            "Background free at SCHED_IDLE: not run (redis-server {pid} has no {} thread).",
+            threads::LAZY_FREE_THREAD
+        ));
+        return Ok(());
+    };
+    threads::make_idle(tid)
+        .map_err(|e| PhaseError::Invalid(format!("SCHED_IDLE for thread {tid}: {e}")))
+        .phase(|| "lowering the lazy-free thread".into())?;
+    s.note(format!(
+        "Background free at SCHED_IDLE (bio = idle): the same server, its {} thread (tid {tid}) lowered to \
+         SCHED_IDLE; expiries with lazyfree-lazy-expire yes only, {} repeat(s).",
+        threads::LAZY_FREE_THREAD,
+        p.bio_idle_repeats
+    ));
+    lazy_expiries(s, p, member_prefix, rows, (Bio::Idle, p.bio_idle_repeats))
 }
 
 /// The variation that tests why LATENCY saw lazy-free expiries block: the expiries with
@@ -83,19 +122,30 @@ fn bio_apart(
          with lazyfree-lazy-expire yes only, {} repeat(s).",
         p.bio_apart_repeats
     ));
-    for repeat in 0..p.bio_apart_repeats {
+    lazy_expiries(s, p, member_prefix, rows, (Bio::Apart, p.bio_apart_repeats))
+}
+
+/// A variation's rows: every size's expiry with lazyfree-lazy-expire yes, `repeats` times.
+fn lazy_expiries(
+    s: &mut Session,
+    p: &Params,
+    member_prefix: u64,
+    rows: &mut CsvSink<BigkeyRow>,
+    (bio, repeats): (Bio, u32),
+) -> Result<(), ExperimentError> {
+    for repeat in 0..repeats {
         for &entries in &p.entries {
             let what = || {
-                format!("expire of {entries} entries, background threads apart, repeat {repeat}")
+                format!("expire of {entries} entries, background threads {bio:?}, repeat {repeat}")
             };
-            let key = s.key(format!("{entries}:bio-apart:{repeat}"));
+            let key = s.key(format!("{entries}:bio-{bio:?}:{repeat}"));
             let log = Log {
                 key: &key,
                 entries,
                 window_ms: p.window_ms,
                 member_prefix,
             };
-            let setting = (Operation::Expire, YesNo::Yes, Bio::Apart);
+            let setting = (Operation::Expire, YesNo::Yes, bio);
             rows.write(&one(s, p, &log, setting, repeat).phase(what)?)?;
         }
     }
@@ -126,10 +176,17 @@ fn one(
     )?;
     let probe_started = std::time::Instant::now();
     std::thread::sleep(Duration::from_millis(p.baseline_ms));
+    let watched = target
+        .owned("")
+        .ok()
+        .map(|server| threads::Watched::of(server.pid()));
+    let before = watched.map(|w| w.read());
     let outcome = match op {
         Operation::Trim => ops::trim(&mut con, log),
         Operation::Expire => ops::expire(&mut con, log, p.expire_after_ms),
     };
+    let spent =
+        (watched.zip(before)).map_or_else(Default::default, |(w, b)| b.spent_until(&w.read()));
     // Stop the probe whatever happened, so its thread never outlives the operation.
     let seen = probe.stop()?;
     let outcome = outcome?;
@@ -165,6 +222,10 @@ fn one(
         latency_events: latency_events.join(" "),
         background_free_ms: outcome.background_free_ms,
         span_ms: span_ms(&outcome),
+        main_cpu_ms: spent.main_cpu_ms,
+        main_run_queue_ms: spent.main_run_queue_ms,
+        lazy_free_cpu_ms: spent.lazy_free_cpu_ms,
+        lazy_free_run_queue_ms: spent.lazy_free_run_queue_ms,
         build_s,
     })
 }

@@ -24,6 +24,7 @@ pub(crate) fn series(rows: &[BigkeyRow]) -> Vec<Series> {
                 match r.bio {
                     Bio::Shared => "",
                     Bio::Apart => ", background threads on another core",
+                    Bio::Idle => ", lazy-free thread at SCHED_IDLE",
                 }
             ),
         };

@@ -16,7 +16,10 @@
 //! touches the key), until the key has gone and `lazyfree_pending_objects` is 0. The probe's worst
 //! round trip overlapping the operation is the stall every client saw; LATENCY LATEST is the
 //! server's own view
-//! (its events at or above 1 ms).
+//! (its events at or above 1 ms). The kernel's per-thread schedstat of the main thread and of the
+//! lazy-free thread (bigkey/threads.rs) says who did the work and who waited for a CPU meanwhile;
+//! the variations repeat the lazy expiries with that thread at SCHED_IDLE (`idle`: it can no
+//! longer take the main thread's core) and on another core (`apart`).
 //!
 //! Writes `bigkey/bigkey.csv` (one row per operation), `bigkey/meta.json`.
 
@@ -25,6 +28,7 @@ mod charts;
 mod ops;
 mod report;
 mod rows;
+mod threads;
 
 pub use ops::{Operation, YesNo};
 pub use rows::{BigkeyRow, Bio, BIGKEY};
@@ -72,6 +76,9 @@ pub struct Params {
     pub zadd_batch: u64,
     pub pipeline: usize,
     pub bio_apart_repeats: u32,
+    /// The variation testing whether the freeing thread takes the main thread's core: the
+    /// lazyfree-yes expiries repeated this often with `bio_lazy_free` at SCHED_IDLE (0: not run).
+    pub bio_idle_repeats: u32,
 }
 
 impl Validate for Params {

@@ -12,6 +12,9 @@ pub enum Bio {
     Shared,
     /// On the harness's core (`bio_cpulist`), the main thread alone on Redis's (`server_cpulist`).
     Apart,
+    /// On Redis's own core, the lazy-free thread at SCHED_IDLE: it runs only when the main thread
+    /// does not want the core.
+    Idle,
 }
 
 /// `bigkey.csv`: One row per operation on one big log.
@@ -55,6 +58,15 @@ pub struct BigkeyRow {
     pub background_free_ms: Option<f64>,
     /// The span the probe was read over: the command's round trip, or expiry deadline to freed.
     pub span_ms: f64,
+    /// The main thread's time on a CPU from just before the operation to its end (schedstat).
+    pub main_cpu_ms: Option<f64>,
+    /// The main thread's time runnable but waiting for a CPU another task held, over the same span:
+    /// how long Redis wanted its core and did not get it.
+    pub main_run_queue_ms: Option<f64>,
+    /// The lazy-free thread's (`bio_lazy_free`) time on a CPU over the same span: the free's work.
+    pub lazy_free_cpu_ms: Option<f64>,
+    /// The lazy-free thread's time runnable but waiting for a CPU over the same span.
+    pub lazy_free_run_queue_ms: Option<f64>,
     /// How long building the log with ZADD took, before the operation.
     pub build_s: f64,
 }

@@ -5,6 +5,7 @@
 use super::rows::{AfterRow, Drill, SwitchRow, AFTERS, BINS, DRILLS, SWITCHES};
 use super::service::{Served, Service, ServiceSpec, Trace};
 use super::tally::{self, Window};
+use super::timers::{Lateness, Watch};
 use super::Params;
 use crate::experiments::{ExperimentError, Phase as _, PhaseError, Session};
 use crate::fault::{Fault, Proxy};
@@ -76,7 +77,12 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             for row in tally::bins(&spec, trace, &out.windows) {
                 seconds.write(&row)?;
             }
-            for row in tally::drills(&spec, trace, &out.windows) {
+            for mut row in tally::drills(&spec, trace, &out.windows) {
+                let window = out.windows.iter().find(|w| w.drill == row.drill);
+                let (tokio, precise) = window.map_or((None, None), |w| {
+                    out.lateness.medians_in(w.start_ns, w.end_ns)
+                });
+                (row.tokio_timer_late_p50_ms, row.precise_timer_late_p50_ms) = (tokio, precise);
                 drills.write(&row)?;
             }
             afters.write(after)?;
@@ -128,6 +134,8 @@ struct Sequence<'a> {
 /// What a sequence measured.
 struct SequenceOut {
     clients: Vec<(String, Trace, AfterRow)>,
+    /// The store timeout's length slept on tokio's timer and on a precise one beside the drills.
+    lateness: Lateness,
     windows: Vec<Window>,
     /// (ms after the schedule's start, fault)
     switches: Vec<(f64, String)>,
@@ -158,6 +166,8 @@ impl Sequence<'_> {
             stores.push((client_name(*flaw), Arc::new(store)));
         }
         let t0 = Instant::now() + LEAD;
+        let timers = Watch::start(self.timeout, t0.into_std())
+            .map_err(|e| PhaseError::Invalid(format!("the timers beside the drills: {e}")))?;
         let plan = Plan::of(p, self.flaws.iter().any(Option::is_some));
         let (services, schedules) = self.services(&stores, &plan, t0);
         let samplers: Vec<_> = (services.iter())
@@ -167,6 +177,7 @@ impl Sequence<'_> {
         let ran = (plan.drill(&proxy, t0.into_std(), Schedule::streams(schedules), p))
             .run(move |call| serving[call.tag as usize].request(call))
             .await?;
+        let lateness = timers.finish();
         let mut traces = Vec::new();
         for (i, (service, sampler)) in services.iter().zip(samplers).enumerate() {
             let mine: Vec<_> = ran.records.iter().filter(|r| r.tag == i as u64).collect();
@@ -194,6 +205,7 @@ impl Sequence<'_> {
         drop(proxy);
         Ok(SequenceOut {
             clients,
+            lateness,
             windows: plan.windows(&ran),
             switches,
             accepted,

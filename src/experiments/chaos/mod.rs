@@ -29,6 +29,7 @@ mod report;
 mod rows;
 pub mod service;
 pub mod tally;
+mod timers;
 
 pub use rows::{AfterRow, BinRow, Drill, DrillRow, SwitchRow};
 pub use rows::{AFTERS, BINS, DRILLS, SWITCHES};

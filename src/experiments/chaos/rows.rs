@@ -136,6 +136,15 @@ pub struct DrillRow {
     /// The limiter's check of the served requests: median.
     #[serde(default)]
     pub check_p50_ms: Option<f64>,
+    /// A tokio sleep of the store's timeout, repeated on the service's runtime beside the drills
+    /// (the timer the store's timeout uses): median lateness past its deadline of the sleeps that
+    /// ended in the window, ms; empty when none did.
+    #[serde(default)]
+    pub tokio_timer_late_p50_ms: Option<f64>,
+    /// The same with a precise timer (a timerfd, not rounded to tokio's millisecond tick), on the
+    /// same runtime at the same time: median lateness, ms.
+    #[serde(default)]
+    pub precise_timer_late_p50_ms: Option<f64>,
     /// The limiter's check of the served requests: 99th percentile.
     #[serde(default)]
     pub check_p99_ms: Option<f64>,

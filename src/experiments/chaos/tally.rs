@@ -253,6 +253,8 @@ fn drill(spec: &Spec, trace: &Trace, w: &Window) -> DrillRow {
         p99_rise_ms: None,
         wait_p99_ms,
         check_p50_ms,
+        tokio_timer_late_p50_ms: None,
+        precise_timer_late_p50_ms: None,
         check_p99_ms,
         work_p99_ms,
         all_busy_after_ms,

@@ -151,6 +151,7 @@ impl Runner<'_> {
             limiter: run.limiter,
             label,
             interval: Duration::from_millis(p.interval_ms),
+            budget: Duration::from_millis(p.budget_ms),
             checks: &mut self.checks,
         };
         driver.warm_up(p.warmup).phase(what)?;

@@ -8,6 +8,8 @@ use crate::limiter::Strategy;
 use crate::load::drill::{Call, Closed, Drill, Schedule, Stop, Stopper};
 use crate::record::{suspend_offset_ns, CsvSink};
 use crate::store::{Answer, Failure, Outcome, Route, Store};
+use std::cell::Cell;
+use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -15,6 +17,9 @@ use std::time::{Duration, Instant};
 
 /// How long warm-up waits for Redis's first answer.
 const WARM_UP_LIMIT: Duration = Duration::from_secs(5);
+
+/// Tokio's timer resolution: the lateness probe sleeps one tick at a time.
+const TIMER_TICK: Duration = Duration::from_millis(1);
 
 /// A check during which CLOCK_BOOTTIME - CLOCK_MONOTONIC grew by more than this slept.
 const SUSPEND_NS: i128 = 10_000_000;
@@ -28,6 +33,8 @@ pub struct Driver<'a> {
     pub limiter: Strategy,
     pub label: RunLabel,
     pub interval: Duration,
+    /// The store's whole-call budget, for each phase's slowest check beyond it.
+    pub budget: Duration,
     pub checks: &'a mut CsvSink<CheckRow>,
 }
 
@@ -115,7 +122,13 @@ impl Driver<'_> {
     ) -> Result<PhaseRow, PhaseError> {
         let drill = Drill::<PhaseError>::new(fault_at, paced(self.interval, Stop::Requests(n)));
         let request = checker(&self.store, &self.key, drill.stopper());
-        let ran = self.rt.block_on(drill.run(request))?;
+        let timer_late = Rc::new(Cell::new(Duration::ZERO));
+        let ran = self.rt.block_on(async {
+            tokio::select! {
+                ran = drill.run(request) => ran,
+                never = timer_lateness(Rc::clone(&timer_late)) => match never {},
+            }
+        })?;
         let (policy, breaker, k, cooldown_ms) = self.label.columns();
         let mut acc = Acc::default();
         for r in &ran.records {
@@ -142,7 +155,23 @@ impl Driver<'_> {
             self.checks.write(&row)?;
             acc.add(&row);
         }
-        Ok(acc.row(Some(self.limiter), self.label, phase))
+        let mut row = acc.row(Some(self.limiter), self.label, phase);
+        row.over_budget_ms = row.max_ms - self.budget.as_secs_f64() * 1e3;
+        row.timer_late_max_ms = Some(timer_late.get().as_secs_f64() * 1e3);
+        Ok(row)
+    }
+}
+
+/// A tokio sleep of one tick (1 ms), again and again, each timed against its own deadline; the
+/// worst lateness goes into `worst`. Beside a phase's checks on their runtime it reads how late
+/// that runtime's timers fire (tick rounding, a late wake-up, a busy or descheduled thread) while
+/// the checks' own timeouts are due: a bound measured in the run for what a timeout may add.
+async fn timer_lateness(worst: Rc<Cell<Duration>>) -> Infallible {
+    loop {
+        let due = tokio::time::Instant::now() + TIMER_TICK;
+        tokio::time::sleep_until(due).await;
+        let late = tokio::time::Instant::now().saturating_duration_since(due);
+        worst.set(worst.get().max(late));
     }
 }
 
@@ -202,6 +231,8 @@ impl Acc {
             p99_ms: nearest_rank(l, 0.99),
             max_ms: l.last().copied().unwrap_or(0.0),
             mean_ms: l.iter().sum::<f64>() / l.len().max(1) as f64,
+            over_budget_ms: 0.0,
+            timer_late_max_ms: None,
             first_normal_seq: self.first_normal.map(|f| f.0),
             first_normal_ms: self.first_normal.map(|f| f.1),
             reconnects: self.reconnects,

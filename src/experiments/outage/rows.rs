@@ -160,6 +160,15 @@ pub struct PhaseRow {
     pub p99_ms: f64,
     pub max_ms: f64,
     pub mean_ms: f64,
+    /// The slowest check beyond the whole-call budget, ms (max_ms - budget; negative when every
+    /// check answered within it): what a timeout firing late adds.
+    #[serde(default)]
+    pub over_budget_ms: f64,
+    /// How late this runtime's timer fired at worst during the phase, ms: a 1 ms tokio sleep
+    /// repeated beside the checks on their runtime, each timed against its own deadline (the
+    /// budget's timeout is a timer of the same wheel). Empty in runs before it was measured.
+    #[serde(default)]
+    pub timer_late_max_ms: Option<f64>,
     /// Checks answered by policy before the first normal answer (empty: none in the phase).
     pub first_normal_seq: Option<u64>,
     /// From the fault to the end of the first normal answer, ms.
