@@ -14,7 +14,9 @@ use std::process::Command;
 enum Expect {
     /// Exactly its limit in every trial.
     Exact,
-    /// Its limit one check at a time, more than it with 32 checks in flight at once (4x8).
+    /// Its limit one check at a time; at least its limit with checks in flight together, and more
+    /// than it in at least one such trial (4x8, or seed 001's 500-check burst for a window): the
+    /// race is a chance, not a certainty, and CI once saw a 4x8 trial land exactly on the limit.
     OverAdmitsInFlight,
     /// Every check (it decides nothing).
     Everything,
@@ -126,7 +128,7 @@ fn shows(expect: Expect, t: &Trial) -> bool {
     t.errors == 0
         && match (expect, t.config.as_str()) {
             (Expect::Exact, _) | (Expect::OverAdmitsInFlight, "1x1") => t.admitted == t.limit,
-            (Expect::OverAdmitsInFlight, _) => t.admitted > t.limit,
+            (Expect::OverAdmitsInFlight, _) => t.admitted >= t.limit,
             (Expect::Everything, _) => t.admitted == t.checks,
         }
 }
@@ -197,6 +199,13 @@ fn every_adapter_runs_race_as_its_library_and_shows_what_its_design_allows() {
         );
         for trial in matrix.iter().chain(&burst).filter(|t| !shows(expect, t)) {
             failures.push(format!("{}: {trial:?}; expected {expect:?}", limiter.name));
+        }
+        let mut in_flight = matrix.iter().filter(|t| t.config != "1x1").chain(&burst);
+        if expect == Expect::OverAdmitsInFlight && !in_flight.any(|t| t.admitted > t.limit) {
+            failures.push(format!(
+                "{}: no trial with checks in flight over-admitted: {matrix:?} {burst:?}",
+                limiter.name
+            ));
         }
         let ttls = key_ttls(&keys, &limiter.name);
         let leaks = limiter.name == "seed000-naive"; // the seed's naiveCheck never sets an expiry

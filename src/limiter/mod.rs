@@ -392,12 +392,18 @@ impl Limiter {
     /// How many replies one decision's commands get when a client pipelines them raw
     /// ([`encode`](Self::encode), then [`decide_reply`](Self::decide_reply) on the last): 1 for
     /// GET and the scripts, 4 for MULTI INCR PEXPIRE EXEC. None for WATCH and the
-    /// read-then-write strategies: their second command depends on the first reply.
+    /// read-then-write strategies: their second command depends on the first reply. None for a
+    /// custom script too: its keys and arguments are the manifest's, which `encode` does not build.
     pub fn pipelined_replies(&self) -> Option<usize> {
         match &self.prepared {
             Prepared::MultiWindow => Some(multi_window::REPLIES),
-            Prepared::Get => Some(1),
-            _ => self.lua().map(|_| 1),
+            Prepared::Get
+            | Prepared::LuaBucket(_)
+            | Prepared::LuaWindow(_)
+            | Prepared::LuaLog(..)
+            | Prepared::LuaSwc(_)
+            | Prepared::LuaGcra(_) => Some(1),
+            _ => None,
         }
     }
 
