@@ -437,6 +437,10 @@ fn published(claim: &claims::Claim) -> String {
         }
         (Some(col), _) => format!("{} (= {col})", claim.published),
         (None, claims::Judge::AllAtMost) => format!("<= {} in every row", claim.published),
+        (None, claims::Judge::AllAtLeast) => match &claim.percent_of {
+            Some(of) => format!(">= {}% of {of} in every row", claim.published),
+            None => format!(">= {} in every row", claim.published),
+        },
         (None, claims::Judge::MeanWithin) => {
             format!("~{} (±{:.0}%)", claim.published, claim.tolerance * 100.0)
         }
