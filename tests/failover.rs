@@ -30,6 +30,7 @@ fn keys_of<'a>(keys: &'a [Row], t: &Row) -> Vec<&'a Row> {
         "keys",
         "offered",
         "trial",
+        "down_after_ms",
     ];
     let found: Vec<&Row> = (keys.iter())
         .filter(|k| same.iter().all(|c| k[*c] == t[*c]))
@@ -180,10 +181,11 @@ fn sentinel_failovers_move_every_client_on_its_own_within_a_burst_per_key() {
         let of_variant: Vec<&Row> = (clients.iter())
             .filter(|c| c["variant"] == variant)
             .collect();
+        let trials_of = (trials.iter()).filter(|t| t["variant"] == variant).count();
         assert_eq!(
             of_variant.len(),
-            8,
-            "{variant}: one row per client: {clients:?}"
+            8 * trials_of,
+            "{variant}: one row per client per trial: {clients:?}"
         );
         for c in &of_variant {
             let (moved, promoted) = (n(c, "rediscovered_ms"), n(c, "promoted_ms"));
@@ -217,6 +219,10 @@ fn sentinel_failovers_move_every_client_on_its_own_within_a_burst_per_key() {
             "moved before down-after: {c:?}"
         );
         assert!(
+            n(c, "unavailable_ms") >= down_after,
+            "a decision before down-after: {c:?}"
+        );
+        assert!(
             n(c, "failed") >= 1.0,
             "no check failed across a crash: {c:?}"
         );
@@ -226,6 +232,49 @@ fn sentinel_failovers_move_every_client_on_its_own_within_a_burst_per_key() {
             "a check decided while down: {c:?}"
         );
     }
+    the_crash_window_grows_with_down_after(&clients);
+}
+
+/// The crash's sweep: each client's window without a decision at the longer down-after beside
+/// the shorter one. Sentinel's own part after down-after (agreeing, electing a leader, promoting)
+/// is the same work at both, unless an election failed and was retried after failover-timeout;
+/// the window grows by down-after's step less what that part varies between the two trials.
+fn the_crash_window_grows_with_down_after(clients: &[Row]) {
+    let crash: Vec<&Row> = (clients.iter())
+        .filter(|c| c["variant"] == "sentinel-crash" && c["strategy"] == "lua-bucket")
+        .collect();
+    let mut down_afters: Vec<u64> = crash.iter().map(|c| n(c, "down_after_ms") as u64).collect();
+    down_afters.sort_unstable();
+    down_afters.dedup();
+    assert!(
+        down_afters.len() >= 2,
+        "the quick profile sweeps down-after: {down_afters:?}"
+    );
+    let at = |d: u64| -> Vec<&Row> {
+        (crash.iter().copied())
+            .filter(|c| n(c, "down_after_ms") as u64 == d)
+            .collect()
+    };
+    let mean =
+        |rows: &[&Row], col: &str| rows.iter().map(|r| n(r, col)).sum::<f64>() / rows.len() as f64;
+    let (short, long) = (at(down_afters[0]), at(down_afters[down_afters.len() - 1]));
+    let step = (down_afters[down_afters.len() - 1] - down_afters[0]) as f64;
+    // Sentinel's part after down-after, per trial (the same for every client of a trial).
+    let sentinel_part = |rows: &[&Row]| mean(rows, "promoted_ms") - n(rows[0], "down_after_ms");
+    let varied = (sentinel_part(&short) - sentinel_part(&long)).max(0.0);
+    let grew = mean(&long, "unavailable_ms") - mean(&short, "unavailable_ms");
+    // The clients' own rediscovery after the promotion may differ by up to its longest here.
+    let rediscovery = |rows: &[&Row]| {
+        (rows.iter())
+            .map(|r| n(r, "rediscovered_ms") - n(r, "promoted_ms"))
+            .fold(0.0, f64::max)
+    };
+    let slack = rediscovery(&short).max(rediscovery(&long));
+    assert!(
+        grew >= step - varied - slack,
+        "window grew {grew} ms for a {step} ms step (Sentinel's part varied {varied}, rediscovery up to \
+         {slack}): {short:?} {long:?}"
+    );
 }
 
 /// A Sentinel trial whose body fails (a Sentinel killed before they agree) stops every process
@@ -276,4 +325,39 @@ fn a_failed_sentinel_trial_leaves_no_process_behind() {
         alive.is_empty(),
         "left running after the failure: {alive:?}"
     );
+}
+
+/// Ctrl-C, SIGTERM and SIGKILL of ratelab in the middle of a Sentinel trial: the primary, the
+/// replica and the three Sentinels go with it (the Sentinels are redis-server processes of their
+/// own, so each must be tied to the harness as every server is).
+#[test]
+fn a_signal_to_ratelab_mid_sentinel_trial_stops_every_server_and_sentinel() {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGKILL] {
+        let out = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new(common::ratelab_exe())
+            .args(["run", "failover", "--profile", "quick", "--quiet", "--out"])
+            .arg(out.path())
+            .args(["--set", r#"variants=["sentinel-crash"]"#])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut started = Vec::new();
+        let five = common::wait_for(std::time::Duration::from_secs(30), || {
+            started = common::redis_children(child.id());
+            started.len() == 5
+        });
+        // SAFETY: kill(2) on the ratelab child this test spawned and has not reaped.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = child.wait().unwrap();
+        assert!(five, "signal {signal}: never saw 5 processes: {started:?}");
+        assert!(!status.success(), "signal {signal}: the run succeeded");
+        let gone = common::wait_for(std::time::Duration::from_secs(10), || {
+            started.iter().all(|&p| !common::pid_alive(p))
+        });
+        let alive: Vec<u32> = started
+            .into_iter()
+            .filter(|&p| common::pid_alive(p))
+            .collect();
+        assert!(gone, "signal {signal}: left running: {alive:?}");
+    }
 }

@@ -6,7 +6,8 @@
 use super::axes::log_points;
 use super::draw::text_width;
 use super::spec::{
-    dots, limit_line, path, text, Anchor, Axis, Chart, Marker, Plot, Range, Rgb, Ticks, RED,
+    dots, limit_line, path, text, Anchor, Axis, Chart, Layer, Marker, Plot, Range, Rgb, Shape,
+    Ticks, BLACK, RED,
 };
 use super::{mean, ChartError};
 
@@ -144,6 +145,8 @@ pub(crate) struct LineChart<'a> {
     pub series: Vec<Series>,
     /// (x, label): a dashed red vertical line at x with the label at its top.
     pub marks: Vec<(f64, String)>,
+    /// (from x, to x, label): a span shaded grey under the data, its label centred at its foot.
+    pub shaded: Vec<(f64, f64, String)>,
     /// Formats tick labels of both axes (data units).
     pub label: &'a dyn Fn(f64) -> String,
 }
@@ -227,7 +230,15 @@ pub(crate) fn spec(c: LineChart) -> Result<Chart, ChartError> {
         ticks(c.y_scale, py0, py1),
         Y_LABEL_PX,
     );
-    let plot = Plot::new([10, 40, 10, 10], x, y, layers);
+    let mut plot = Plot::new([10, 40, 10, 10], x, y, layers);
+    for (from, to, label) in &c.shaded {
+        let (from, to) = (c.x_scale.to_plot(*from), c.x_scale.to_plot(*to));
+        let area = Layer::new(Shape::Rect([(from, py0), (to, py1)], 0), BLACK).faded(0.08);
+        let at = ((from + to) / 2.0, py0);
+        plot.under.push(area);
+        plot.under
+            .push(text(at, (0, -22), label, BLACK, Anchor::CenterTop));
+    }
     Ok(Chart::new((1200, 700), c.title, c.note, vec![plot]).legend(10 + Y_LABEL_PX as i32, legend))
 }
 

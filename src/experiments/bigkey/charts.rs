@@ -82,6 +82,7 @@ dots: one operation each",
         y_from_zero: false,
         series: series(&rows),
         marks: Vec::new(),
+        shaded: Vec::new(),
         label: &ticks_by_axis,
     };
     write_spec(dir, "bigkey", &lines::spec(chart)?)

@@ -146,6 +146,7 @@ fn timeline(bins: &[BinRow]) -> Result<Chart, ChartError> {
                 y_from_zero: false,
                 series,
                 marks: vec![(0.0, "switch".to_string())],
+                shaded: Vec::new(),
                 label: &label,
             },
         ));
@@ -161,7 +162,15 @@ fn timeline(bins: &[BinRow]) -> Result<Chart, ChartError> {
 /// Each trial's bins as (bin end, cumulative admitted - allowed), shifted so the bin that ends
 /// at the switch (the last one ending at or before it) is 0; pure, for tests.
 fn excess_from_switch<'a>(rows: &[&'a BinRow]) -> Vec<(&'a BinRow, (f64, f64))> {
-    let trial = |r: &BinRow| (r.strategy, r.invocation, r.offered.to_bits(), r.trial);
+    let trial = |r: &BinRow| {
+        (
+            r.strategy,
+            r.invocation,
+            r.offered.to_bits(),
+            r.trial,
+            r.down_after_ms,
+        )
+    };
     let mut trials = Vec::new();
     for t in rows.iter().map(|r| trial(r)) {
         if !trials.contains(&t) {
@@ -224,6 +233,7 @@ fn per_key(trials: &[TrialRow]) -> Result<Chart, ChartError> {
                 y_from_zero: true,
                 series,
                 marks: Vec::new(),
+                shaded: Vec::new(),
                 label: &label,
             },
         ));
@@ -241,21 +251,34 @@ fn sentinel(bins: &[BinRow], trials: &[TrialRow]) -> Result<Chart, ChartError> {
     let descs: Vec<String> = (picked.iter())
         .map(|t| {
             format!(
-                "ms from the failover's start (bin middles): {} {} {} K={} {}x",
+                "ms from the failover's start (bin middles): {} {} {} K={} {}x, down-after {} ms",
                 csv_text(&t.variant),
                 t.strategy,
                 t.invocation.name(),
                 t.keys,
-                t.offered
+                t.offered,
+                t.down_after_ms
             )
         })
         .collect();
     let mut charts = Vec::new();
     for (t, desc) in picked.into_iter().zip(&descs) {
         let same = |b: &&BinRow| {
-            (b.variant, b.strategy, b.invocation, b.keys, b.trial)
-                == (t.variant, t.strategy, t.invocation, t.keys, t.trial)
-                && b.offered == t.offered
+            (
+                b.variant,
+                b.strategy,
+                b.invocation,
+                b.keys,
+                b.trial,
+                b.down_after_ms,
+            ) == (
+                t.variant,
+                t.strategy,
+                t.invocation,
+                t.keys,
+                t.trial,
+                t.down_after_ms,
+            ) && b.offered == t.offered
         };
         let rows: Vec<&BinRow> = bins.iter().filter(same).collect();
         let middle = |r: &BinRow| r.t_ms + r.bin_ms as f64 / 2.0;
@@ -269,6 +292,19 @@ fn sentinel(bins: &[BinRow], trials: &[TrialRow]) -> Result<Chart, ChartError> {
             (lo.min(r.t_ms), hi.max(r.t_ms + r.bin_ms as f64))
         });
         let limit = rows.first().map_or(0.0, |r| r.limit);
+        // From the first bin with a failed check to the end of the last: no decision for some.
+        let failing = rows.iter().filter(|r| r.errors > 0);
+        let span = (failing.clone().map(|r| r.t_ms)).fold(f64::MAX, f64::min);
+        let span = (
+            span,
+            failing
+                .map(|r| r.t_ms + r.bin_ms as f64)
+                .fold(f64::MIN, f64::max),
+        );
+        let shaded = match span.0 < span.1 {
+            true => vec![(span.0, span.1, "checks failing".to_string())],
+            false => Vec::new(),
+        };
         let series = vec![
             line("admitted", color(0), |r| r.admitted),
             line("failed (no decision)", color(1), |r| r.errors),
@@ -299,6 +335,7 @@ fn sentinel(bins: &[BinRow], trials: &[TrialRow]) -> Result<Chart, ChartError> {
                 y_from_zero: true,
                 series,
                 marks,
+                shaded,
                 label: &label,
             },
         ));
@@ -336,6 +373,7 @@ mod tests {
             keys: 10,
             offered: 3.0,
             trial,
+            down_after_ms: 0,
             t_ms,
             bin_ms: 50,
             sent: admitted,

@@ -109,8 +109,11 @@ pub struct Params {
     /// The Sentinel variants' offered multiples of the limit's rate.
     pub sentinel_offered: Vec<f64>,
     /// The Sentinels' `down-after-milliseconds`: how long the primary must be unreachable
-    /// before it is called down (sentinel-crash waits for it).
-    pub down_after_ms: u64,
+    /// before it is called down (sentinel-crash waits for it). sentinel-planned runs at the
+    /// first; sentinel-crash at every one, the later ones with the first Sentinel strategy and
+    /// the first invocation only (the sweep asks how the window grows, not how each limiter
+    /// fares: a crash trial is seconds long).
+    pub down_after_ms: Vec<u64>,
     /// The Sentinels' `failover-timeout`.
     pub failover_timeout_ms: u64,
     /// Sentinels (of 3) that must agree the primary is down.
@@ -123,38 +126,62 @@ impl Params {
         let mut out = Vec::new();
         for trial in 0..self.trials {
             for &variant in &self.variants {
-                let sentinel = variant.is_sentinel();
-                let strategies = match sentinel {
-                    true => &self.sentinel_strategies,
-                    false => &self.strategies,
-                };
-                for &strategy in strategies {
-                    for &invocation in &self.invocations {
-                        if invocation.uses_function() && strategy != Strategy::LuaBucket {
-                            continue;
-                        }
-                        let (counts, offers) = match (sentinel, invocation.uses_function()) {
-                            (true, _) => (&self.sentinel_keys, &self.sentinel_offered),
-                            (false, true) => (&self.fcall_keys, &self.offered),
-                            (false, false) => (&self.keys, &self.offered),
-                        };
-                        for &keys in counts {
-                            for &offered in offers {
-                                out.push(Case {
-                                    variant,
-                                    strategy,
-                                    invocation,
-                                    keys,
-                                    offered,
-                                    trial,
-                                });
-                            }
+                for (swept, &down_after_ms) in self.down_afters(variant).iter().enumerate() {
+                    let mut limiters = self.limiters(variant);
+                    if swept > 0 {
+                        limiters.truncate(1); // the sweep's later values: the first limiter only
+                    }
+                    for (strategy, invocation) in limiters {
+                        let (counts, offers) = self.loads(variant, invocation);
+                        for (&keys, &offered) in counts
+                            .iter()
+                            .flat_map(|k| offers.iter().map(move |o| (k, o)))
+                        {
+                            out.push(Case {
+                                variant,
+                                strategy,
+                                invocation,
+                                keys,
+                                offered,
+                                trial,
+                                down_after_ms,
+                            });
                         }
                     }
                 }
             }
         }
         out
+    }
+
+    /// The Sentinels' down-after values `variant` runs at (0: no Sentinel).
+    fn down_afters(&self, variant: Variant) -> &[u64] {
+        match variant {
+            Variant::SentinelCrash => &self.down_after_ms,
+            Variant::SentinelPlanned => &self.down_after_ms[..self.down_after_ms.len().min(1)],
+            _ => &[0],
+        }
+    }
+
+    /// The strategy and invocation pairs `variant` runs, in order.
+    fn limiters(&self, variant: Variant) -> Vec<(Strategy, Invocation)> {
+        let strategies = match variant.is_sentinel() {
+            true => &self.sentinel_strategies,
+            false => &self.strategies,
+        };
+        (strategies.iter())
+            .flat_map(|&s| self.invocations.iter().map(move |&i| (s, i)))
+            .filter(|&(s, i)| !i.uses_function() || s == Strategy::LuaBucket)
+            .collect()
+    }
+
+    /// The key counts and offered rates `variant` runs at by `invocation`.
+    fn loads(&self, variant: Variant, invocation: Invocation) -> (&[u64], &[f64]) {
+        match (variant.is_sentinel(), invocation.uses_function()) {
+            (true, _) => (&self.sentinel_keys, &self.sentinel_offered),
+            (false, true) => (&self.fcall_keys, &self.offered),
+            (false, false) => (&self.keys, &self.offered),
+        }
     }
 }
 
@@ -216,8 +243,12 @@ impl Validate for Params {
                 "the Sentinel variants need sentinel_strategies, sentinel_keys and sentinel_offered",
             ),
             (
-                p.down_after_ms < 100 || p.failover_timeout_ms < 1000 || !(1..=3).contains(&p.quorum),
-                "down_after_ms must be >= 100, failover_timeout_ms >= 1000, quorum 1..=3 (of 3 Sentinels)",
+                p.down_after_ms.is_empty()
+                    || p.down_after_ms.iter().any(|&d| d < 100)
+                    || p.failover_timeout_ms < 1000
+                    || !(1..=3).contains(&p.quorum),
+                "down_after_ms must list values >= 100, failover_timeout_ms be >= 1000, quorum 1..=3 \
+                 (of 3 Sentinels)",
             ),
         ];
         match bad.iter().find(|(is_bad, _)| *is_bad) {

@@ -63,6 +63,8 @@ pub struct KeyRow {
     /// Offered rate per key as a multiple of its limit's rate.
     pub offered: f64,
     pub trial: u32,
+    /// The Sentinels' down-after-milliseconds (0 in the variants without Sentinel).
+    pub down_after_ms: u64,
     /// The key's number within the trial.
     pub key: u64,
     /// The key's burst: bucket capacity, or requests per fixed window.
@@ -105,6 +107,8 @@ pub struct BinRow {
     pub keys: u64,
     pub offered: f64,
     pub trial: u32,
+    /// The Sentinels' down-after-milliseconds (0 in the variants without Sentinel).
+    pub down_after_ms: u64,
     /// Start of the bin in ms after the switch (negative: before it).
     pub t_ms: f64,
     /// The bin's width.
@@ -133,6 +137,8 @@ pub struct TrialRow {
     pub keys: u64,
     pub offered: f64,
     pub trial: u32,
+    /// The Sentinels' down-after-milliseconds (0 in the variants without Sentinel).
+    pub down_after_ms: u64,
     /// How clients moved: client-reconnect (connections to the replica opened beforehand, used
     /// by every check sent after the switch), or sentinel-rediscovery (each client asked the
     /// Sentinels after a failed check; the "switch" is then the failover's start: SENTINEL

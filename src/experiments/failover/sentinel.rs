@@ -19,13 +19,13 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-/// The topology a Sentinel trial runs on.
-fn topology(p: &Params) -> Topology {
+/// The topology a Sentinel case runs on.
+fn topology(p: &Params, case: Case) -> Topology {
     Topology::Sentinel {
         replicas: 1,
         sentinels: 3,
         quorum: p.quorum,
-        down_after: Duration::from_millis(p.down_after_ms),
+        down_after: Duration::from_millis(case.down_after_ms),
         failover_timeout: Duration::from_millis(p.failover_timeout_ms),
     }
 }
@@ -37,7 +37,7 @@ pub fn run(
     case: Case,
     rt: &tokio::runtime::Runtime,
 ) -> Result<Measured, PhaseError> {
-    let built = s.build_with(&topology(p), |o| o.persistence = Persistence::None);
+    let built = s.build_with(&topology(p, case), |o| o.persistence = Persistence::None);
     let built = built.map_err(|e| PhaseError::Invalid(format!("building the Sentinels: {e}")))?;
     let Deployment::Sentinel(mut watched) = built else {
         return Err(PhaseError::Invalid(
@@ -166,8 +166,9 @@ async fn timeline(
     let clock = Clock::now();
     let start = Instant::now() + LEAD;
     let (switch_ms, _) = trial::switch_and_end(p, case, clock.unix(start));
-    let span_ms =
-        switch_ms + deadline(p).as_secs_f64() * 1e3 + ((p.post_windows + 2) * p.window_ms) as f64;
+    let span_ms = switch_ms
+        + deadline(p, case).as_secs_f64() * 1e3
+        + ((p.post_windows + 2) * p.window_ms) as f64;
     let arrivals = (trial::schedule(p, case, seed, span_ms).into_iter())
         .map(|(t_ms, key)| Arrival {
             at_ns: (t_ms * 1e6) as u64,
@@ -177,7 +178,7 @@ async fn timeline(
     let drill = Drill::new(start, Schedule::Open(arrivals));
     let failover = Failover {
         p,
-        variant: case.variant,
+        case,
         load: Rc::clone(&load),
         replica,
         config: s.ctx.timeouts.config(),
@@ -201,14 +202,14 @@ async fn timeline(
 
 /// How long a failover may take before the trial fails: down-after, a failover's timeout, and
 /// the promotion's own.
-fn deadline(p: &Params) -> Duration {
-    Duration::from_millis(p.down_after_ms + p.failover_timeout_ms) + PROMOTE_TIMEOUT
+fn deadline(p: &Params, case: Case) -> Duration {
+    Duration::from_millis(case.down_after_ms + p.failover_timeout_ms) + PROMOTE_TIMEOUT
 }
 
 /// The plan's fault and what it needs.
 struct Failover<'p> {
     p: &'p Params,
-    variant: Variant,
+    case: Case,
     load: Rc<Load>,
     replica: redis::Client,
     config: redis::AsyncConnectionConfig,
@@ -222,7 +223,7 @@ impl Failover<'_> {
     /// Starts the failover, waits for the promotion and for every client's move, then for
     /// `post_windows` whole windows after the last move's window, and stops the load.
     async fn run(&self, watched: &mut Watched) -> Result<(), PhaseError> {
-        let started = match self.variant {
+        let started = match self.case.variant {
             Variant::SentinelCrash => {
                 let at = Instant::now();
                 watched.set.primary.kill()?;
@@ -232,7 +233,7 @@ impl Failover<'_> {
                 .map_err(|e| PhaseError::Invalid(format!("SENTINEL FAILOVER: {e}")))?,
         };
         self.notes.borrow_mut().started = Some(started);
-        let until = started + deadline(self.p);
+        let until = started + deadline(self.p, self.case);
         // Sentinel closes the promoted replica's normal connections (CLIENT KILL TYPE normal,
         // so clients reconnect): each poll on a connection of its own.
         while self.replica_role().await.as_deref() != Some("master") {
@@ -285,7 +286,7 @@ impl Failover<'_> {
         match Instant::now() > until {
             true => Err(PhaseError::Invalid(format!(
                 "{what} within {:?}; the Sentinels' logs:\n{}",
-                deadline(self.p),
+                deadline(self.p, self.case),
                 watched.sentinels.log_tails()
             ))),
             false => Ok(()),

@@ -37,6 +37,8 @@ pub struct Case {
     pub keys: u64,
     pub offered: f64,
     pub trial: u32,
+    /// The Sentinels' down-after-milliseconds (0: no Sentinel).
+    pub down_after_ms: u64,
 }
 
 /// What one trial measured.

@@ -104,6 +104,7 @@ zset-max-listpack-entries, where the log becomes a skiplist",
         y_from_zero: false,
         series,
         marks,
+        shaded: Vec::new(),
         label: &label,
     };
     let mut written = write_spec(dir, "memory", &lines::spec(chart)?)?;
@@ -136,6 +137,7 @@ zset-max-listpack-entries, where the log becomes a skiplist",
         y_from_zero: true,
         series,
         marks,
+        shaded: Vec::new(),
         label: &label,
     };
     written.extend(write_spec(dir, "memory_cliff", &lines::spec(chart)?)?);

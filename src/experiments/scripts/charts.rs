@@ -127,6 +127,7 @@ fn flush_counts(rows: &[FlushRow]) -> LineChart<'static> {
         y_from_zero: true,
         series,
         marks: vec![(0.0, "flush".to_string())],
+        shaded: Vec::new(),
         label: &|v| si(v),
     }
 }
@@ -143,6 +144,7 @@ fn flush_p99(rows: &[FlushRow]) -> LineChart<'static> {
         y_from_zero: false,
         series: series_by_mode(rows, |r| r.p99_us, "p99", false),
         marks: vec![(0.0, "flush".to_string())],
+        shaded: Vec::new(),
         label: &|v| si(v),
     }
 }
