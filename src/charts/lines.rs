@@ -234,10 +234,12 @@ pub(crate) fn spec(c: LineChart) -> Result<Chart, ChartError> {
     for (from, to, label) in &c.shaded {
         let (from, to) = (c.x_scale.to_plot(*from), c.x_scale.to_plot(*to));
         let area = Layer::new(Shape::Rect([(from, py0), (to, py1)], 0), BLACK).faded(0.08);
-        let at = ((from + to) / 2.0, py0);
         plot.under.push(area);
-        plot.under
-            .push(text(at, (0, -22), label, BLACK, Anchor::CenterTop));
+        // A label wider than a narrow span would sit on the data beside it: the shade says enough.
+        if (to - from) / (px1 - px0) >= 0.15 {
+            let at = ((from + to) / 2.0, py0);
+            plot.under.push(text(at, (0, -22), label, BLACK, Anchor::CenterTop));
+        }
     }
     Ok(Chart::new((1200, 700), c.title, c.note, vec![plot]).legend(10 + Y_LABEL_PX as i32, legend))
 }

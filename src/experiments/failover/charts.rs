@@ -343,7 +343,8 @@ fn sentinel(bins: &[BinRow], trials: &[TrialRow]) -> Result<Chart, ChartError> {
     let title =
         "failover through Sentinel: admitted and failed checks per bin, keys summed".to_string();
     let note = "clients find the primary through the Sentinels and move after a failed check; \
-                dashed red = what the limit allows per bin at its rate";
+                dashed red = what the limit allows per bin at its rate; grey = from the first bin with a failed check \
+                to the last";
     panels(title, note, charts)
 }
 
