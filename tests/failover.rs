@@ -164,20 +164,21 @@ fn overshoot_is_what_the_replica_lost_bounded_by_a_burst_and_grows_with_traffic_
     );
 }
 
-/// The Sentinel variants: Sentinels fail over (planned, and after a SIGKILL of the primary) and
-/// every client finds the promoted replica on its own. Physics, not times: no client can reach
+/// The Sentinel variants: Sentinels fail over (planned; after a SIGKILL of the primary; after one whose
+/// primary an auto-recovery restarts) and every client finds the promoted replica on its own. Physics,
+/// not times: no client can reach
 /// the promoted replica before the failover started, none after a crash before down-after has
 /// passed, every client's checks fail between a crash and its move, and the promoted replica
 /// holds the state replicated before the failover, so a key gains at most its burst back.
 #[test]
 fn sentinel_failovers_move_every_client_on_its_own_within_a_burst_per_key() {
     let out = tempfile::tempdir().unwrap();
-    let variants = r#"["sentinel-planned", "sentinel-crash"]"#;
+    let variants = r#"["sentinel-planned", "sentinel-crash", "sentinel-racing"]"#;
     let dir = common::run_experiment("failover", out.path(), &[("variants", variants)]);
     let clients = read_rows(&CLIENTS.path(&dir)).unwrap();
     let trials = read_rows(&TRIALS.path(&dir)).unwrap();
     let keys = read_rows(&KEYS.path(&dir)).unwrap();
-    for variant in ["sentinel-planned", "sentinel-crash"] {
+    for variant in ["sentinel-planned", "sentinel-crash", "sentinel-racing"] {
         let of_variant: Vec<&Row> = (clients.iter())
             .filter(|c| c["variant"] == variant)
             .collect();
@@ -233,6 +234,20 @@ fn sentinel_failovers_move_every_client_on_its_own_within_a_burst_per_key() {
         );
     }
     the_crash_window_grows_with_down_after(&clients);
+    // Racing: a client on the restarted old primary leaves it only on a failed check, which a
+    // primary that kept running as one never gives: every client ended on the promoted replica,
+    // so an old primary that admitted anything after the kill was demoted.
+    for t in of(&trials, "sentinel-racing", "lua-bucket") {
+        let role = t["old_primary_role"].as_str();
+        assert!(
+            n(t, "lost_admits") == 0.0 || role == "slave",
+            "the restarted primary admitted checks and was not demoted: {t:?}"
+        );
+        assert!(
+            ["master", "slave"].contains(&role),
+            "restarted, yet {role}: {t:?}"
+        );
+    }
 }
 
 /// The crash's sweep: each client's window without a decision at the longer down-after beside

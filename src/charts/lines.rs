@@ -238,7 +238,8 @@ pub(crate) fn spec(c: LineChart) -> Result<Chart, ChartError> {
         // A label wider than a narrow span would sit on the data beside it: the shade says enough.
         if (to - from) / (px1 - px0) >= 0.15 {
             let at = ((from + to) / 2.0, py0);
-            plot.under.push(text(at, (0, -22), label, BLACK, Anchor::CenterTop));
+            plot.under
+                .push(text(at, (0, -22), label, BLACK, Anchor::CenterTop));
         }
     }
     Ok(Chart::new((1200, 700), c.title, c.note, vec![plot]).legend(10 + Y_LABEL_PX as i32, legend))

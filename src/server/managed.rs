@@ -152,6 +152,16 @@ impl RedisServer {
     /// Starts the same binary on the same port and directory with the same options once the
     /// previous process has been reaped, and waits until it is ready.
     pub(super) fn respawn(&mut self) -> Result<(), ServerError> {
+        self.start_again()?;
+        self.wait_ready(self.opts.start_timeout)
+    }
+
+    /// Starts the server's process again on its port and directory (killing a running one
+    /// first) and returns at once, without waiting for it to answer: a caller measuring what
+    /// clients meet while it comes back (an auto-recovery racing a failover) must not stop its
+    /// own clock for it.
+    pub fn start_again(&mut self) -> Result<(), ServerError> {
+        self.kill()?;
         let replica_of = *self.replica_of();
         let child = spawn(
             &self.binary,
@@ -164,7 +174,7 @@ impl RedisServer {
         self.pid = child.id();
         *self.child.get_mut().unwrap_or_else(|p| p.into_inner()) = child;
         self.reaped = false;
-        self.wait_ready(self.opts.start_timeout)
+        Ok(())
     }
 
     /// Waits up to `timeout` for the process to exit on its own, then reaps it; on timeout it is

@@ -221,6 +221,7 @@ impl Rows {
             lost_repl_bytes: m.lost_repl_bytes,
             lost_admits: m.lost_admits.iter().sum(),
             replica_keys: m.replica_keys,
+            old_primary_role: m.old_primary_role.clone(),
             first_call: m.first_call.clone(),
             noscript_after,
             errors_after,

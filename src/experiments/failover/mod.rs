@@ -18,7 +18,9 @@
 //!
 //! Sentinel variants (issue 35, sentinel.rs): a primary, a replica and 3 Sentinels built per
 //! trial through the session; `sentinel-planned` sends SENTINEL FAILOVER (seed 003's drill),
-//! `sentinel-crash` SIGKILLs the primary. The harness moves no client: each finds the primary
+//! `sentinel-crash` SIGKILLs the primary (at each `down_after_ms`), `sentinel-racing` SIGKILLs it
+//! and starts it again with its AOF as soon as the replica is promoted (seed 003's auto-recovery
+//! racing the drill). The harness moves no client: each finds the primary
 //! through the Sentinels and asks again after a failed check (finder.rs), and the count after the
 //! switch runs through the last client's move.
 //!
@@ -75,7 +77,8 @@ pub struct Params {
     /// What the promoted replica holds: `replicated` (caught up), `lagging` (its link cut
     /// `lag_ms` before), `wiped` (FLUSHALL before clients move); or Sentinel fails over and the
     /// clients find it themselves: `sentinel-planned` (SENTINEL FAILOVER), `sentinel-crash`
-    /// (the primary SIGKILLed).
+    /// (the primary SIGKILLed), `sentinel-racing` (SIGKILLed, then restarted with its data once
+    /// the replica is promoted).
     pub variants: Vec<Variant>,
     /// The limiters whose state is lost or kept across the switch.
     pub strategies: Vec<Strategy>,
@@ -158,7 +161,9 @@ impl Params {
     fn down_afters(&self, variant: Variant) -> &[u64] {
         match variant {
             Variant::SentinelCrash => &self.down_after_ms,
-            Variant::SentinelPlanned => &self.down_after_ms[..self.down_after_ms.len().min(1)],
+            Variant::SentinelPlanned | Variant::SentinelRacing => {
+                &self.down_after_ms[..self.down_after_ms.len().min(1)]
+            }
             _ => &[0],
         }
     }

@@ -33,12 +33,19 @@ pub enum Variant {
     /// The primary SIGKILLed under load: Sentinel promotes the replica after
     /// `down-after-milliseconds`; clients move when the Sentinels name it.
     SentinelCrash,
+    /// As sentinel-crash, with the auto-recovery seed 003 warns of racing the drill: the killed
+    /// primary, persisting every write to its AOF, is started again as soon as Sentinel has
+    /// promoted the replica, and comes back a primary with its data until Sentinel demotes it.
+    SentinelRacing,
 }
 
 impl Variant {
     /// Whether Sentinels fail over and clients find the primary through them.
     pub fn is_sentinel(self) -> bool {
-        matches!(self, Variant::SentinelPlanned | Variant::SentinelCrash)
+        matches!(
+            self,
+            Variant::SentinelPlanned | Variant::SentinelCrash | Variant::SentinelRacing
+        )
     }
 }
 
@@ -53,7 +60,8 @@ pub const SENTINEL_SWITCH: &str = "sentinel-rediscovery";
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct KeyRow {
     /// What the promoted replica holds of the limiter's state: `replicated`, `lagging` or `wiped`;
-    /// or how Sentinel promotes it: `sentinel-planned` (SENTINEL FAILOVER), `sentinel-crash` (SIGKILL).
+    /// or how Sentinel promotes it: `sentinel-planned` (SENTINEL FAILOVER), `sentinel-crash` (SIGKILL),
+    /// `sentinel-racing` (SIGKILL, the old primary restarted with its data once the replica is promoted).
     pub variant: Variant,
     pub strategy: Strategy,
     /// How the limiter's script is invoked: eval, evalsha, evalsha-eval, evalsha-load or fcall.
@@ -99,7 +107,8 @@ pub struct KeyRow {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct BinRow {
     /// What the promoted replica holds of the limiter's state: `replicated`, `lagging` or `wiped`;
-    /// or how Sentinel promotes it: `sentinel-planned` (SENTINEL FAILOVER), `sentinel-crash` (SIGKILL).
+    /// or how Sentinel promotes it: `sentinel-planned` (SENTINEL FAILOVER), `sentinel-crash` (SIGKILL),
+    /// `sentinel-racing` (SIGKILL, the old primary restarted with its data once the replica is promoted).
     pub variant: Variant,
     pub strategy: Strategy,
     /// How the limiter's script is invoked: eval, evalsha, evalsha-eval, evalsha-load or fcall.
@@ -129,7 +138,8 @@ pub struct BinRow {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TrialRow {
     /// What the promoted replica holds of the limiter's state: `replicated`, `lagging` or `wiped`;
-    /// or how Sentinel promotes it: `sentinel-planned` (SENTINEL FAILOVER), `sentinel-crash` (SIGKILL).
+    /// or how Sentinel promotes it: `sentinel-planned` (SENTINEL FAILOVER), `sentinel-crash` (SIGKILL),
+    /// `sentinel-racing` (SIGKILL, the old primary restarted with its data once the replica is promoted).
     pub variant: Variant,
     pub strategy: Strategy,
     /// How the limiter's script is invoked: eval, evalsha, evalsha-eval, evalsha-load or fcall.
@@ -163,10 +173,15 @@ pub struct TrialRow {
     pub lost_repl_bytes: i64,
     /// Checks admitted by the old primary after the last write the replica got (the cut: the
     /// caught-up offset, the blackhole, or everything when wiped); Sentinel: admitted by the
-    /// old primary after the replica's promotion (writes the demoted primary's resync drops).
+    /// old primary after the replica's promotion (writes the demoted primary's resync drops);
+    /// sentinel-racing: admitted by the restarted old primary (the replica has nothing after the kill).
     pub lost_admits: u64,
     /// Keys on the replica right after its promotion (before the flush when wiped).
     pub replica_keys: u64,
+    /// The old primary's role when the load stopped (INFO replication): master (left running,
+    /// or restarted and not demoted yet), slave (demoted: what it admitted after the split was
+    /// replaced by the promoted replica's data), or unreachable (killed).
+    pub old_primary_role: String,
     /// The first check the promoted replica answered: ok, noscript or error.
     pub first_call: String,
     /// Checks after the switch that met NOSCRIPT, and that got no decision.
@@ -198,7 +213,8 @@ pub struct TrialRow {
 /// checks met from the failover's start until then.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ClientRow {
-    /// The Sentinel variant: `sentinel-planned` (SENTINEL FAILOVER) or `sentinel-crash` (SIGKILL).
+    /// The Sentinel variant: `sentinel-planned` (SENTINEL FAILOVER), `sentinel-crash` (SIGKILL) or
+    /// `sentinel-racing` (SIGKILL, the old primary restarted with its data once the replica is promoted).
     pub variant: Variant,
     pub strategy: Strategy,
     /// How the limiter's script is invoked: eval, evalsha, evalsha-eval, evalsha-load or fcall.

@@ -37,7 +37,12 @@ pub fn run(
     case: Case,
     rt: &tokio::runtime::Runtime,
 ) -> Result<Measured, PhaseError> {
-    let built = s.build_with(&topology(p, case), |o| o.persistence = Persistence::None);
+    // Racing: the killed primary comes back with every write it acknowledged (its AOF).
+    let persistence = match case.variant {
+        Variant::SentinelRacing => Persistence::Aof,
+        _ => Persistence::None,
+    };
+    let built = s.build_with(&topology(p, case), |o| o.persistence = persistence);
     let built = built.map_err(|e| PhaseError::Invalid(format!("building the Sentinels: {e}")))?;
     let Deployment::Sentinel(mut watched) = built else {
         return Err(PhaseError::Invalid(
@@ -128,6 +133,7 @@ struct Notes {
     moved: Option<Instant>,
     replica_keys: u64,
     post_windows: u64,
+    old_primary_role: String,
 }
 
 /// The trial as a drill: the keys' checks on the open-loop schedule, the failover as the plan's
@@ -224,7 +230,7 @@ impl Failover<'_> {
     /// `post_windows` whole windows after the last move's window, and stops the load.
     async fn run(&self, watched: &mut Watched) -> Result<(), PhaseError> {
         let started = match self.case.variant {
-            Variant::SentinelCrash => {
+            Variant::SentinelCrash | Variant::SentinelRacing => {
                 let at = Instant::now();
                 watched.set.primary.kill()?;
                 at
@@ -241,6 +247,9 @@ impl Failover<'_> {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         let promoted = Instant::now();
+        if self.case.variant == Variant::SentinelRacing {
+            watched.set.primary.start_again()?;
+        }
         let mut replica = self
             .replica
             .get_multiplexed_async_connection_with_config(&self.config)
@@ -260,10 +269,24 @@ impl Failover<'_> {
             + Duration::from_secs_f64(((end_unix - self.clock.unix(started)) / 1e3).max(0.0));
         tokio::time::sleep_until(end.into()).await;
         self.stopper.stop();
+        let old_primary_role = self.old_primary_role(watched).await;
         let mut n = self.notes.borrow_mut();
+        n.old_primary_role = old_primary_role;
         (n.promoted, n.moved) = (Some(promoted), Some(moved));
         (n.replica_keys, n.post_windows) = (replica_keys, post_windows);
         Ok(())
+    }
+
+    /// The old primary's role (INFO replication), or `unreachable`.
+    async fn old_primary_role(&self, watched: &Watched) -> String {
+        let role = async {
+            let client = crate::server::endpoint::client(&watched.set.primary.url()).ok()?;
+            let connecting = client.get_multiplexed_async_connection_with_config(&self.config);
+            trial::info_field(&mut connecting.await.ok()?, "role")
+                .await
+                .ok()
+        };
+        role.await.unwrap_or_else(|| "unreachable".into())
     }
 
     /// The replica's role, or None when it could not be read (its connections are closed as it
@@ -319,10 +342,15 @@ fn reading(
         })
         .collect();
     checks.sort_by(|a, b| a.sent_unix_ms.total_cmp(&b.sent_unix_ms));
-    let promoted_unix = clock.unix(promoted);
+    // The split: the replica has nothing the old primary took after its promotion, or (killed
+    // and restarted) after the kill.
+    let split_unix = match case.variant {
+        Variant::SentinelRacing => clock.unix(started),
+        _ => clock.unix(promoted),
+    };
     let mut lost_admits = vec![0u64; case.keys as usize];
     for r in &ran.records {
-        let split = r.out.port == old_port && unix(r.start_ns) >= promoted_unix;
+        let split = r.out.port == old_port && unix(r.start_ns) >= split_unix;
         if split && r.out.answer == Answer::Admitted {
             if let Some(count) = lost_admits.get_mut(r.tag as usize) {
                 *count += 1;
@@ -349,6 +377,7 @@ fn reading(
         lost_repl_bytes: -1,
         lost_admits,
         replica_keys: n.replica_keys,
+        old_primary_role: n.old_primary_role,
         first_call: first_call.to_string(),
         send_lag_max_ms: (ran.records.iter())
             .map(|r| r.start_ns.saturating_sub(r.intended_ns) as f64 / 1e6)

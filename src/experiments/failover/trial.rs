@@ -52,6 +52,8 @@ pub struct Measured {
     /// Per key: checks admitted by the old primary after the cut (what the replica never got).
     pub lost_admits: Vec<u64>,
     pub replica_keys: u64,
+    /// The old primary's role when the load stopped: master, slave or unreachable.
+    pub old_primary_role: String,
     pub first_call: String,
     pub send_lag_max_ms: f64,
     /// Whole windows counted after the switch's (its own included): `post_windows`, and in the
@@ -329,6 +331,7 @@ async fn timeline(
         .run(move |call| Arc::clone(&checking).check(call.tag as u32))
         .await?;
     let primary_offset = offset(&mut admin.primary, "master_repl_offset").await?;
+    let old_primary_role = info_field(&mut admin.primary, "role").await?;
     let m = measured(
         case,
         &ran,
@@ -339,6 +342,7 @@ async fn timeline(
     )?;
     Ok(Measured {
         post_windows: p.post_windows,
+        old_primary_role,
         ..m
     })
 }
@@ -473,6 +477,7 @@ fn measured(
         lost_admits,
         replica_keys: n.replica_keys,
         first_call: first_call.to_string(),
+        old_primary_role: String::new(),
         send_lag_max_ms,
         post_windows: 0,
         clients: Vec::new(),
