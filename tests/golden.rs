@@ -337,14 +337,21 @@ fn a_wrong_measurement_fails_its_claim() {
                     .then(|| vec![("max_per_limit", "1.5".into())])
             },
         ),
-        // above, paired: in one pair redis-benchmark's GET ran faster than ratelab's.
-        ("calibrate.get", "calibrate", "calibrate.csv", |g| {
-            (g("command") == "GET"
-                && g("tool") == "ratelab"
-                && g("pair") == "1"
-                && g("depth") == "1")
-                .then(|| vec![("ops_per_s", "50000".into())])
-        }),
+        // above, paired (a difference): one client got a decision sooner at the longer down-after.
+        // (calibrate.get was the example here; on this shared machine it does not always hold.)
+        (
+            "failover.sentinel-crash-window-grows-with-down-after",
+            "failover",
+            "clients.csv",
+            |g| {
+                (g("variant") == "sentinel-crash"
+                    && g("strategy") == "lua-bucket"
+                    && g("invocation") == "evalsha-eval"
+                    && g("down_after_ms") == "2000"
+                    && g("client") == "3")
+                    .then(|| vec![("unavailable_ms", "100".into())])
+            },
+        ),
         // below, paired: in one pair ratelab spent far more client CPU per GET than redis-benchmark.
         (
             "calibrate.get-client-cpu",
