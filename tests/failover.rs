@@ -200,7 +200,13 @@ fn sentinel_failovers_move_every_client_on_its_own_within_a_burst_per_key() {
         }
         for t in of(&trials, variant, "lua-bucket") {
             assert_eq!(t["switch"], "sentinel-rediscovery");
-            assert!(n(t, "replica_keys") >= n(t, "keys"), "{variant}: {t:?}");
+            // Every key was written within a few ms of the failover's start, and a bucket lives a
+            // full refill plus a second (window + 1 s): promoted before that, the replica holds
+            // every key. Promoted later (a crash at a long down-after), it may already have expired
+            // them, as the primary would have: an idle bucket that old is full anyway.
+            if n(t, "promote_ms") < n(t, "window_ms") + 1000.0 {
+                assert!(n(t, "replica_keys") >= n(t, "keys"), "{variant}: {t:?}");
+            }
             for k in keys_of(&keys, t) {
                 let over = n(k, "overshoot_bursts");
                 assert!(over <= 1.0 + slack(t), "{variant}: {over} bursts: {k:?}");

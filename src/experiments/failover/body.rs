@@ -138,40 +138,27 @@ impl Rows {
             post_windows: m.post_windows,
             switch_unix_ms: m.switch_unix_ms,
         };
-        let burst = p.burst as f64;
-        let keys: Vec<KeyRow> = (tally::per_key(&frame, &m.checks).into_iter().enumerate())
-            .map(|(key, (sent_post, admitted_pre, admitted_post))| {
-                let allowed_pre = p.burst * p.pre_windows;
-                let allowed_post = p.burst * m.post_windows;
-                let baseline = admitted_pre as i64 - allowed_pre as i64;
-                let overshoot = admitted_post as i64 - allowed_post as i64;
-                KeyRow {
-                    variant: case.variant,
-                    strategy: case.strategy,
-                    invocation: case.invocation,
-                    keys: case.keys,
-                    offered: case.offered,
-                    trial: case.trial,
-                    down_after_ms: case.down_after_ms,
-                    key: key as u64,
-                    burst: p.burst,
-                    window_ms: p.window_ms,
-                    sent_post,
-                    lost_admits: m.lost_admits.get(key).copied().unwrap_or(0),
-                    admitted_pre,
-                    allowed_pre,
-                    admitted_post,
-                    allowed_post,
-                    baseline,
-                    overshoot,
-                    overshoot_bursts: overshoot as f64 / burst,
-                    baseline_bursts: baseline as f64 / burst,
-                }
-            })
-            .collect();
-        let limit = case.keys as f64 * burst * p.bin_ms as f64 / p.window_ms as f64;
-        let bins = (tally::bins(&frame, &m.checks, p.bin_ms).into_iter())
-            .map(|b| BinRow {
+        let keys = key_rows(p, case, m, &frame);
+        let trial = trial_row(p, case, m, attempts, &frame, &keys)?;
+        Ok(Rows {
+            bins: bin_rows(p, case, m, &frame),
+            clients: client_rows(case, m, &frame, &keys),
+            keys,
+            trial,
+        })
+    }
+}
+
+/// One row per key: admitted over whole windows before and after the switch, against the limit.
+fn key_rows(p: &Params, case: Case, m: &Measured, frame: &Frame) -> Vec<KeyRow> {
+    let burst = p.burst as f64;
+    (tally::per_key(frame, &m.checks).into_iter().enumerate())
+        .map(|(key, (sent_post, admitted_pre, admitted_post))| {
+            let allowed_pre = p.burst * p.pre_windows;
+            let allowed_post = p.burst * m.post_windows;
+            let baseline = admitted_pre as i64 - allowed_pre as i64;
+            let overshoot = admitted_post as i64 - allowed_post as i64;
+            KeyRow {
                 variant: case.variant,
                 strategy: case.strategy,
                 invocation: case.invocation,
@@ -179,27 +166,29 @@ impl Rows {
                 offered: case.offered,
                 trial: case.trial,
                 down_after_ms: case.down_after_ms,
-                t_ms: b.t_ms,
-                bin_ms: p.bin_ms,
-                sent: b.sent,
-                admitted: b.admitted,
-                denied: b.denied,
-                errors: b.errors,
-                noscript: b.noscript,
-                limit,
-            })
-            .collect();
-        let mean =
-            |f: fn(&KeyRow) -> f64| keys.iter().map(f).sum::<f64>() / keys.len().max(1) as f64;
-        let after = m.checks.iter().filter(|c| c.after_switch);
-        let noscript_after = after.clone().filter(|c| c.noscript).count() as u64;
-        let errors_after = (after.filter(|c| c.answer == tally::Answer::Error)).count() as u64;
-        if case.invocation != Invocation::Evalsha && errors_after > 0 {
-            return Err(PhaseError::Invalid(format!(
-                "{errors_after} checks after the switch got no decision"
-            )));
-        }
-        let trial = TrialRow {
+                key: key as u64,
+                burst: p.burst,
+                window_ms: p.window_ms,
+                sent_post,
+                lost_admits: m.lost_admits.get(key).copied().unwrap_or(0),
+                admitted_pre,
+                allowed_pre,
+                admitted_post,
+                allowed_post,
+                baseline,
+                overshoot,
+                overshoot_bursts: overshoot as f64 / burst,
+                baseline_bursts: baseline as f64 / burst,
+            }
+        })
+        .collect()
+}
+
+/// One row per bin, keys summed.
+fn bin_rows(p: &Params, case: Case, m: &Measured, frame: &Frame) -> Vec<BinRow> {
+    let limit = (case.keys * p.burst * p.bin_ms) as f64 / p.window_ms as f64;
+    (tally::bins(frame, &m.checks, p.bin_ms).into_iter())
+        .map(|b| BinRow {
             variant: case.variant,
             strategy: case.strategy,
             invocation: case.invocation,
@@ -207,63 +196,97 @@ impl Rows {
             offered: case.offered,
             trial: case.trial,
             down_after_ms: case.down_after_ms,
-            switch: match case.variant.is_sentinel() {
-                true => SENTINEL_SWITCH,
-                false => SWITCH,
-            }
-            .to_string(),
-            burst: p.burst,
-            window_ms: p.window_ms,
-            lag_ms: m.lag_ms,
-            promote_ms: m.promote_ms,
-            switch_after_promote_ms: m.switch_after_promote_ms,
-            switch_phase: frame.phase(),
-            lost_repl_bytes: m.lost_repl_bytes,
-            lost_admits: m.lost_admits.iter().sum(),
-            replica_keys: m.replica_keys,
-            old_primary_role: m.old_primary_role.clone(),
-            first_call: m.first_call.clone(),
-            noscript_after,
-            errors_after,
-            overshoot_bursts_mean: mean(|r| r.overshoot_bursts),
-            overshoot_bursts_max: (keys.iter().map(|r| r.overshoot_bursts))
-                .fold(f64::MIN, f64::max),
-            baseline_bursts_mean: mean(|r| r.baseline_bursts),
-            overshoot_per_offered: mean(|r| r.overshoot_bursts) / case.offered,
-            overshoot_total: keys.iter().map(|r| r.overshoot).sum(),
-            requests: m.checks.len() as u64,
-            send_lag_max_ms: m.send_lag_max_ms,
-            attempts,
-        };
-        let open = open_overshoot(&frame, m, &keys);
-        let clients = (m.clients.iter())
-            .map(|c| ClientRow {
-                variant: case.variant,
-                strategy: case.strategy,
-                invocation: case.invocation,
-                keys: case.keys,
-                offered: case.offered,
-                trial: case.trial,
-                client: c.client,
-                down_after_ms: case.down_after_ms,
-                promoted_ms: c.promoted_ms,
-                rediscovered_ms: c.rediscovered_ms,
-                asks: c.asks,
-                checks_between: c.checks_between,
-                failed: c.failed,
-                readonly: c.readonly,
-                unavailable_ms: c.unavailable_ms,
-                client_keys: open.get(c.client as usize).map_or(0, |o| o.0),
-                overshoot_open_bursts: open.get(c.client as usize).map_or(f64::NAN, |o| o.1),
-            })
-            .collect();
-        Ok(Rows {
-            keys,
-            bins,
-            trial,
-            clients,
+            t_ms: b.t_ms,
+            bin_ms: p.bin_ms,
+            sent: b.sent,
+            admitted: b.admitted,
+            denied: b.denied,
+            errors: b.errors,
+            noscript: b.noscript,
+            limit,
         })
+        .collect()
+}
+
+/// The trial's row; an error when a check after the switch got no decision where none may.
+fn trial_row(
+    p: &Params,
+    case: Case,
+    m: &Measured,
+    attempts: u32,
+    frame: &Frame,
+    keys: &[KeyRow],
+) -> Result<TrialRow, PhaseError> {
+    let mean = |f: fn(&KeyRow) -> f64| keys.iter().map(f).sum::<f64>() / keys.len().max(1) as f64;
+    let after = m.checks.iter().filter(|c| c.after_switch);
+    let noscript_after = after.clone().filter(|c| c.noscript).count() as u64;
+    let errors_after = (after.filter(|c| c.answer == tally::Answer::Error)).count() as u64;
+    if case.invocation != Invocation::Evalsha && errors_after > 0 {
+        return Err(PhaseError::Invalid(format!(
+            "{errors_after} checks after the switch got no decision"
+        )));
     }
+    Ok(TrialRow {
+        variant: case.variant,
+        strategy: case.strategy,
+        invocation: case.invocation,
+        keys: case.keys,
+        offered: case.offered,
+        trial: case.trial,
+        down_after_ms: case.down_after_ms,
+        switch: match case.variant.is_sentinel() {
+            true => SENTINEL_SWITCH,
+            false => SWITCH,
+        }
+        .to_string(),
+        burst: p.burst,
+        window_ms: p.window_ms,
+        lag_ms: m.lag_ms,
+        promote_ms: m.promote_ms,
+        switch_after_promote_ms: m.switch_after_promote_ms,
+        switch_phase: frame.phase(),
+        lost_repl_bytes: m.lost_repl_bytes,
+        lost_admits: m.lost_admits.iter().sum(),
+        replica_keys: m.replica_keys,
+        old_primary_role: m.old_primary_role.clone(),
+        first_call: m.first_call.clone(),
+        noscript_after,
+        errors_after,
+        overshoot_bursts_mean: mean(|r| r.overshoot_bursts),
+        overshoot_bursts_max: (keys.iter().map(|r| r.overshoot_bursts)).fold(f64::MIN, f64::max),
+        baseline_bursts_mean: mean(|r| r.baseline_bursts),
+        overshoot_per_offered: mean(|r| r.overshoot_bursts) / case.offered,
+        overshoot_total: keys.iter().map(|r| r.overshoot).sum(),
+        requests: m.checks.len() as u64,
+        send_lag_max_ms: m.send_lag_max_ms,
+        attempts,
+    })
+}
+
+/// One row per client of a Sentinel trial (none in the others).
+fn client_rows(case: Case, m: &Measured, frame: &Frame, keys: &[KeyRow]) -> Vec<ClientRow> {
+    let open = open_overshoot(frame, m, keys);
+    (m.clients.iter())
+        .map(|c| ClientRow {
+            variant: case.variant,
+            strategy: case.strategy,
+            invocation: case.invocation,
+            keys: case.keys,
+            offered: case.offered,
+            trial: case.trial,
+            client: c.client,
+            down_after_ms: case.down_after_ms,
+            promoted_ms: c.promoted_ms,
+            rediscovered_ms: c.rediscovered_ms,
+            asks: c.asks,
+            checks_between: c.checks_between,
+            failed: c.failed,
+            readonly: c.readonly,
+            unavailable_ms: c.unavailable_ms,
+            client_keys: open.get(c.client as usize).map_or(0, |o| o.0),
+            overshoot_open_bursts: open.get(c.client as usize).map_or(f64::NAN, |o| o.1),
+        })
+        .collect()
 }
 
 /// Per client (key % clients): its keys, and the mean over them of the overshoot with every check

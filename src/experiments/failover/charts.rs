@@ -162,15 +162,7 @@ fn timeline(bins: &[BinRow]) -> Result<Chart, ChartError> {
 /// Each trial's bins as (bin end, cumulative admitted - allowed), shifted so the bin that ends
 /// at the switch (the last one ending at or before it) is 0; pure, for tests.
 fn excess_from_switch<'a>(rows: &[&'a BinRow]) -> Vec<(&'a BinRow, (f64, f64))> {
-    let trial = |r: &BinRow| {
-        (
-            r.strategy,
-            r.invocation,
-            r.offered.to_bits(),
-            r.trial,
-            r.down_after_ms,
-        )
-    };
+    let trial = |r: &BinRow| r.trial_key();
     let mut trials = Vec::new();
     for t in rows.iter().map(|r| trial(r)) {
         if !trials.contains(&t) {
@@ -263,24 +255,10 @@ fn sentinel(bins: &[BinRow], trials: &[TrialRow]) -> Result<Chart, ChartError> {
         .collect();
     let mut charts = Vec::new();
     for (t, desc) in picked.into_iter().zip(&descs) {
-        let same = |b: &&BinRow| {
-            (
-                b.variant,
-                b.strategy,
-                b.invocation,
-                b.keys,
-                b.trial,
-                b.down_after_ms,
-            ) == (
-                t.variant,
-                t.strategy,
-                t.invocation,
-                t.keys,
-                t.trial,
-                t.down_after_ms,
-            ) && b.offered == t.offered
-        };
-        let rows: Vec<&BinRow> = bins.iter().filter(same).collect();
+        let rows: Vec<&BinRow> = bins
+            .iter()
+            .filter(|b| b.trial_key() == t.trial_key())
+            .collect();
         let middle = |r: &BinRow| r.t_ms + r.bin_ms as f64 / 2.0;
         let line = |name: &str, color, value: fn(&BinRow) -> u64| Series {
             name: name.into(),
@@ -292,19 +270,6 @@ fn sentinel(bins: &[BinRow], trials: &[TrialRow]) -> Result<Chart, ChartError> {
             (lo.min(r.t_ms), hi.max(r.t_ms + r.bin_ms as f64))
         });
         let limit = rows.first().map_or(0.0, |r| r.limit);
-        // From the first bin with a failed check to the end of the last: no decision for some.
-        let failing = rows.iter().filter(|r| r.errors > 0);
-        let span = (failing.clone().map(|r| r.t_ms)).fold(f64::MAX, f64::min);
-        let span = (
-            span,
-            failing
-                .map(|r| r.t_ms + r.bin_ms as f64)
-                .fold(f64::MIN, f64::max),
-        );
-        let shaded = match span.0 < span.1 {
-            true => vec![(span.0, span.1, "checks failing".to_string())],
-            false => Vec::new(),
-        };
         let series = vec![
             line("admitted", color(0), |r| r.admitted),
             line("failed (no decision)", color(1), |r| r.errors),
@@ -335,7 +300,7 @@ fn sentinel(bins: &[BinRow], trials: &[TrialRow]) -> Result<Chart, ChartError> {
                 y_from_zero: true,
                 series,
                 marks,
-                shaded,
+                shaded: failing(&rows),
                 label: &label,
             },
         ));
@@ -346,6 +311,18 @@ fn sentinel(bins: &[BinRow], trials: &[TrialRow]) -> Result<Chart, ChartError> {
                 dashed red = what the limit allows per bin at its rate; grey = from the first bin with a failed check \
                 to the last";
     panels(title, note, charts)
+}
+
+/// The span from the first bin with a failed check to the end of the last, shaded: for some
+/// client, no decision.
+fn failing(rows: &[&BinRow]) -> Vec<(f64, f64, String)> {
+    let failing = rows.iter().filter(|r| r.errors > 0);
+    let from = (failing.clone().map(|r| r.t_ms)).fold(f64::MAX, f64::min);
+    let to = (failing.map(|r| r.t_ms + r.bin_ms as f64)).fold(f64::MIN, f64::max);
+    match from < to {
+        true => vec![(from, to, "checks failing".to_string())],
+        false => Vec::new(),
+    }
 }
 
 /// Marks at ascending instants, one closer than `apart` to the previous joined to it (one line,

@@ -250,3 +250,41 @@ pub struct ClientRow {
     /// the switch, minus what the limit allows there, in bursts.
     pub overshoot_open_bursts: f64,
 }
+
+/// The columns that name a trial (its case and repetition), the same on every row it wrote:
+/// variant, strategy, invocation, keys, offered (as bits), trial, down-after.
+pub type TrialKey = (Variant, Strategy, Invocation, u64, u64, u32, u64);
+
+impl BinRow {
+    /// The trial this bin belongs to.
+    pub fn trial_key(&self) -> TrialKey {
+        let r = self;
+        let offered = r.offered.to_bits();
+        (
+            r.variant,
+            r.strategy,
+            r.invocation,
+            r.keys,
+            offered,
+            r.trial,
+            r.down_after_ms,
+        )
+    }
+}
+
+impl TrialRow {
+    /// The trial this row is.
+    pub fn trial_key(&self) -> TrialKey {
+        let r = self;
+        let offered = r.offered.to_bits();
+        (
+            r.variant,
+            r.strategy,
+            r.invocation,
+            r.keys,
+            offered,
+            r.trial,
+            r.down_after_ms,
+        )
+    }
+}
