@@ -298,16 +298,18 @@ fn the_crash_window_grows_with_down_after(clients: &[Row]) {
     );
 }
 
-/// A Sentinel trial whose body fails (a Sentinel killed before they agree) stops every process
-/// it started: the primary, the replica and the Sentinels left.
-#[test]
-fn a_failed_sentinel_trial_leaves_no_process_behind() {
-    let out = tempfile::tempdir().unwrap();
+/// `ratelab run failover` (quick, sentinel-crash only) into `out`, once its primary, replica and
+/// 3 Sentinels run (or 30 s have passed): the child, the redis processes it started, and whether
+/// all five were seen.
+fn sentinel_trial_started(
+    out: &std::path::Path,
+    stderr: std::process::Stdio,
+) -> (std::process::Child, Vec<u32>, bool) {
     let child = std::process::Command::new(common::ratelab_exe())
         .args(["run", "failover", "--profile", "quick", "--quiet", "--out"])
-        .arg(out.path())
+        .arg(out)
         .args(["--set", r#"variants=["sentinel-crash"]"#])
-        .stderr(std::process::Stdio::piped())
+        .stderr(stderr)
         .spawn()
         .unwrap();
     let mut started = Vec::new();
@@ -315,6 +317,15 @@ fn a_failed_sentinel_trial_leaves_no_process_behind() {
         started = common::redis_children(child.id());
         started.len() == 5
     });
+    (child, started, five)
+}
+
+/// A Sentinel trial whose body fails (a Sentinel killed before they agree) stops every process
+/// it started: the primary, the replica and the Sentinels left.
+#[test]
+fn a_failed_sentinel_trial_leaves_no_process_behind() {
+    let out = tempfile::tempdir().unwrap();
+    let (child, started, five) = sentinel_trial_started(out.path(), std::process::Stdio::piped());
     let sentinel = (started.iter()).copied().find(|&pid| {
         let cmdline = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         cmdline.contains("sentinel")
@@ -355,18 +366,8 @@ fn a_failed_sentinel_trial_leaves_no_process_behind() {
 fn a_signal_to_ratelab_mid_sentinel_trial_stops_every_server_and_sentinel() {
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGKILL] {
         let out = tempfile::tempdir().unwrap();
-        let mut child = std::process::Command::new(common::ratelab_exe())
-            .args(["run", "failover", "--profile", "quick", "--quiet", "--out"])
-            .arg(out.path())
-            .args(["--set", r#"variants=["sentinel-crash"]"#])
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut started = Vec::new();
-        let five = common::wait_for(std::time::Duration::from_secs(30), || {
-            started = common::redis_children(child.id());
-            started.len() == 5
-        });
+        let (mut child, started, five) =
+            sentinel_trial_started(out.path(), std::process::Stdio::null());
         // SAFETY: kill(2) on the ratelab child this test spawned and has not reaped.
         unsafe { libc::kill(child.id() as i32, signal) };
         let status = child.wait().unwrap();

@@ -255,36 +255,18 @@ pub struct ClientRow {
 /// variant, strategy, invocation, keys, offered (as bits), trial, down-after.
 pub type TrialKey = (Variant, Strategy, Invocation, u64, u64, u32, u64);
 
-impl BinRow {
-    /// The trial this bin belongs to.
-    pub fn trial_key(&self) -> TrialKey {
-        let r = self;
-        let offered = r.offered.to_bits();
-        (
-            r.variant,
-            r.strategy,
-            r.invocation,
-            r.keys,
-            offered,
-            r.trial,
-            r.down_after_ms,
-        )
-    }
+/// `trial_key` on the row types that carry every column of a trial's name.
+macro_rules! trial_key {
+    ($($row:ty),*) => {$(
+        impl $row {
+            /// The trial this row belongs to.
+            pub fn trial_key(&self) -> TrialKey {
+                let r = self;
+                let offered = r.offered.to_bits();
+                (r.variant, r.strategy, r.invocation, r.keys, offered, r.trial, r.down_after_ms)
+            }
+        }
+    )*};
 }
 
-impl TrialRow {
-    /// The trial this row is.
-    pub fn trial_key(&self) -> TrialKey {
-        let r = self;
-        let offered = r.offered.to_bits();
-        (
-            r.variant,
-            r.strategy,
-            r.invocation,
-            r.keys,
-            offered,
-            r.trial,
-            r.down_after_ms,
-        )
-    }
-}
+trial_key!(BinRow, TrialRow);
