@@ -17,7 +17,7 @@ pub mod probe;
 pub mod rng;
 mod schedule;
 pub mod sink;
-mod timer;
+pub mod timer;
 mod workers;
 
 pub use closed::run_checks;

@@ -7,7 +7,7 @@
 //! millisecond tick or a runtime too busy to wake on time, the two timers tell apart: the same
 //! runtime, the same load, one timer rounding to the tick and one not.
 
-use crate::load::drill::PreciseTimer;
+use crate::load::timer::PreciseTimer;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

@@ -15,9 +15,6 @@
 mod bins;
 mod run;
 
-/// The precise timer a drill may start requests by, for readings of timer lateness beside one
-/// (chaos sets it beside tokio's).
-pub use super::timer::PreciseTimer;
 pub use bins::Bins;
 
 use std::cell::Cell;
