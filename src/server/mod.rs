@@ -18,6 +18,7 @@ mod reshard;
 mod sched;
 mod sentinel;
 mod slots;
+pub mod slowlog;
 mod spawn;
 mod stats;
 pub mod tls;

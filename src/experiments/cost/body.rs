@@ -8,6 +8,7 @@ use crate::experiments::measure::{measure, Measured};
 use crate::experiments::{ExperimentError, Phase, Session};
 use crate::load::rng::SplitMix64;
 use crate::load::{pipelined, KeyChoice, Stop, WorkerSpec};
+use crate::server::slowlog::{self, SlowLog};
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut rows = COST.create(&s.run.staging)?;
@@ -71,7 +72,10 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                 _ => p.depth_run_seconds,
             };
             plan.template.stop = Stop::AfterMs((seconds * 1000.0) as u64);
+            let what = || format!("reading the slow log around run {r} of {name}");
+            let slow_before = slowlog::newest_id(&mut con).phase(what)?;
             let m = measure(&s.target, &plan, &|| format!("run {r} of {name}"))?;
+            let slow = slowlog::since(&mut con, slow_before).phase(what)?;
             let held = match &logs {
                 Some(logs) => {
                     let what = || format!("counting the logs of {name} after run {r}");
@@ -86,7 +90,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                 true => "lean",
                 false => "redis-rs",
             };
-            rows.write(&row(v, r, p, &m, held, client))?;
+            rows.write(&row(v, r, p, &m, held, client, slow))?;
             bar.inc(1);
         }
     }
@@ -112,6 +116,7 @@ fn row(
     m: &Measured,
     held: Option<(f64, u64)>,
     client: &str,
+    slow: SlowLog,
 ) -> CostRow {
     let decisions = m.tally.admitted + m.tally.denied;
     let (busiest_command, usec_per_call) = m.server.busiest_command().unwrap_or_default();
@@ -146,6 +151,9 @@ fn row(
         redis_waiting_for_cpu_pct: m.server.waiting_for_cpu_pct(),
         redis_idle_pct: m.server.idle_pct(),
         rate_set_by: rate_set_by(m.server.idle_pct(), p.redis_bound_idle_pct).into(),
+        slowlog_threshold_us: Some(slow.threshold_us),
+        slowlog_entries: Some(slow.entries),
+        slowlog_script_entries: Some(slow.script_entries),
         busiest_command,
         usec_per_call,
         command_usec_per_decision: if decisions > 0 {

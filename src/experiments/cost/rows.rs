@@ -56,6 +56,17 @@ pub struct CostRow {
     /// not measurable (a server the user named). Claims judge only `redis` rows.
     #[serde(default = "unknown")]
     pub rate_set_by: String,
+    /// The server's slowlog-log-slower-than during the run, µs (Redis's default 10,000: 10 ms);
+    /// this and the two counts below are empty in runs before the slow log was read.
+    #[serde(default)]
+    pub slowlog_threshold_us: Option<i64>,
+    /// Commands Redis's slow log recorded during the measured run (SLOWLOG GET, entries newer
+    /// than the run's start; the log keeps slowlog-max-len entries, 128 by default).
+    #[serde(default)]
+    pub slowlog_entries: Option<u64>,
+    /// Of them, runs of a script (EVAL, EVALSHA, FCALL and their read-only forms).
+    #[serde(default)]
+    pub slowlog_script_entries: Option<u64>,
     /// The command that took most server time (evalsha for scripts).
     pub busiest_command: String,
     /// Its mean time per call inside Redis, µs (for a script: the script body).

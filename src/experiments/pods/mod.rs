@@ -23,7 +23,6 @@ mod charts;
 mod report;
 mod rows;
 mod run;
-mod slowlog;
 mod strategy;
 
 pub use rows::{PodsRunRow, PodsSecondRow, SecondPhase, RUNS, SECONDS};

@@ -2,7 +2,7 @@
 //! around it; and the rows it leaves.
 
 use super::rows::{PodsRunRow, PodsSecondRow, SecondPhase};
-use super::slowlog;
+use crate::server::slowlog;
 use super::{Config, Params};
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{unix_ms, LimitSpec, Strategy};

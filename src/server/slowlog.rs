@@ -1,7 +1,8 @@
-//! Redis's slow log around a pods run, read without resetting it (the server may be the user's):
-//! the entries whose id is above the newest one before the run were logged during it.
+//! Redis's slow log around a run, read without resetting it (the server may be the user's): the
+//! entries whose id is above the newest one before the run were logged during it. Entries beyond
+//! slowlog-max-len (128 by default) are dropped by Redis itself, so a count is a floor above it.
 
-use crate::server::ServerError;
+use super::ServerError;
 
 /// A SLOWLOG GET entry: [id, time, duration µs, [args], client address, client name].
 type Entry = (i64, i64, i64, Vec<String>, String, String);
@@ -11,7 +12,7 @@ const SCRIPT_COMMANDS: [&str; 5] = ["eval", "evalsha", "eval_ro", "evalsha_ro", 
 
 /// What the slow log held after a run.
 #[derive(Debug, Clone, Copy, Default)]
-pub(super) struct SlowLog {
+pub struct SlowLog {
     /// slowlog-log-slower-than during the run, µs (Redis's default is 10,000: 10 ms).
     pub threshold_us: i64,
     /// Entries logged during the run.
@@ -29,12 +30,12 @@ fn entries(con: &mut redis::Connection) -> Result<Vec<Entry>, ServerError> {
 }
 
 /// The newest entry's id now (-1 for an empty log).
-pub(super) fn newest_id(con: &mut redis::Connection) -> Result<i64, ServerError> {
+pub fn newest_id(con: &mut redis::Connection) -> Result<i64, ServerError> {
     Ok(entries(con)?.iter().map(|e| e.0).max().unwrap_or(-1))
 }
 
 /// The entries logged after the one with id `since`, and the threshold they were logged at.
-pub(super) fn since(con: &mut redis::Connection, since: i64) -> Result<SlowLog, ServerError> {
+pub fn since(con: &mut redis::Connection, since: i64) -> Result<SlowLog, ServerError> {
     let threshold: Vec<String> = redis::cmd("CONFIG")
         .arg("GET")
         .arg("slowlog-log-slower-than")
