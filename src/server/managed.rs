@@ -69,7 +69,9 @@ pub struct RedisServer {
     reaped: bool,
 }
 
-const PORT_ATTEMPTS: usize = 5;
+/// Free ports tried before giving up: another process may bind one between our probe and the
+/// server's own bind.
+pub(super) const PORT_ATTEMPTS: usize = 5;
 
 impl RedisServer {
     /// Starts a server on a free loopback port and waits until it answers PING.

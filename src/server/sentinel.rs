@@ -7,6 +7,7 @@
 //! config names the Sentinel's own id and its peers (`known-sentinel`, as a Sentinel rewrites its
 //! file once it has met them), so they agree at once instead of after the 2 s hello messages.
 
+use super::managed::PORT_ATTEMPTS;
 use super::spawn::{free_port, resolve_server_binary, spawn_owned};
 use super::{admin_connection, cleanup, RedisServer, ServerError};
 use std::collections::HashMap;
@@ -195,6 +196,25 @@ impl RedisSentinels {
             )));
         }
         let binary = resolve_server_binary(&opts.binary)?;
+        for _ in 0..PORT_ATTEMPTS {
+            match Self::start_on_free_ports(&binary, primary, replicas, opts) {
+                // Another process took a port between our probe and the Sentinel's bind (the
+                // Sentinels already started are stopped as `started` drops): pick them all again.
+                Err(ServerError::SentinelExited { log_tail, .. })
+                    if log_tail.contains("Address already in use") => {}
+                other => return other,
+            }
+        }
+        Err(ServerError::NoFreePort(PORT_ATTEMPTS))
+    }
+
+    /// One attempt of [`RedisSentinels::start`]: ports picked, every Sentinel started, agreed.
+    fn start_on_free_ports(
+        binary: &Path,
+        primary: &RedisServer,
+        replicas: usize,
+        opts: &SentinelOptions,
+    ) -> Result<Self, ServerError> {
         let mut started = RedisSentinels {
             sentinels: Vec::new(),
         };
@@ -202,7 +222,7 @@ impl RedisSentinels {
             .map(Peer::pick)
             .collect::<Result<Vec<_>, _>>()?;
         for me in &peers {
-            let sentinel = Sentinel::start(&binary, primary, opts, (me, &peers))?;
+            let sentinel = Sentinel::start(binary, primary, opts, (me, &peers))?;
             started.sentinels.push(sentinel);
         }
         started.wait_agreed(replicas, opts.start_timeout)?;

@@ -2,12 +2,12 @@
 //! around it; and the rows it leaves.
 
 use super::rows::{PodsRunRow, PodsSecondRow, SecondPhase};
-use crate::server::slowlog;
 use super::{Config, Params};
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{unix_ms, LimitSpec, Strategy};
 use crate::load::sink::{Sink, SinkCount};
 use crate::load::{Arrivals, Fleet, KeyChoice, OpenSpec, PodFleet, PodSecond, PodTally, Start};
+use crate::server::slowlog;
 use crate::server::{ServerCost, ServerSample};
 
 /// Time from planning a run to its start, so every pod has connected and heard `go` first;
