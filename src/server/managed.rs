@@ -5,7 +5,7 @@
 //! one as a replica of another.
 
 use super::address::{Credentials, Endpoint};
-use super::spawn::{free_cluster_port, free_port, resolve_server_binary, spawn};
+use super::spawn::{free_cluster_port, free_port, on_free_ports, resolve_server_binary, spawn};
 use super::tls::{make_certs, ServerCerts};
 use super::{admin, admin_connection, cleanup, endpoint, Persistence, ServerError};
 use std::io::{BufRead, BufReader};
@@ -69,10 +69,6 @@ pub struct RedisServer {
     reaped: bool,
 }
 
-/// Free ports tried before giving up: another process may bind one between our probe and the
-/// server's own bind.
-pub(super) const PORT_ATTEMPTS: usize = 5;
-
 impl RedisServer {
     /// Starts a server on a free loopback port and waits until it answers PING.
     pub fn start(opts: &ServerOptions) -> Result<Self, ServerError> {
@@ -85,19 +81,13 @@ impl RedisServer {
         replica_of: Option<u16>,
     ) -> Result<Self, ServerError> {
         let binary = resolve_server_binary(&opts.binary)?;
-        for _ in 0..PORT_ATTEMPTS {
+        on_free_ports(|| {
             let port = match opts.cluster_node {
                 true => free_cluster_port()?,
                 false => free_port()?,
             };
-            match Self::start_on(&binary, port, opts, replica_of) {
-                // Another process took the port between our probe and redis's bind: try another.
-                Err(ServerError::ExitedAtStart { log_tail, .. })
-                    if log_tail.contains("Address already in use") => {}
-                other => return other,
-            }
-        }
-        Err(ServerError::NoFreePort(PORT_ATTEMPTS))
+            Self::start_on(&binary, port, opts, replica_of)
+        })
     }
 
     fn start_on(
@@ -147,13 +137,6 @@ impl RedisServer {
     /// the AOF, or the RDB of an earlier graceful restart) and waits until it answers PING. A
     /// still-running process is killed and reaped first.
     pub fn restart(&mut self) -> Result<(), ServerError> {
-        self.kill()?;
-        self.respawn()
-    }
-
-    /// Starts the same binary on the same port and directory with the same options once the
-    /// previous process has been reaped, and waits until it is ready.
-    pub(super) fn respawn(&mut self) -> Result<(), ServerError> {
         self.start_again()?;
         self.wait_ready(self.opts.start_timeout)
     }

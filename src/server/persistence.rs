@@ -64,7 +64,7 @@ impl RedisServer {
                 return Err(hung);
             }
         }
-        self.respawn()
+        self.restart()
     }
 
     /// Sends SHUTDOWN; a refusal (e.g. the RDB could not be written) is an error, while the

@@ -7,8 +7,7 @@
 //! config names the Sentinel's own id and its peers (`known-sentinel`, as a Sentinel rewrites its
 //! file once it has met them), so they agree at once instead of after the 2 s hello messages.
 
-use super::managed::PORT_ATTEMPTS;
-use super::spawn::{free_port, resolve_server_binary, spawn_owned};
+use super::spawn::{free_port, on_free_ports, resolve_server_binary, spawn_owned};
 use super::{admin_connection, cleanup, RedisServer, ServerError};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -196,16 +195,8 @@ impl RedisSentinels {
             )));
         }
         let binary = resolve_server_binary(&opts.binary)?;
-        for _ in 0..PORT_ATTEMPTS {
-            match Self::start_on_free_ports(&binary, primary, replicas, opts) {
-                // Another process took a port between our probe and the Sentinel's bind (the
-                // Sentinels already started are stopped as `started` drops): pick them all again.
-                Err(ServerError::SentinelExited { log_tail, .. })
-                    if log_tail.contains("Address already in use") => {}
-                other => return other,
-            }
-        }
-        Err(ServerError::NoFreePort(PORT_ATTEMPTS))
+        // A lost port: the Sentinels already started stop as the attempt's set drops.
+        on_free_ports(|| Self::start_on_free_ports(&binary, primary, replicas, opts))
     }
 
     /// One attempt of [`RedisSentinels::start`]: ports picked, every Sentinel started, agreed.

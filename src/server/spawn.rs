@@ -115,6 +115,26 @@ pub(super) fn free_port() -> Result<u16, ServerError> {
     Ok(listener.local_addr()?.port())
 }
 
+/// Free ports tried before giving up: another process may bind one between our probe and the
+/// server's own bind.
+const PORT_ATTEMPTS: usize = 5;
+
+/// Runs `start` (which picks free ports itself) again while a process it started exited because
+/// another process took its port between our probe and its bind; gives up after `PORT_ATTEMPTS`.
+pub(super) fn on_free_ports<T>(
+    mut start: impl FnMut() -> Result<T, ServerError>,
+) -> Result<T, ServerError> {
+    for _ in 0..PORT_ATTEMPTS {
+        match start() {
+            Err(ServerError::ExitedAtStart { log_tail, .. })
+            | Err(ServerError::SentinelExited { log_tail, .. })
+                if log_tail.contains("Address already in use") => {}
+            other => return other,
+        }
+    }
+    Err(ServerError::NoFreePort(PORT_ATTEMPTS))
+}
+
 /// The bus of a cluster node listens on its port + 10000, so a node's port must stay below this.
 pub(super) const CLUSTER_PORT_LIMIT: u16 = 55535;
 

@@ -7,7 +7,8 @@
 //!
 //! Method: 16 clients (connections of one single-threaded worker process on the lean raw-RESP
 //! client wherever it serves the strategy, pinned away from Redis) send decisions flat out over
-//! 10,000 keys for `run_seconds`, `runs` times per variant, runs interleaved across variants. Each measured run follows an excluded warm-up on the same keys.
+//! 10,000 keys for `run_seconds`, `runs` times per variant, runs interleaved across variants. Each
+//! measured run follows an excluded warm-up on the same keys.
 //! Redis main-thread CPU (`INFO cpu` *_main_thread) and `INFO commandstats` are sampled right
 //! before the workers start and right after the last one reports.
 //!
