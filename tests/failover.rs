@@ -164,12 +164,12 @@ fn overshoot_is_what_the_replica_lost_bounded_by_a_burst_and_grows_with_traffic_
     );
 }
 
-/// The Sentinel variants: Sentinels fail over (planned; after a SIGKILL of the primary; after one whose
-/// primary an auto-recovery restarts) and every client finds the promoted replica on its own. Physics,
-/// not times: no client can reach
-/// the promoted replica before the failover started, none after a crash before down-after has
-/// passed, every client's checks fail between a crash and its move, and the promoted replica
-/// holds the state replicated before the failover, so a key gains at most its burst back.
+/// The Sentinel variants: Sentinels fail over (planned; after a SIGKILL of the primary; after one
+/// whose primary an auto-recovery restarts) and every client finds the promoted replica on its
+/// own. Physics, not times: no client can reach the promoted replica before the failover started,
+/// none after a crash before down-after has passed, every client's checks fail between a crash and
+/// its move, and the promoted replica holds the state replicated before the failover, so a key
+/// gains at most its burst back.
 #[test]
 fn sentinel_failovers_move_every_client_on_its_own_within_a_burst_per_key() {
     let out = tempfile::tempdir().unwrap();
