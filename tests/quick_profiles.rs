@@ -49,6 +49,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         ("cluster", "cluster.csv", "outcome.svg"),
         ("chaos", "chaos.csv", "chaos.svg"),
         ("pods", "pods.csv", "pods.svg"),
+        ("libraries", "phases.csv", "race.svg"),
     ] {
         let dir = out.path().join(id);
         let rows = std::fs::read_to_string(dir.join(csv)).unwrap_or_default();
@@ -75,6 +76,7 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "cluster",
         "chaos",
         "pods",
+        "libraries",
     ] {
         assert!(report.contains(&format!("## {id}")), "report lacks {id}");
     }
@@ -133,6 +135,8 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "chaos.after-decided-by-redis",
         "chaos.after-stuck-open",
         "pods.nothing-lost",
+        "libraries.node-redis-lua-exact",
+        "libraries.node-redis-hung-every-check-waits",
     ] {
         let claim = claims
             .iter()
@@ -164,8 +168,8 @@ fn progress_at_least_every_tick(stderr: &str) {
             m.parse::<u64>().unwrap() * 60 + s.parse::<u64>().unwrap()
         })
         .collect();
-    let starts = (stderr.lines()).filter(|l| l.contains("/17] ") && l.contains(" profile): "));
-    assert_eq!(starts.count(), 17, "a start line per experiment:\n{stderr}");
+    let starts = (stderr.lines()).filter(|l| l.contains("/18] ") && l.contains(" profile): "));
+    assert_eq!(starts.count(), 18, "a start line per experiment:\n{stderr}");
     let tick = ratelab::progress::TICK.as_secs();
     for pair in so_far.windows(2) {
         assert!(

@@ -20,6 +20,7 @@ mod eviction;
 mod failover;
 mod golden;
 mod layers;
+mod libraries;
 #[path = "limiter/main.rs"]
 mod limiter;
 mod memory;

@@ -128,15 +128,32 @@ pub fn seeds_dir() -> Result<std::path::PathBuf, String> {
     }
 }
 
-/// The rows of a claim's CSV it judges: the seeds' sentences are about ratelab's own clients, so
-/// the rows a custom limiter decided (a `limiter` column naming no built-in strategy) are left
-/// out; REPORT.md's custom limiter table says what those showed.
-fn read_judged(path: &Path) -> Result<Vec<Row>, AnalysisError> {
-    let builtin = |r: &Row| {
-        (r.get("limiter"))
-            .is_none_or(|l| l.is_empty() || Strategy::ALL.iter().any(|s| s.name() == l))
-    };
-    Ok(read_rows(path)?.into_iter().filter(builtin).collect())
+/// A CSV's rows as claims read them: the seeds' sentences are about ratelab's own clients, so the
+/// rows a custom limiter decided (a `limiter` column naming no built-in strategy) are left out
+/// (REPORT.md's custom limiter table says what those showed), unless a claim selects its `limiter`
+/// by name: a claim about a library run on its own client (libraries) reads that library's rows.
+struct Judged {
+    all: Vec<Row>,
+    builtin: Vec<Row>,
+}
+
+impl Judged {
+    fn read(path: &Path) -> Result<Self, AnalysisError> {
+        let all = read_rows(path)?;
+        let builtin = |r: &&Row| {
+            (r.get("limiter"))
+                .is_none_or(|l| l.is_empty() || Strategy::ALL.iter().any(|s| s.name() == l))
+        };
+        let builtin = all.iter().filter(builtin).cloned().collect();
+        Ok(Judged { all, builtin })
+    }
+
+    fn for_claim(&self, claim: &Claim) -> &[Row] {
+        match claim.select.contains_key("limiter") {
+            true => &self.all,
+            false => &self.builtin,
+        }
+    }
 }
 
 /// Judges a claim against the experiment directory's CSV.
@@ -150,7 +167,7 @@ pub fn judge(claim: &Claim, experiment_dir: &Path) -> Verdict {
 #[derive(Default)]
 pub struct Judging {
     /// Each file's judged rows, or why it could not be read.
-    read: HashMap<PathBuf, Result<Rc<Vec<Row>>, String>>,
+    read: HashMap<PathBuf, Result<Rc<Judged>, String>>,
 }
 
 impl Judging {
@@ -158,9 +175,9 @@ impl Judging {
     pub fn judge(&mut self, claim: &Claim, experiment_dir: &Path) -> Verdict {
         let path = experiment_dir.join(&claim.file);
         let read = (self.read.entry(path))
-            .or_insert_with_key(|path| read_judged(path).map(Rc::new).map_err(|e| e.to_string()));
+            .or_insert_with_key(|path| Judged::read(path).map(Rc::new).map_err(|e| e.to_string()));
         match read {
-            Ok(rows) => judge_rows(claim, rows, experiment_dir),
+            Ok(rows) => judge_rows(claim, rows.for_claim(claim), experiment_dir),
             Err(e) => Verdict::no_data(format!("no data ({e})")),
         }
     }
@@ -207,7 +224,8 @@ pub fn why(claim: &Claim, experiment_dir: &Path) -> String {
     let Some(template) = &claim.why else {
         return String::new();
     };
-    let rows = read_judged(&experiment_dir.join(&claim.file)).unwrap_or_default();
+    let read = Judged::read(&experiment_dir.join(&claim.file));
+    let rows = read.as_ref().map_or(&[][..], |r| r.for_claim(claim));
     let selected: Vec<&Row> = rows.iter().filter(|r| matches(r, &claim.select)).collect();
     let mut out = String::new();
     let mut rest = template.as_str();

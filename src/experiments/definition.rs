@@ -50,6 +50,12 @@ pub trait Definition: Sync + 'static {
     fn precondition() -> Result<(), ExperimentError> {
         Ok(())
     }
+    /// Limiter manifests its own parameters name (paths from where ratelab runs, as `--limiter`'s):
+    /// the frame loads, probes and records them as it does `--limiter`'s, and the body finds them
+    /// in its context's limiters.
+    fn own_limiters(_params: &Self::Params) -> Vec<PathBuf> {
+        Vec::new()
+    }
     /// The measurement, in the frame.
     const BODY: Body<Self::Params>;
     /// Its charts, drawn from its CSVs in `dir`.

@@ -101,6 +101,8 @@ pub fn run<D: Definition>(
     takers: fn(bool) -> String,
 ) -> Result<PathBuf, ExperimentError> {
     let (params, table) = prepare::<D>(ctx, takers)?;
+    let with_own = with_limiters(ctx, &D::own_limiters(&params))?;
+    let ctx = with_own.as_ref().unwrap_or(ctx);
     let info = params::info(D::TOML)?;
     let parts = build::<D>(ctx).phase(|| "starting redis-server".into())?;
     let prefix = format!(
@@ -171,6 +173,20 @@ pub fn run<D: Definition>(
     outcome?;
     cleaned.phase(|| "deleting this run's keys".into())?;
     Ok(session.run.finish(ctx)?)
+}
+
+/// `ctx` with the limiters of `manifests` loaded and registered after its own, when there are any.
+fn with_limiters(ctx: &Ctx, manifests: &[PathBuf]) -> Result<Option<Ctx>, ExperimentError> {
+    if manifests.is_empty() {
+        return Ok(None);
+    }
+    let mut with = ctx.clone();
+    for path in manifests {
+        let limiter = crate::limiter::custom::load(path).map_err(ExperimentError::Manifest)?;
+        with.limiters
+            .push(crate::limiter::custom::register(limiter));
+    }
+    Ok(Some(with))
 }
 
 /// `D`'s declared topology, built with this run's binary, pinning and TLS, or the user's

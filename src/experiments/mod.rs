@@ -15,6 +15,7 @@ pub mod eviction;
 pub mod failover;
 pub mod frame;
 pub mod latency;
+pub mod libraries;
 pub mod limiters;
 pub mod measure;
 pub mod memory;

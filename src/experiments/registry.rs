@@ -8,8 +8,8 @@ use super::frame;
 use super::limiters::{self, Verdict};
 use super::params::{self, ExperimentInfo, ParamError};
 use super::{
-    atomic, bigkey, calibrate, chaos, cluster, cost, describe, eviction, failover, latency, memory,
-    outage, pods, race, replication, scripts, tsmember, window_edge,
+    atomic, bigkey, calibrate, chaos, cluster, cost, describe, eviction, failover, latency,
+    libraries, memory, outage, pods, race, replication, scripts, tsmember, window_edge,
 };
 use crate::analysis::{AnalysisError, Section};
 use crate::charts::ChartError;
@@ -127,6 +127,7 @@ pub static ALL: &[&dyn Experiment] = &[
     &cluster::Cluster,
     &chaos::Chaos,
     &pods::Pods,
+    &libraries::Libraries,
 ];
 
 /// The experiments that take `--limiter`, for the error of one that does not.

@@ -38,8 +38,9 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     Ok(())
 }
 
-/// The main runs through all five phases, one after another; returns suspended checks.
-fn main_runs(
+/// The main runs through all five phases, one after another (libraries runs the seed's own
+/// middleware through them too); returns suspended checks.
+pub(crate) fn main_runs(
     ctx: &Ctx,
     p: &Params,
     rt: &tokio::runtime::Runtime,
@@ -157,8 +158,12 @@ impl Runner<'_> {
         driver.warm_up(p.warmup).phase(what)?;
         let (phases, bar, suspended) = (&mut self.phases, &self.bar, &mut self.suspended);
         let mut measure = |phase: Phase, fault_at: Instant| -> Result<(), ExperimentError> {
-            let row = (driver.phase(phase, fault_at, p.checks_per_phase(label)))
-                .phase(|| format!("{run}, {phase} phase"))?;
+            let what = || format!("{run}, {phase} phase");
+            let mut row = (driver.phase(phase, fault_at, p.checks_per_phase(label))).phase(what)?;
+            // The hung phase must find a client connected, as a stopped server's clients are.
+            if phase == Phase::Restarted {
+                driver.until_normal(&mut row, fault_at).phase(what)?;
+            }
             *suspended += row.suspended_checks;
             phases.write(&row)?;
             bar.inc(1);

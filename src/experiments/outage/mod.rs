@@ -37,6 +37,9 @@ mod report;
 mod rows;
 mod sweep;
 
+pub(crate) use body::main_runs;
+pub(crate) use charts::render as render_charts;
+pub(crate) use report::{summary, verdicts};
 pub use rows::{CheckRow, Phase, PhaseRow, RunLabel, SweepRow};
 pub use rows::{CHECKS, PHASES, SWEEP};
 

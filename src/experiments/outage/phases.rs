@@ -112,6 +112,37 @@ impl Driver<'_> {
         }
     }
 
+    /// After a phase with no normal answer (a client that reconnects on its own timer, as
+    /// node-redis does, was not back within it): unrecorded checks an interval apart until Redis
+    /// answers one, at most `WARM_UP_LIMIT`, which become `row`'s first normal answer (its check
+    /// counted past the phase's own and its time from `fault_at`), so the next phase starts on a
+    /// connected client. Left without one if none came.
+    pub fn until_normal(
+        &mut self,
+        row: &mut PhaseRow,
+        fault_at: Instant,
+    ) -> Result<(), PhaseError> {
+        if row.first_normal_seq.is_some() {
+            return Ok(());
+        }
+        for extra in 0.. {
+            let answer = self.rt.block_on(self.store.check(&self.key));
+            let answer = answer.map_err(|e| PhaseError::Invalid(e.to_string()))?;
+            if answer.outcome.is_normal() {
+                row.first_normal_seq = Some(row.checks + extra);
+                row.first_normal_ms = Some(fault_at.elapsed().as_secs_f64() * 1e3);
+                return Ok(());
+            }
+            if fault_at.elapsed() > WARM_UP_LIMIT {
+                return Ok(());
+            }
+            let interval = self.interval;
+            self.rt
+                .block_on(async move { tokio::time::sleep(interval).await });
+        }
+        Ok(())
+    }
+
     /// `n` checks paced by the interval, as a drill whose clock starts at `fault_at`, when the
     /// phase's fault took effect: the origin of `at_ms` and of the time to the first normal answer.
     pub fn phase(

@@ -169,7 +169,9 @@ pub struct PhaseRow {
     /// budget's timeout is a timer of the same wheel). Empty in runs before it was measured.
     #[serde(default)]
     pub timer_late_max_ms: Option<f64>,
-    /// Checks answered by policy before the first normal answer (empty: none in the phase).
+    /// Checks answered by policy before the first normal answer (empty: none in the phase). After
+    /// a restart, one past the phase's checks when unrecorded checks went on until it came (a
+    /// client reconnecting on its own timer), so the hung phase finds a connected client.
     pub first_normal_seq: Option<u64>,
     /// From the fault to the end of the first normal answer, ms.
     pub first_normal_ms: Option<f64>,

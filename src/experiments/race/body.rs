@@ -88,17 +88,17 @@ fn burst_strategies(s: &Session, p: &Params) -> Vec<Strategy> {
     all
 }
 
-/// One trial's setup.
-struct Trial {
-    strategy: Strategy,
-    config: Concurrency,
-    checks: u64,
-    limit: u64,
+/// One trial's setup (libraries runs the seeds' own middlewares through it too).
+pub(crate) struct Trial {
+    pub(crate) strategy: Strategy,
+    pub(crate) config: Concurrency,
+    pub(crate) checks: u64,
+    pub(crate) limit: u64,
     /// Tokens each check asks for.
-    cost: u32,
-    key: String,
+    pub(crate) cost: u32,
+    pub(crate) key: String,
     /// Start of the trial's window, Unix ms (its start: one trial is one window).
-    origin_ms: u64,
+    pub(crate) origin_ms: u64,
 }
 
 impl Trial {
@@ -114,7 +114,8 @@ impl Trial {
         }
     }
 
-    fn run(
+    /// Runs the trial's checks on a fresh key: its row of race.csv.
+    pub(crate) fn run(
         &self,
         s: &Session,
         window_ms: u64,

@@ -18,6 +18,9 @@ mod charts;
 mod report;
 mod rows;
 
+pub(crate) use body::Trial;
+pub(crate) use charts::render as render_charts;
+pub(crate) use report::{summary, verdicts};
 pub use rows::{KeyRow, RaceRow, TraceRow, KEYS, RACE, TRACE};
 
 use super::limiters::Verdicts;

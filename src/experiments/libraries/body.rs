@@ -1,0 +1,128 @@
+//! libraries' measurement: race's trials and seed 001's burst, then outage's phases, each with the
+//! seeds' adapters beside ratelab's own strategies.
+
+use super::{Libraries, Params};
+use crate::context::Ctx;
+use crate::experiments::outage;
+use crate::experiments::race::{Trial, RACE};
+use crate::experiments::{Concurrency, Definition, ExperimentError, Phase, Session};
+use crate::limiter::{unix_ms, Strategy};
+use crate::server::ServerError;
+use crate::store::Policy;
+use std::path::Path;
+
+pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
+    let adapter = |manifest: &Path| adapter(s.ctx, manifest);
+    let (naive_bucket, lua_bucket) = (adapter(&p.naive_bucket)?, adapter(&p.lua_bucket)?);
+    let naive_window = adapter(&p.naive_window)?;
+    let matrix = [Strategy::NaiveBucket, naive_bucket, lua_bucket];
+    let burst = [Strategy::NaiveWindow, naive_window];
+    let mut rows = RACE.create(&s.run.staging)?;
+    let bar =
+        s.progress((p.trials as usize * (p.configs.len() * matrix.len() + burst.len())) as u64);
+    for trial in 0..p.trials {
+        for &config in &p.configs {
+            for &strategy in &matrix {
+                let key = s.key(format!("m:{strategy}:{config}:{trial}"));
+                let t = trial_of(strategy, config, p.checks, p.capacity, key);
+                rows.write(&t.run(s, p.window_ms, "matrix", trial)?)?;
+                bar.inc(1);
+            }
+        }
+        for &strategy in &burst {
+            let config = Concurrency {
+                processes: 1,
+                in_flight: p.burst_hits as usize,
+            };
+            let key = s.key(format!("s:{strategy}:{trial}"));
+            let t = trial_of(strategy, config, p.burst_hits, p.burst_limit, key);
+            rows.write(&t.run(s, p.window_ms, "seed001", trial)?)?;
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    let boundary = adapter(&p.boundary)?;
+    outage_phases(s, p, &[lua_bucket, boundary])
+}
+
+/// The strategy a manifest of the parameters was registered as (the frame loaded them all).
+fn adapter(ctx: &Ctx, manifest: &Path) -> Result<Strategy, ExperimentError> {
+    let named = manifest.display().to_string();
+    (ctx.limiters.iter().copied())
+        .find(|l| match l {
+            Strategy::Custom(name) => name.definition().is_some_and(|d| d.manifest == named),
+            _ => false,
+        })
+        .ok_or_else(|| crate::experiments::params::ParamError::Invalid {
+            experiment: Libraries::ID.into(),
+            reason: format!("{named} was not loaded"),
+        })
+        .map_err(ExperimentError::from)
+}
+
+fn trial_of(
+    strategy: Strategy,
+    config: Concurrency,
+    checks: u64,
+    limit: u64,
+    key: String,
+) -> Trial {
+    Trial {
+        strategy,
+        config,
+        checks,
+        limit,
+        cost: 1,
+        key,
+        origin_ms: unix_ms(),
+    }
+}
+
+/// outage's main runs (fail-open, breaker off and on) for ratelab's store on lua-bucket, then for
+/// the store asking each of `adapters` (seed 000's token bucket on node-redis, the do-nothing one).
+fn outage_phases(
+    s: &mut Session,
+    p: &Params,
+    adapters: &[Strategy],
+) -> Result<(), ExperimentError> {
+    let phases = outage::Params {
+        checks_per_phase: p.checks_per_phase,
+        interval_ms: p.interval_ms,
+        warmup: p.warmup,
+        budget_ms: p.budget_ms,
+        policies: vec![Policy::FailOpen],
+        breaker_failures: p.breaker_failures,
+        breaker_cooldown_ms: p.breaker_cooldown_ms,
+        probe_budget_ms: p.probe_budget_ms,
+        strategy: Strategy::LuaBucket,
+        capacity: 1_000_000_000,
+        refill_per_sec: 1_000_000.0,
+        // No sweep and no fail-fast runs: main_runs runs neither.
+        sweep_failures: Vec::new(),
+        sweep_cooldowns_ms: Vec::new(),
+        sweep_trials: 0,
+        sweep_hung_ms: 0,
+        sweep_after_checks: 0,
+        fail_fast_policies: Vec::new(),
+        fail_fast_checks_per_phase: p.checks_per_phase,
+    };
+    let mut ctx = s.ctx.clone();
+    ctx.limiters = adapters.to_vec();
+    let why = Libraries::MUST_OWN_SERVER.unwrap_or_default();
+    let server = s
+        .target
+        .managed(why)
+        .phase(|| "checking the target".into())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(ServerError::from)
+        .phase(|| "building the async runtime".into())?;
+    let suspended = outage::main_runs(&ctx, &phases, &rt, server, &mut s.run, &s.prefix)?;
+    if suspended > 0 {
+        s.run.note(format!(
+            "WARNING: the machine was suspended during {suspended} outage check(s); their latencies are sleep"
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,209 @@
+//! # libraries
+//! Hypothesis (seeds 000, 001): what race and outage measure of ratelab's Rust emulation of the
+//! seeds' middlewares, the middlewares show on their own clients. Seed 000's naive bucket on
+//! node-redis admits the limit times the requests in flight from one process, its token bucket
+//! script exactly the limit; seed 001's GET then MULTI INCR EXPIRE on ioredis lets a burst of 500
+//! through a window of 100; with node-redis's offline queue disabled a dead Redis fails every check
+//! at once and a hung one makes every check wait its whole budget.
+//!
+//! Method: the seeds' middlewares as limiter processes (examples/adapters/seed000-node-redis and
+//! seed001-ioredis, each on the client library its seed used, pinned by its lock file), driven by
+//! race's trials and outage's phases beside ratelab's own strategies in the same run: a trial's
+//! worker processes each start their own adapter; outage's store asks the adapter, whose client
+//! gets the store's budget as its timeout.
+//!
+//! Writes `libraries/race.csv` (race's rows: scenario `matrix` or `seed001`), `libraries/outage.csv`
+//! and `libraries/phases.csv` (outage's rows; `limiter` names who decided), `limiters.csv`,
+//! `libraries/meta.json`.
+
+mod body;
+
+use super::limiters::Verdict;
+use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
+use crate::analysis::AnalysisError;
+use crate::charts::ChartError;
+use crate::record::Table;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The libraries experiment.
+pub struct Libraries;
+
+impl Definition for Libraries {
+    const ID: &'static str = "libraries";
+    const TOML: &'static str = include_str!("../../../experiments/libraries.toml");
+    const MUST_OWN_SERVER: Option<&'static str> =
+        Some("its outage phases SIGKILL, restart, SIGSTOP and SIGCONT the server");
+    type Params = Params;
+    const VERDICTS: super::limiters::Verdicts = verdicts;
+
+    fn own_limiters(p: &Params) -> Vec<PathBuf> {
+        vec![
+            p.naive_bucket.clone(),
+            p.lua_bucket.clone(),
+            p.naive_window.clone(),
+            p.boundary.clone(),
+        ]
+    }
+
+    const BODY: Body<Params> = body::run;
+    const CHARTS: Render = charts;
+    const SUMMARY: Summarize = summary;
+
+    fn tables() -> Vec<Table> {
+        vec![
+            super::race::RACE.table(),
+            super::outage::CHECKS.table(),
+            super::outage::PHASES.table(),
+        ]
+    }
+}
+
+/// race's chart of the trials and outage's of the phases, from this experiment's CSVs.
+fn charts(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
+    let mut written = super::race::render_charts(dir)?;
+    written.extend(super::outage::render_charts(dir)?);
+    Ok(written)
+}
+
+/// race's summary of the trials, then outage's of the phases.
+fn summary(dir: &Path) -> Result<String, AnalysisError> {
+    Ok(format!(
+        "{}\nOutage phases:\n\n{}",
+        super::race::summary(dir)?,
+        super::outage::summary(dir)?
+    ))
+}
+
+/// What race and outage say of each adapter, each only of the adapters it ran.
+fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
+    let mut out = super::race::verdicts(dir)?;
+    let phases = super::outage::PHASES.read(dir)?;
+    let in_outage =
+        |name: &str| (phases.iter()).any(|r| r.limiter.is_some_and(|l| l.to_string() == name));
+    out.extend(
+        (super::outage::verdicts(dir)?)
+            .into_iter()
+            .filter(|v| in_outage(&v.limiter)),
+    );
+    Ok(out)
+}
+
+/// Parameters; defaults in `experiments/libraries.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Seed 000's naive bucket on node-redis (HMGET, decide in JavaScript, HSET): its manifest.
+    pub naive_bucket: PathBuf,
+    /// Seed 000's token bucket script on node-redis, offline queue disabled: its manifest.
+    pub lua_bucket: PathBuf,
+    /// Seed 001's GET then MULTI INCR EXPIRE on ioredis: its manifest.
+    pub naive_window: PathBuf,
+    /// The do-nothing adapter (no Redis): beside the outage runs, what the process boundary costs.
+    pub boundary: PathBuf,
+    /// The trials' bucket, which never refills: exactly this many checks may ever pass.
+    pub capacity: u64,
+    /// Checks per trial, shared by its processes.
+    pub checks: u64,
+    /// Repetitions of the trials and of the burst.
+    pub trials: u32,
+    /// The trials' configurations, `PxF`: P processes (each its own adapter) with F in flight.
+    pub configs: Vec<Concurrency>,
+    /// Fixed-window length; a window starts at each trial's start.
+    pub window_ms: u64,
+    /// Seed 001's burst: concurrent hits from one process on one window.
+    pub burst_hits: u64,
+    /// Seed 001's burst: the window's limit.
+    pub burst_limit: u64,
+    /// Checks in each of outage's five phases.
+    pub checks_per_phase: u64,
+    /// Each outage check starts this long after the previous one started.
+    pub interval_ms: u64,
+    /// Unrecorded checks before the healthy phase.
+    pub warmup: u64,
+    /// The whole-call budget of one outage check (the adapter's client timeout too).
+    pub budget_ms: u64,
+    /// The breaker opens after this many failed checks in a row.
+    pub breaker_failures: u32,
+    /// How long the open breaker answers without Redis before it probes again.
+    pub breaker_cooldown_ms: u64,
+    /// The budget of the breaker's probe, shorter than `budget_ms`.
+    pub probe_budget_ms: u64,
+}
+
+impl Validate for Params {
+    fn validate(&self) -> Result<(), String> {
+        let p = self;
+        let bad = [
+            (
+                p.capacity == 0 || p.checks == 0 || p.trials == 0 || p.window_ms == 0,
+                "capacity, checks, trials and window_ms must be >= 1",
+            ),
+            (p.configs.is_empty(), "configs must not be empty"),
+            (
+                p.burst_hits == 0 || p.burst_limit == 0,
+                "burst_hits and burst_limit must be >= 1",
+            ),
+            (
+                p.checks_per_phase == 0 || p.interval_ms == 0 || p.budget_ms == 0,
+                "checks_per_phase, interval_ms and budget_ms must be >= 1",
+            ),
+            (p.breaker_failures == 0, "breaker_failures must be >= 1"),
+            (
+                p.probe_budget_ms == 0 || p.probe_budget_ms >= p.budget_ms,
+                "probe_budget_ms must be >= 1 and shorter than budget_ms",
+            ),
+        ];
+        match bad.iter().find(|(is_bad, _)| *is_bad) {
+            Some((_, reason)) => Err((*reason).to_string()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::Profile;
+
+    #[test]
+    fn both_profiles_name_the_seeds_adapters_and_the_seeds_trials() {
+        for profile in [Profile::Quick, Profile::Full] {
+            let p: Params = crate::experiments::frame::resolve::<Libraries>(profile, &[]).unwrap();
+            p.validate().unwrap();
+            for manifest in Libraries::own_limiters(&p) {
+                let at = Path::new(env!("CARGO_MANIFEST_DIR")).join(&manifest);
+                assert!(
+                    at.is_file(),
+                    "{} names {}",
+                    profile_name(profile),
+                    manifest.display()
+                );
+            }
+            let two = Concurrency {
+                processes: 1,
+                in_flight: 2,
+            };
+            assert!(p.configs.contains(&two), "the seed's 1 x 2");
+        }
+        let full: Params =
+            crate::experiments::frame::resolve::<Libraries>(Profile::Full, &[]).unwrap();
+        assert_eq!(full.trials, 10, "the seed's ten trials");
+        assert_eq!((full.burst_hits, full.burst_limit), (500, 100));
+    }
+
+    fn profile_name(p: Profile) -> &'static str {
+        match p {
+            Profile::Quick => "quick",
+            Profile::Full => "full",
+        }
+    }
+
+    #[test]
+    fn a_probe_budget_as_long_as_the_budget_is_refused() {
+        let mut p: Params =
+            crate::experiments::frame::resolve::<Libraries>(Profile::Quick, &[]).unwrap();
+        p.probe_budget_ms = p.budget_ms;
+        assert!(p.validate().unwrap_err().contains("probe_budget_ms"));
+    }
+}
