@@ -67,7 +67,8 @@ ensure_validators() {
 ensure_adapters() {
     scripts/adapters.sh || {
         echo "run_all: ================================================================"
-        echo "run_all: COULD NOT INSTALL THE LIMITER ADAPTERS (above): tests/adapters.rs WILL FAIL."
+        echo "run_all: COULD NOT INSTALL THE LIMITER ADAPTERS (above): tests/adapters.rs and"
+        echo "run_all: tests/libraries.rs WILL FAIL, and the libraries experiment is skipped."
         echo "run_all: ================================================================"
         return 1
     } >&2
@@ -117,7 +118,8 @@ if [ "$mode" = test ]; then
     exit 0
 fi
 
-# Only what `--limiter examples/adapters/...` needs; a run without it does not use them.
+# The libraries experiment runs the seeds' own middlewares through their adapters (and
+# `--limiter examples/adapters/...` needs them); without them libraries is skipped, saying why.
 ensure_adapters || true
 if [ -n "${RATELAB_BIN:-}" ]; then
     ratelab=$RATELAB_BIN

@@ -132,12 +132,12 @@ pub fn seeds_dir() -> Result<std::path::PathBuf, String> {
 /// rows a custom limiter decided (a `limiter` column naming no built-in strategy) are left out
 /// (REPORT.md's custom limiter table says what those showed), unless a claim selects its `limiter`
 /// by name: a claim about a library run on its own client (libraries) reads that library's rows.
-struct Judged {
+struct ClaimRows {
     all: Vec<Row>,
     builtin: Vec<Row>,
 }
 
-impl Judged {
+impl ClaimRows {
     fn read(path: &Path) -> Result<Self, AnalysisError> {
         let all = read_rows(path)?;
         let builtin = |r: &&Row| {
@@ -145,7 +145,7 @@ impl Judged {
                 .is_none_or(|l| l.is_empty() || Strategy::ALL.iter().any(|s| s.name() == l))
         };
         let builtin = all.iter().filter(builtin).cloned().collect();
-        Ok(Judged { all, builtin })
+        Ok(ClaimRows { all, builtin })
     }
 
     fn for_claim(&self, claim: &Claim) -> &[Row] {
@@ -167,7 +167,7 @@ pub fn judge(claim: &Claim, experiment_dir: &Path) -> Verdict {
 #[derive(Default)]
 pub struct Judging {
     /// Each file's judged rows, or why it could not be read.
-    read: HashMap<PathBuf, Result<Rc<Judged>, String>>,
+    read: HashMap<PathBuf, Result<Rc<ClaimRows>, String>>,
 }
 
 impl Judging {
@@ -175,7 +175,7 @@ impl Judging {
     pub fn judge(&mut self, claim: &Claim, experiment_dir: &Path) -> Verdict {
         let path = experiment_dir.join(&claim.file);
         let read = (self.read.entry(path))
-            .or_insert_with_key(|path| Judged::read(path).map(Rc::new).map_err(|e| e.to_string()));
+            .or_insert_with_key(|path| ClaimRows::read(path).map(Rc::new).map_err(|e| e.to_string()));
         match read {
             Ok(rows) => judge_rows(claim, rows.for_claim(claim), experiment_dir),
             Err(e) => Verdict::no_data(format!("no data ({e})")),
@@ -224,7 +224,7 @@ pub fn why(claim: &Claim, experiment_dir: &Path) -> String {
     let Some(template) = &claim.why else {
         return String::new();
     };
-    let read = Judged::read(&experiment_dir.join(&claim.file));
+    let read = ClaimRows::read(&experiment_dir.join(&claim.file));
     let rows = read.as_ref().map_or(&[][..], |r| r.for_claim(claim));
     let selected: Vec<&Row> = rows.iter().filter(|r| matches(r, &claim.select)).collect();
     let mut out = String::new();

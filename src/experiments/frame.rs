@@ -78,6 +78,7 @@ pub fn prepare<D: Definition>(
             }));
         }
     }
+    own_limiters_ready(&D::own_limiters(&params))?;
     if let (Some(why), true) = (D::NO_MANAGED_TLS, ctx.tls) {
         return Err(ExperimentError::NoManagedTls { id: D::ID, why });
     }
@@ -175,16 +176,51 @@ pub fn run<D: Definition>(
     Ok(session.run.finish(ctx)?)
 }
 
-/// `ctx` with the limiters of `manifests` loaded and registered after its own, when there are any.
+/// An experiment's own limiter manifests, read and checked before anything starts (so `all` skips
+/// the experiment with the reason): each reads, no two name one limiter, an adapter's program is on
+/// PATH, and an adapter folder with a package.json has its packages installed.
+fn own_limiters_ready(manifests: &[PathBuf]) -> Result<Vec<CustomLimiter>, ExperimentError> {
+    let mut loaded: Vec<CustomLimiter> = Vec::new();
+    for path in manifests {
+        let limiter = crate::limiter::custom::load(path)?;
+        let refuse = |message: String| crate::limiter::custom::ManifestError {
+            manifest: limiter.manifest.clone(),
+            line: None,
+            message,
+        };
+        if let Some(first) = loaded.iter().find(|l| l.name == limiter.name) {
+            let why = format!("{} names limiter `{}` too: names must differ", first.manifest, limiter.name);
+            return Err(refuse(why).into());
+        }
+        if let Some(p) = &limiter.process {
+            let program = p.argv.first().map(String::as_str).unwrap_or_default();
+            if !program.contains('/') && !on_path(program) {
+                return Err(refuse(format!("its adapter runs `{program}`, which is not on PATH")).into());
+            }
+            let folder = std::path::Path::new(&p.dir);
+            if folder.join("package.json").is_file() && !folder.join("node_modules").is_dir() {
+                let why = format!("{} has no node_modules: install it with `bash scripts/adapters.sh`", p.dir);
+                return Err(refuse(why).into());
+            }
+        }
+        loaded.push(limiter);
+    }
+    Ok(loaded)
+}
+
+fn on_path(program: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
+}
+
+/// `ctx` with the limiters of `manifests` registered after its own, when there are any.
 fn with_limiters(ctx: &Ctx, manifests: &[PathBuf]) -> Result<Option<Ctx>, ExperimentError> {
     if manifests.is_empty() {
         return Ok(None);
     }
     let mut with = ctx.clone();
-    for path in manifests {
-        let limiter = crate::limiter::custom::load(path).map_err(ExperimentError::Manifest)?;
-        with.limiters
-            .push(crate::limiter::custom::register(limiter));
+    for limiter in own_limiters_ready(manifests)? {
+        with.limiters.push(crate::limiter::custom::register(limiter));
     }
     Ok(Some(with))
 }

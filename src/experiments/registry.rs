@@ -196,13 +196,12 @@ pub fn write_report(
             machine_fact: e.machine_fact(),
         })
         .collect();
-    // What the experiments say about custom limiters; a bad CSV leaves its cells out.
+    // What the experiments say about custom limiters (`--limiter`'s, and the adapters libraries
+    // runs of its own); a bad CSV leaves its cells out.
     let verdicts: Vec<Verdict> = (ALL.iter())
-        .filter(|e| e.takes_limiters())
         .flat_map(|e| e.verdicts(&results_dir.join(e.id())).unwrap_or_default())
         .collect();
     let recorded: Vec<limiters::LimiterRow> = (ALL.iter())
-        .filter(|e| e.takes_limiters())
         .flat_map(|e| limiters::recorded(&results_dir.join(e.id())).unwrap_or_default())
         .collect();
     let table = limiters::table(&verdicts, &recorded);

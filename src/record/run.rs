@@ -50,6 +50,11 @@ impl RunRecord {
         })
     }
 
+    /// The experiment this run is of.
+    pub fn id(&self) -> &'static str {
+        self.experiment
+    }
+
     /// Adds a sentence the reader needs to interpret the numbers.
     pub fn note(&mut self, text: impl Into<String>) {
         self.notes.push(text.into());

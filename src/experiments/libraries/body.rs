@@ -8,7 +8,6 @@ use crate::experiments::race::{Trial, RACE};
 use crate::experiments::{Concurrency, Definition, ExperimentError, Phase, Session};
 use crate::limiter::{unix_ms, Strategy};
 use crate::server::ServerError;
-use crate::store::Policy;
 use std::path::Path;
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
@@ -85,27 +84,7 @@ fn outage_phases(
     p: &Params,
     adapters: &[Strategy],
 ) -> Result<(), ExperimentError> {
-    let phases = outage::Params {
-        checks_per_phase: p.checks_per_phase,
-        interval_ms: p.interval_ms,
-        warmup: p.warmup,
-        budget_ms: p.budget_ms,
-        policies: vec![Policy::FailOpen],
-        breaker_failures: p.breaker_failures,
-        breaker_cooldown_ms: p.breaker_cooldown_ms,
-        probe_budget_ms: p.probe_budget_ms,
-        strategy: Strategy::LuaBucket,
-        capacity: 1_000_000_000,
-        refill_per_sec: 1_000_000.0,
-        // No sweep and no fail-fast runs: main_runs runs neither.
-        sweep_failures: Vec::new(),
-        sweep_cooldowns_ms: Vec::new(),
-        sweep_trials: 0,
-        sweep_hung_ms: 0,
-        sweep_after_checks: 0,
-        fail_fast_policies: Vec::new(),
-        fail_fast_checks_per_phase: p.checks_per_phase,
-    };
+    let phases = p.outage();
     let mut ctx = s.ctx.clone();
     ctx.limiters = adapters.to_vec();
     let why = Libraries::MUST_OWN_SERVER.unwrap_or_default();
@@ -119,10 +98,6 @@ fn outage_phases(
         .map_err(ServerError::from)
         .phase(|| "building the async runtime".into())?;
     let suspended = outage::main_runs(&ctx, &phases, &rt, server, &mut s.run, &s.prefix)?;
-    if suspended > 0 {
-        s.run.note(format!(
-            "WARNING: the machine was suspended during {suspended} outage check(s); their latencies are sleep"
-        ));
-    }
+    outage::warn_suspended(&mut s.run, suspended);
     Ok(())
 }

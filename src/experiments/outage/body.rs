@@ -27,15 +27,20 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         .phase(|| "building the async runtime".into())?;
     let suspended = main_runs(s.ctx, p, &rt, server, &mut s.run, &s.prefix)?
         + sweep::run(s.ctx, p, &rt, server, &mut s.run)?;
+    warn_suspended(&mut s.run, suspended);
+    Ok(())
+}
+
+/// Says loudly, on stderr and in the run's notes, that checks slept with the machine.
+pub(crate) fn warn_suspended(record: &mut RunRecord, suspended: u64) {
     if suspended > 0 {
         let warning = format!(
             "WARNING: the machine was suspended during {suspended} check(s) (CLOCK_BOOTTIME \
             - CLOCK_MONOTONIC grew); their latencies are sleep, not Redis (column `suspended`)"
         );
-        eprintln!("ratelab: outage: {warning}");
-        s.run.note(warning);
+        eprintln!("ratelab: {}: {warning}", record.id());
+        record.note(warning);
     }
-    Ok(())
 }
 
 /// The main runs through all five phases, one after another (libraries runs the seed's own

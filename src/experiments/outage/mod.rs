@@ -13,7 +13,9 @@
 //! ran over), on a managed server it breaks. Per policy (fail-open,
 //! fail-closed) and breaker (off, on): `warmup` unrecorded checks, then `checks_per_phase` checks in
 //! each phase: healthy; dead (after SIGKILL, reaped); restarted (a new process on the same port,
-//! from the moment it answers PING); hung (after SIGSTOP); resumed (after SIGCONT). Latency is the
+//! from the moment it answers PING; a client that was not back within it, as one reconnecting on
+//! its own timer, gets unrecorded checks until it is, so hung starts on a connected client); hung
+//! (after SIGSTOP); resumed (after SIGCONT). Latency is the
 //! monotonic clock around each check; each check also notes whether CLOCK_BOOTTIME - CLOCK_MONOTONIC
 //! grew during it (the machine slept: seed 000's 30-minute check). Then the breaker sweep
 //! (outage/sweep.rs).
@@ -37,7 +39,7 @@ mod report;
 mod rows;
 mod sweep;
 
-pub(crate) use body::main_runs;
+pub(crate) use body::{main_runs, warn_suspended};
 pub(crate) use charts::render as render_charts;
 pub(crate) use report::{summary, verdicts};
 pub use rows::{CheckRow, Phase, PhaseRow, RunLabel, SweepRow};

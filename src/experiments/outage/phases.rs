@@ -112,35 +112,31 @@ impl Driver<'_> {
         }
     }
 
-    /// After a phase with no normal answer (a client that reconnects on its own timer, as
-    /// node-redis does, was not back within it): unrecorded checks an interval apart until Redis
-    /// answers one, at most `WARM_UP_LIMIT`, which become `row`'s first normal answer (its check
-    /// counted past the phase's own and its time from `fault_at`), so the next phase starts on a
-    /// connected client. Left without one if none came.
-    pub fn until_normal(
-        &mut self,
-        row: &mut PhaseRow,
-        fault_at: Instant,
-    ) -> Result<(), PhaseError> {
+    /// After a restarted phase with no normal answer: unrecorded checks an interval apart until
+    /// Redis answers one, at most `WARM_UP_LIMIT` (`recovery_checks` and `recovered_ms` in `row`),
+    /// so the hung phase starts on a connected client, as a stopped server's clients are.
+    pub fn until_normal(&mut self, row: &mut PhaseRow, fault_at: Instant) -> Result<(), PhaseError> {
         if row.first_normal_seq.is_some() {
             return Ok(());
         }
-        for extra in 0.. {
+        let started = Instant::now();
+        let mut made = 0;
+        loop {
             let answer = self.rt.block_on(self.store.check(&self.key));
             let answer = answer.map_err(|e| PhaseError::Invalid(e.to_string()))?;
+            made += 1;
+            row.recovery_checks = Some(made);
             if answer.outcome.is_normal() {
-                row.first_normal_seq = Some(row.checks + extra);
-                row.first_normal_ms = Some(fault_at.elapsed().as_secs_f64() * 1e3);
+                row.recovered_ms = Some(fault_at.elapsed().as_secs_f64() * 1e3);
                 return Ok(());
             }
-            if fault_at.elapsed() > WARM_UP_LIMIT {
+            if started.elapsed() > WARM_UP_LIMIT {
                 return Ok(());
             }
             let interval = self.interval;
             self.rt
                 .block_on(async move { tokio::time::sleep(interval).await });
         }
-        Ok(())
     }
 
     /// `n` checks paced by the interval, as a drill whose clock starts at `fault_at`, when the
@@ -266,6 +262,8 @@ impl Acc {
             timer_late_max_ms: None,
             first_normal_seq: self.first_normal.map(|f| f.0),
             first_normal_ms: self.first_normal.map(|f| f.1),
+            recovery_checks: None,
+            recovered_ms: None,
             reconnects: self.reconnects,
             script_reloads: self.script_reloads,
             suspended_checks: self.suspended,

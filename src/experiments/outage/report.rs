@@ -29,7 +29,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("reconnect", |r| csv_text(&r.reconnect)),
         ("phase", |r| r.phase.to_string()),
     ]);
-    let stats: [Stat<PhaseRow>; 13] = [
+    let stats: [Stat<PhaseRow>; 14] = [
         ("median ms", |r| Some(r.median_ms)),
         ("p99 ms", |r| Some(r.p99_ms)),
         ("max ms", |r| Some(r.max_ms)),
@@ -42,6 +42,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
             r.first_normal_seq.map(|n| n as f64)
         }),
         ("ms to 1st normal", |r| r.first_normal_ms),
+        ("ms to 1st normal after the phase", |r| r.recovered_ms),
         ("reconnects", |r| Some(r.reconnects as f64)),
         ("script reloads", |r| Some(r.script_reloads as f64)),
         ("suspended", |r| Some(r.suspended_checks as f64)),

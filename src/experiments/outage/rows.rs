@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 pub const CHECKS: CsvFile<CheckRow> = CsvFile::new("outage.csv").added(&["limiter"]);
 
 /// `phases.csv`: One row per phase of one run.
-pub const PHASES: CsvFile<PhaseRow> = CsvFile::new("phases.csv").added(&["limiter"]);
+pub const PHASES: CsvFile<PhaseRow> =
+    CsvFile::new("phases.csv").added(&["limiter", "recovery_checks", "recovered_ms"]);
 
 /// `breaker_sweep.csv`: One row per sweep point in one trial.
 pub const SWEEP: CsvFile<SweepRow> = CsvFile::new("breaker_sweep.csv");
@@ -169,9 +170,7 @@ pub struct PhaseRow {
     /// budget's timeout is a timer of the same wheel). Empty in runs before it was measured.
     #[serde(default)]
     pub timer_late_max_ms: Option<f64>,
-    /// Checks answered by policy before the first normal answer (empty: none in the phase). After
-    /// a restart, one past the phase's checks when unrecorded checks went on until it came (a
-    /// client reconnecting on its own timer), so the hung phase finds a connected client.
+    /// Checks answered by policy before the first normal answer (empty: none in the phase).
     pub first_normal_seq: Option<u64>,
     /// From the fault to the end of the first normal answer, ms.
     pub first_normal_ms: Option<f64>,
@@ -180,6 +179,15 @@ pub struct PhaseRow {
     /// Checks that loaded the script again.
     pub script_reloads: u64,
     pub suspended_checks: u64,
+    /// A restarted phase without a normal answer (a client that reconnects on its own timer, as
+    /// node-redis does, was not back within it): the unrecorded checks made after it, an interval
+    /// apart, until Redis answered one (at most 5 s), so the hung phase finds the client connected.
+    /// Empty when the phase had its normal answer, and in runs before it was measured.
+    #[serde(default)]
+    pub recovery_checks: Option<u64>,
+    /// ... and from the fault to the end of that first normal answer, ms (empty: none came).
+    #[serde(default)]
+    pub recovered_ms: Option<f64>,
 }
 
 /// One sweep point in one trial.
