@@ -67,7 +67,10 @@ fn the_seeds_middlewares_run_on_their_own_clients_beside_ratelabs_emulation() {
             "fail-open answers every dead check: {dead:?}"
         );
         let hung = off(Phase::Hung).expect("hung phase");
-        assert_eq!(hung.paid_budget, hung.checks, "a stopped server answers no check: {hung:?}");
+        assert_eq!(
+            hung.paid_budget, hung.checks,
+            "a stopped server answers no check: {hung:?}"
+        );
     }
     let own = std::process::id();
     let left: Vec<_> = (common::processes_with("adapter.js", &[]).into_iter())

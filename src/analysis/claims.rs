@@ -174,8 +174,11 @@ impl Judging {
     /// Judges `claim` against the experiment directory's CSV, read once per pass.
     pub fn judge(&mut self, claim: &Claim, experiment_dir: &Path) -> Verdict {
         let path = experiment_dir.join(&claim.file);
-        let read = (self.read.entry(path))
-            .or_insert_with_key(|path| ClaimRows::read(path).map(Rc::new).map_err(|e| e.to_string()));
+        let read = (self.read.entry(path)).or_insert_with_key(|path| {
+            ClaimRows::read(path)
+                .map(Rc::new)
+                .map_err(|e| e.to_string())
+        });
         match read {
             Ok(rows) => judge_rows(claim, rows.for_claim(claim), experiment_dir),
             Err(e) => Verdict::no_data(format!("no data ({e})")),

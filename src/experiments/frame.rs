@@ -189,17 +189,26 @@ fn own_limiters_ready(manifests: &[PathBuf]) -> Result<Vec<CustomLimiter>, Exper
             message,
         };
         if let Some(first) = loaded.iter().find(|l| l.name == limiter.name) {
-            let why = format!("{} names limiter `{}` too: names must differ", first.manifest, limiter.name);
+            let why = format!(
+                "{} names limiter `{}` too: names must differ",
+                first.manifest, limiter.name
+            );
             return Err(refuse(why).into());
         }
         if let Some(p) = &limiter.process {
             let program = p.argv.first().map(String::as_str).unwrap_or_default();
             if !program.contains('/') && !on_path(program) {
-                return Err(refuse(format!("its adapter runs `{program}`, which is not on PATH")).into());
+                return Err(refuse(format!(
+                    "its adapter runs `{program}`, which is not on PATH"
+                ))
+                .into());
             }
             let folder = std::path::Path::new(&p.dir);
             if folder.join("package.json").is_file() && !folder.join("node_modules").is_dir() {
-                let why = format!("{} has no node_modules: install it with `bash scripts/adapters.sh`", p.dir);
+                let why = format!(
+                    "{} has no node_modules: install it with `bash scripts/adapters.sh`",
+                    p.dir
+                );
                 return Err(refuse(why).into());
             }
         }
@@ -220,7 +229,8 @@ fn with_limiters(ctx: &Ctx, manifests: &[PathBuf]) -> Result<Option<Ctx>, Experi
     }
     let mut with = ctx.clone();
     for limiter in own_limiters_ready(manifests)? {
-        with.limiters.push(crate::limiter::custom::register(limiter));
+        with.limiters
+            .push(crate::limiter::custom::register(limiter));
     }
     Ok(Some(with))
 }

@@ -255,11 +255,10 @@ pub fn table(verdicts: &[Verdict], recorded: &[LimiterRow]) -> String {
         }
     }
     let mut out = String::from(
-        "\n## Custom limiters\n\nEach `--limiter`, and each adapter an experiment runs of its own (libraries), beside the \
-         built-in strategies, from this run's CSVs \
-         (the experiments' sections show the runs). Admission ratios are admitted over what an exact \
-         limiter could admit; latencies are set beside the built-in strategy of the same \
-         algorithm.\n\n| limiter | what it is |",
+        "\n## Custom limiters\n\nEach `--limiter`, and each adapter an experiment runs of its own \
+         (libraries), beside the built-in strategies, from this run's CSVs (the experiments' sections \
+         show the runs). Admission ratios are admitted over what an exact limiter could admit; \
+         latencies are set beside the built-in strategy of the same algorithm.\n\n| limiter | what it is |",
     );
     for a in &aspects {
         let _ = write!(out, " {a} |");

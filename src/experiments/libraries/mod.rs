@@ -197,7 +197,7 @@ mod tests {
                 assert!(
                     at.is_file(),
                     "{} names {}",
-                    profile_name(profile),
+                    profile.name(),
                     manifest.display()
                 );
             }

@@ -115,7 +115,11 @@ impl Driver<'_> {
     /// After a restarted phase with no normal answer: unrecorded checks an interval apart until
     /// Redis answers one, at most `WARM_UP_LIMIT` (`recovery_checks` and `recovered_ms` in `row`),
     /// so the hung phase starts on a connected client, as a stopped server's clients are.
-    pub fn until_normal(&mut self, row: &mut PhaseRow, fault_at: Instant) -> Result<(), PhaseError> {
+    pub fn until_normal(
+        &mut self,
+        row: &mut PhaseRow,
+        fault_at: Instant,
+    ) -> Result<(), PhaseError> {
         if row.first_normal_seq.is_some() {
             return Ok(());
         }
