@@ -31,6 +31,7 @@ fn expected(name: &str) -> Option<Expect> {
         | "rolling-rate-limiter"
         | "rate-limit-redis"
         | "seed000-lua"
+        | "seed000-queue"
         | "seed001-lua"
         | "python-redis-py" => Exact,
         _ => return None,

@@ -134,9 +134,12 @@ fn all_quick_writes_every_experiment_and_a_report() {
         "chaos.after-enforced",
         "chaos.after-decided-by-redis",
         "chaos.after-stuck-open",
+        "chaos.error-path-rejects",
+        "chaos.fail-closed-rejects",
         "pods.nothing-lost",
         "libraries.node-redis-lua-exact",
         "libraries.node-redis-hung-every-check-waits",
+        "libraries.node-redis-queue-dead-waits",
     ] {
         let claim = claims
             .iter()

@@ -88,6 +88,9 @@ pub enum Flaw {
     /// A connection that failed is kept: every later check fails on it, answered by policy for
     /// ever (a client that "cached a dead connection").
     NeverReconnects,
+    /// A failure is answered as a denial whatever the policy says: the middleware's catch block
+    /// rejects ("an error path in the middleware treats an exception as a denial").
+    DeniesOnError,
 }
 
 /// The answer a caller acts on; degraded answers came from the policy, not from Redis.
@@ -311,9 +314,11 @@ impl Store {
 
     /// The policy's answer, counted apart from normal decisions.
     fn degraded(&self, route: Route, failure: Option<Failure>, reconnected: bool) -> Answer {
-        let outcome = match self.settings.policy {
-            Policy::FailOpen => Outcome::DegradedAllowed,
-            Policy::FailClosed => Outcome::DegradedDenied,
+        let outcome = match (self.settings.flaw, self.settings.policy) {
+            // The flaw: a denial as Redis would give it, not the policy's answer.
+            (Some(Flaw::DeniesOnError), _) => Outcome::Denied,
+            (_, Policy::FailOpen) => Outcome::DegradedAllowed,
+            (_, Policy::FailClosed) => Outcome::DegradedDenied,
         };
         // The flaw: the answer is the policy's, and nothing anywhere says so.
         if self.settings.flaw != Some(Flaw::Unrecorded) {

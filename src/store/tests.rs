@@ -97,6 +97,30 @@ async fn a_dead_server_fails_at_once_without_a_breaker() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_error_path_that_denies_answers_a_plain_denial_under_fail_open() {
+    let limiter = Limiter::new(Strategy::LuaBucket, LimitSpec::default());
+    let settings = StoreSettings {
+        budget: Duration::from_millis(250),
+        policy: Policy::FailOpen,
+        breaker: None,
+        flaw: Some(Flaw::DeniesOnError),
+        reconnect: Default::default(),
+    };
+    let s = Store::new(&dead_server(), Decider::from(limiter), settings).unwrap();
+    let (a, _) = timed(&s).await;
+    assert_eq!(
+        (a.outcome, a.failure),
+        (Outcome::Denied, Some(Failure::Connection))
+    );
+    let c = s.counters();
+    assert_eq!(
+        (c.degraded_allowed, c.degraded_denied),
+        (0, 0),
+        "nothing says it degraded"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn the_breaker_limits_full_budget_checks_to_k_and_probes_cheaply() {
     let s = store(&hung_server().await, Policy::FailOpen, Some((3, 1000)));
     let mut paid = Vec::new();

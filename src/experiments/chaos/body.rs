@@ -24,9 +24,50 @@ const LEAD: Duration = Duration::from_millis(50);
 /// How long a reset may take to reach every connection before the proxy heals.
 const RESET_WAIT: Duration = Duration::from_millis(200);
 
-/// A client's name in the CSVs: `correct`, or its flaw.
-fn client_name(flaw: Option<Flaw>) -> String {
-    flaw.map_or_else(|| "correct".to_string(), |f| crate::record::csv_text(&f))
+/// One store client of a sequence, each its own service: its policy and its flaw, if any.
+#[derive(Debug, Clone, Copy)]
+struct Client {
+    policy: Policy,
+    flaw: Option<Flaw>,
+}
+
+impl Client {
+    const CORRECT: Client = Client {
+        policy: Policy::FailOpen,
+        flaw: None,
+    };
+
+    /// Its name in the CSVs: `correct` (fail-open), `fail-closed`, or its flaw (fail-open).
+    fn name(self) -> String {
+        match (self.flaw, self.policy) {
+            (Some(flaw), _) => crate::record::csv_text(&flaw),
+            (None, Policy::FailOpen) => "correct".to_string(),
+            (None, Policy::FailClosed) => "fail-closed".to_string(),
+        }
+    }
+}
+
+/// Each store timeout's sequence of the correct client, then the side sequence: the misconfigured
+/// clients and the fail-closed one, side by side, with shorter drills.
+fn sequences(p: &Params) -> Vec<(u64, Vec<Client>)> {
+    let mut out: Vec<(u64, Vec<Client>)> = (p.timeouts_ms.iter())
+        .map(|&t| (t, vec![Client::CORRECT]))
+        .collect();
+    let flawed = p.flaws.iter().map(|&flaw| Client {
+        policy: Policy::FailOpen,
+        flaw: Some(flaw),
+    });
+    let mut side: Vec<Client> = flawed.collect();
+    if p.fail_closed {
+        side.push(Client {
+            policy: Policy::FailClosed,
+            flaw: None,
+        });
+    }
+    if !side.is_empty() {
+        out.push((p.flaw_timeout_ms, side));
+    }
+    out
 }
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
@@ -37,28 +78,22 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         .build()
         .map_err(crate::server::ServerError::from)
         .phase(|| "building the async runtime".into())?;
-    let mut sequences: Vec<(u64, Vec<Option<Flaw>>)> =
-        p.timeouts_ms.iter().map(|&t| (t, vec![None])).collect();
-    if !p.flaws.is_empty() {
-        sequences.push((
-            p.flaw_timeout_ms,
-            p.flaws.iter().copied().map(Some).collect(),
-        ));
-    }
+    let sequences = sequences(p);
     let mut seconds = BINS.create(&s.run.staging)?;
     let mut drills = DRILLS.create(&s.run.staging)?;
     let mut afters = AFTERS.create(&s.run.staging)?;
     let mut switches = SWITCHES.create(&s.run.staging)?;
     let bar = s.progress(sequences.len() as u64);
-    for (i, (timeout_ms, flaws)) in sequences.iter().enumerate() {
-        let names: Vec<String> = flaws.iter().map(|f| client_name(*f)).collect();
+    for (i, (timeout_ms, clients)) in sequences.iter().enumerate() {
+        let names: Vec<String> = clients.iter().map(|c| c.name()).collect();
         let what = || format!("the {timeout_ms} ms sequence ({})", names.join(", "));
         let seq = Sequence {
             p,
             upstream,
             proxied: &proxied,
             timeout: Duration::from_millis(*timeout_ms),
-            flaws,
+            clients,
+            side: i >= p.timeouts_ms.len(),
             seed: s.ctx.seed.wrapping_add(i as u64),
             prefix: format!("{}{timeout_ms}:", s.prefix),
         };
@@ -126,7 +161,9 @@ struct Sequence<'a> {
     upstream: SocketAddr,
     proxied: &'a str,
     timeout: Duration,
-    flaws: &'a [Option<Flaw>],
+    clients: &'a [Client],
+    /// The side sequence (misconfigured and fail-closed clients): shorter drills.
+    side: bool,
     seed: u64,
     prefix: String,
 }
@@ -151,24 +188,24 @@ impl Sequence<'_> {
             .map_err(crate::server::ServerError::from)?;
         let url = self.proxied.replace("{}", &proxy.addr().to_string());
         let mut stores = Vec::new();
-        for flaw in self.flaws {
+        for &client in self.clients {
             let settings = StoreSettings {
                 budget: self.timeout,
-                policy: Policy::FailOpen,
+                policy: client.policy,
                 breaker: None,
-                flaw: *flaw,
+                flaw: client.flaw,
                 reconnect: Default::default(),
             };
             let store = Store::new(&url, p.limiter(), settings).map_err(|e| {
                 PhaseError::Invalid(format!("store: {}", crate::errors::one_line(&e)))
             })?;
             warm_up(&store, &format!("{}warmup", self.prefix)).await?;
-            stores.push((client_name(*flaw), Arc::new(store)));
+            stores.push((client.name(), Arc::new(store)));
         }
         let t0 = Instant::now() + LEAD;
         let timers = Watch::start(self.timeout, t0.into_std())
             .map_err(|e| PhaseError::Invalid(format!("the timers beside the drills: {e}")))?;
-        let plan = Plan::of(p, self.flaws.iter().any(Option::is_some));
+        let plan = Plan::of(p, self.side);
         let (services, schedules) = self.services(&stores, &plan, t0);
         let samplers: Vec<_> = (services.iter())
             .map(|s| tokio::spawn(Arc::clone(s).sample_until_finished()))
@@ -252,9 +289,10 @@ struct Plan {
 }
 
 impl Plan {
-    /// The timeline of a sequence; `flawed`: the misconfigured clients', with shorter drills.
-    fn of(p: &Params, flawed: bool) -> Plan {
-        let (blackhole, latency) = match flawed {
+    /// The timeline of a sequence; `side`: the misconfigured and fail-closed clients', with
+    /// shorter drills.
+    fn of(p: &Params, side: bool) -> Plan {
+        let (blackhole, latency) = match side {
             true => (p.flaw_drill_ms, p.flaw_drill_ms),
             false => (p.blackhole_drill_ms, p.latency_drill_ms),
         };

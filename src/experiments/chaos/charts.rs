@@ -3,9 +3,11 @@
 //! (log ms), the fault windows shaded and named: the 5 s pool stops serving, the 30 ms one does
 //! not. `chaos_flaws.svg`: the misconfigured clients beside the correct one at the same timeout:
 //! p99 of the setup-only timeout against the correct client's, degraded answers against the
-//! fail-open counter of the unrecorded client, and what the never-reconnecting client answers
-//! after the reset. `after.svg`: the after-drill check per client, allowed / denied / admitted
-//! by policy of its 300 requests, the limit as a red line.
+//! fail-open counter of the unrecorded client, what the never-reconnecting client answers after
+//! the reset, the denials of the client whose error path denies against the correct one's, and
+//! what the fail-closed client rejects against what the correct one admits. `after.svg`: the
+//! after-drill check per client, allowed / denied / admitted by policy of its 300 requests, the
+//! limit as a red line.
 
 use std::path::{Path, PathBuf};
 
@@ -222,97 +224,136 @@ fn correct_chart(rows: &[BinRow], drills: &[DrillRow]) -> Option<Chart> {
     )
 }
 
-/// The misconfigured clients beside the correct one at their timeout.
+/// What the flaws chart draws of one misconfigured client (`rows`) at timeout `t`, beside the
+/// correct client: the panel's title, its y axis, its lines, and whether y is log10.
+fn flaw_panel(
+    client: &str,
+    rows: &[&BinRow],
+    correct: &[&BinRow],
+    t: u64,
+) -> Option<(String, &'static str, Vec<Line>, bool)> {
+    let degraded = |r: &BinRow| r.degraded as f64;
+    let denied = |r: &BinRow| r.denied as f64;
+    Some(match client {
+        "setup-timeout-only" => (
+            format!("timeout covers connecting only ({t} ms)"),
+            "p99 ms (log)",
+            vec![
+                line("setup-timeout-only p99", 3, false, p99_log(rows)),
+                line("correct p99", 2, true, p99_log(correct)),
+            ],
+            true,
+        ),
+        "unrecorded" => (
+            "fail-open path records nothing".into(),
+            "requests /s",
+            vec![
+                line(
+                    "unrecorded: answered by policy /s",
+                    4,
+                    false,
+                    per_s(rows, degraded),
+                ),
+                line(
+                    "unrecorded: its fail-open counter /s",
+                    5,
+                    true,
+                    per_s(rows, |r| r.fail_open_counter as f64),
+                ),
+            ],
+            false,
+        ),
+        "never-reconnects" => (
+            "client never reconnects".into(),
+            "requests /s",
+            vec![
+                line(
+                    "never-reconnects: answered by Redis /s",
+                    6,
+                    false,
+                    per_s(rows, |r| (r.allowed + r.denied) as f64),
+                ),
+                line(
+                    "never-reconnects: answered by policy /s",
+                    8,
+                    true,
+                    per_s(rows, degraded),
+                ),
+            ],
+            false,
+        ),
+        "denies-on-error" => (
+            "error path answers a denial (configured fail-open)".into(),
+            "requests /s",
+            vec![
+                line("denies-on-error: denied /s", 7, false, per_s(rows, denied)),
+                line("correct: denied /s", 2, true, per_s(correct, denied)),
+            ],
+            false,
+        ),
+        "fail-closed" => (
+            "configured fail-closed: the policy rejects".into(),
+            "requests /s",
+            vec![
+                line(
+                    "fail-closed: rejected by policy /s",
+                    10,
+                    false,
+                    per_s(rows, degraded),
+                ),
+                line(
+                    "correct (fail-open): admitted by policy /s",
+                    2,
+                    true,
+                    per_s(correct, degraded),
+                ),
+            ],
+            false,
+        ),
+        _ => return None,
+    })
+}
+
+/// The misconfigured clients and the fail-closed one beside the correct one at their timeout, a
+/// panel each.
 fn flaws_chart(rows: &[BinRow], drills: &[DrillRow]) -> Option<Chart> {
     let flawed = rows.iter().find(|r| r.client != "correct")?;
     let t = flawed.timeout_ms;
-    let (correct, setup, unrecorded, stuck) = (
-        of(rows, "correct", t),
-        of(rows, "setup-timeout-only", t),
-        of(rows, "unrecorded", t),
-        of(rows, "never-reconnects", t),
-    );
-    let mut plots = Vec::new();
-    let mut names = Vec::new();
-    let mut add = |plot: Plot, lines: &[Line]| {
-        plots.push(plot);
-        names.extend(legend(lines));
-    };
-    if !setup.is_empty() {
-        let lines = [
-            line("setup-timeout-only p99", 3, false, p99_log(&setup)),
-            line("correct p99", 2, true, p99_log(&correct)),
-        ];
-        let title = format!("timeout covers connecting only ({t} ms)");
-        add(
-            panel(
+    // The correct client's own sequence runs longer drills: drawn over the flawed ones' span.
+    let span = (rows.iter().filter(|r| r.client != "correct")).fold(0.0, |hi, r| mid(r).max(hi));
+    let mut correct = of(rows, "correct", t);
+    correct.retain(|r| mid(r) <= span);
+    let (mut plots, mut names) = (Vec::new(), Vec::new());
+    let side = [
+        "setup-timeout-only",
+        "unrecorded",
+        "never-reconnects",
+        "denies-on-error",
+        "fail-closed",
+    ];
+    for client in side {
+        let mine = of(rows, client, t);
+        if mine.is_empty() {
+            continue;
+        }
+        if let Some((title, y_desc, lines, log)) = flaw_panel(client, &mine, &correct, t) {
+            plots.push(panel(
                 &title,
-                "p99 ms (log)",
+                y_desc,
                 &lines,
-                &windows(drills, "setup-timeout-only", t),
-                true,
-            ),
-            &lines,
-        );
-    }
-    if !unrecorded.is_empty() {
-        let lines = [
-            line(
-                "unrecorded: answered by policy /s",
-                4,
-                false,
-                per_s(&unrecorded, |r| r.degraded as f64),
-            ),
-            line(
-                "unrecorded: its fail-open counter /s",
-                5,
-                true,
-                per_s(&unrecorded, |r| r.fail_open_counter as f64),
-            ),
-        ];
-        add(
-            panel(
-                "fail-open path records nothing",
-                "requests /s",
-                &lines,
-                &windows(drills, "unrecorded", t),
-                false,
-            ),
-            &lines,
-        );
-    }
-    if !stuck.is_empty() {
-        let by_redis = |r: &BinRow| (r.allowed + r.denied) as f64;
-        let lines = [
-            line(
-                "never-reconnects: answered by Redis /s",
-                6,
-                false,
-                per_s(&stuck, by_redis),
-            ),
-            line(
-                "never-reconnects: answered by policy /s",
-                8,
-                true,
-                per_s(&stuck, |r| r.degraded as f64),
-            ),
-        ];
-        add(
-            panel(
-                "client never reconnects",
-                "requests /s",
-                &lines,
-                &windows(drills, "never-reconnects", t),
-                false,
-            ),
-            &lines,
-        );
+                &windows(drills, client, t),
+                log,
+            ));
+            names.extend(legend(&lines));
+        }
     }
     if plots.is_empty() {
         return None;
     }
-    let note = "the seed's misconfigurations, each its own service through the same drills";
-    let title = format!("chaos: misconfigured clients at a {t} ms timeout");
+    let note =
+        "the seed's misconfigurations and a fail-closed client, each its own service through the \
+                same drills";
+    let title = format!("chaos: misconfigured clients and a fail-closed one at a {t} ms timeout");
     Some(
         Chart::new((1200, 280 * plots.len() as u32 + 130), title, note, plots)
             .legend(10 + Y_LABEL_PX as i32, names),

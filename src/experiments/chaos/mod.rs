@@ -7,17 +7,19 @@
 //! most the timeout, or by the injected delay when the timeout covers only connection set-up. A
 //! fail-open path that records nothing admits everything with its counter flat; a client that
 //! never reconnects stays open after the drill: the after-drill check allows all 300 requests
-//! where an enforcing limiter allows its limit.
+//! where an enforcing limiter allows its limit. A client whose error path answers a denial
+//! rejects during a fail-open drill, where the correct one rejects nothing; a correct client
+//! configured fail-closed rejects every request of the blackhole by its policy.
 //!
 //! Method: an in-process loopback TCP proxy (crate::fault::proxy) between the clients and Redis;
 //! the model service (chaos/service.rs) on one current-thread runtime in the harness with the
 //! proxy. Per store timeout a sequence: baseline, blackhole, healed, +latency on every reply,
 //! healed, every connection reset once then healed; traffic throughout; then the after-drill
-//! check. The misconfigured clients (store flaws) run one sequence side by side, each its own
-//! service. A sequence is one drill (crate::load::drill): the services' requests its schedule, the
-//! proxy's switches its plan. Every request is recorded (intended start, end, answer), the pool
-//! sampled every few ms, every fault switch timed; then binned and summed per drill window
-//! (chaos/tally.rs).
+//! check. The misconfigured clients (store flaws) and the fail-closed one run one sequence side
+//! by side, each its own service. A sequence is one drill (crate::load::drill): the services'
+//! requests its schedule, the proxy's switches its plan. Every request is recorded (intended
+//! start, end, answer), the pool sampled every few ms, every fault switch timed; then binned and
+//! summed per drill window (chaos/tally.rs).
 //!
 //! Writes `chaos/chaos.csv` (one row per bin per client), `chaos/drills.csv` (one row per drill
 //! window per client), `chaos/after.csv` (one row per client), `chaos/switches.csv` (one row per
@@ -90,9 +92,11 @@ pub struct Params {
     pub timeouts_ms: Vec<u64>,
     /// Misconfigured clients run side by side in one more sequence: a timeout covering
     /// connection set-up only, a fail-open path that records nothing, a client that never
-    /// reconnects.
+    /// reconnects, one whose error path answers a denial.
     pub flaws: Vec<Flaw>,
-    /// The misconfigured clients' store timeout.
+    /// A correct client configured fail-closed runs beside the misconfigured ones.
+    pub fail_closed: bool,
+    /// The misconfigured and fail-closed clients' store timeout.
     pub flaw_timeout_ms: u64,
     /// The blackhole and the latency drill in the misconfigured clients' sequence (ratelab's
     /// own variation: the seed's minute is for the correct client's pool to turn over).
@@ -189,7 +193,8 @@ mod tests {
         assert_eq!((full.injected_ms, full.after_requests), (300, 300));
         let quick = resolve::<Chaos>(Profile::Quick, &[]).unwrap();
         quick.validate().unwrap();
-        assert_eq!(quick.flaws.len(), 3, "every misconfiguration in CI");
+        assert_eq!(quick.flaws.len(), 4, "every misconfiguration in CI");
+        assert!(quick.fail_closed, "the fail-closed client in CI");
     }
 
     #[test]

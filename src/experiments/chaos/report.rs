@@ -13,7 +13,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("timeout ms", |r| r.timeout_ms.to_string()),
         ("drill", |r| r.drill.to_string()),
     ];
-    let stats: [Stat<DrillRow>; 11] = [
+    let stats: [Stat<DrillRow>; 12] = [
         ("offered", |r| Some(r.offered as f64)),
         ("served in window %", |r| Some(r.served_fraction * 100.0)),
         ("dropped %", |r| Some(r.dropped_fraction * 100.0)),
@@ -24,6 +24,7 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("all busy after ms", |r| r.all_busy_after_ms),
         ("busy mean", |r| Some(r.busy_mean)),
         ("by policy %", |r| Some(r.degraded_fraction * 100.0)),
+        ("denied", |r| Some((r.denied + r.degraded_denied) as f64)),
         ("fail-open counter", |r| Some(r.fail_open_counter as f64)),
     ];
     let mut out = summary_table(&DRILLS.read(dir)?, &keys, &stats);

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 pub const BINS: CsvFile<BinRow> = CsvFile::new("chaos.csv");
 
 /// `drills.csv`: One row per drill window of one client.
-pub const DRILLS: CsvFile<DrillRow> = CsvFile::new("drills.csv");
+pub const DRILLS: CsvFile<DrillRow> = CsvFile::new("drills.csv").added(&["degraded_denied"]);
 
 /// `after.csv`: One row per after-drill check.
 pub const AFTERS: CsvFile<AfterRow> = CsvFile::new("after.csv");
@@ -162,6 +162,9 @@ pub struct DrillRow {
     pub denied: u64,
     /// Allowed by the store's fail-open policy because Redis did not answer in time.
     pub degraded_allowed: u64,
+    /// Denied by the store's fail-closed policy because Redis did not answer in time.
+    #[serde(default)]
+    pub degraded_denied: u64,
     /// Answers that came from the policy, as a share of those served.
     pub degraded_fraction: f64,
     /// The client's fail-open counter: its increase over the window.

@@ -263,6 +263,7 @@ fn drill(spec: &Spec, trace: &Trace, w: &Window) -> DrillRow {
         allowed: c[Outcome::Allowed as usize],
         denied: c[Outcome::Denied as usize],
         degraded_allowed: c[Outcome::DegradedAllowed as usize],
+        degraded_denied: c[Outcome::DegradedDenied as usize],
         degraded_fraction: stats::share(
             c[Outcome::DegradedAllowed as usize] + c[Outcome::DegradedDenied as usize],
             served.total(),

@@ -5,9 +5,8 @@ use super::{Libraries, Params};
 use crate::context::Ctx;
 use crate::experiments::outage;
 use crate::experiments::race::{Trial, RACE};
-use crate::experiments::{Concurrency, Definition, ExperimentError, Phase, Session};
-use crate::limiter::{unix_ms, Strategy};
-use crate::server::ServerError;
+use crate::experiments::{Concurrency, Definition, ExperimentError, Session};
+use crate::limiter::Strategy;
 use std::path::Path;
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
@@ -23,7 +22,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         for &config in &p.configs {
             for &strategy in &matrix {
                 let key = s.key(format!("m:{strategy}:{config}:{trial}"));
-                let t = trial_of(strategy, config, p.checks, p.capacity, key);
+                let t = Trial::starting_now(strategy, config, p.checks, p.capacity, 1, key);
                 rows.write(&t.run(s, p.window_ms, "matrix", trial)?)?;
                 bar.inc(1);
             }
@@ -34,14 +33,14 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                 in_flight: p.burst_hits as usize,
             };
             let key = s.key(format!("s:{strategy}:{trial}"));
-            let t = trial_of(strategy, config, p.burst_hits, p.burst_limit, key);
+            let t = Trial::starting_now(strategy, config, p.burst_hits, p.burst_limit, 1, key);
             rows.write(&t.run(s, p.window_ms, "seed001", trial)?)?;
             bar.inc(1);
         }
     }
     bar.finish_and_clear();
-    let boundary = adapter(&p.boundary)?;
-    outage_phases(s, p, &[lua_bucket, boundary])
+    let (queued_bucket, boundary) = (adapter(&p.queued_bucket)?, adapter(&p.boundary)?);
+    outage_phases(s, p, &[lua_bucket, queued_bucket, boundary])
 }
 
 /// The strategy a manifest of the parameters was registered as (the frame loaded them all).
@@ -59,26 +58,9 @@ fn adapter(ctx: &Ctx, manifest: &Path) -> Result<Strategy, ExperimentError> {
         .map_err(ExperimentError::from)
 }
 
-fn trial_of(
-    strategy: Strategy,
-    config: Concurrency,
-    checks: u64,
-    limit: u64,
-    key: String,
-) -> Trial {
-    Trial {
-        strategy,
-        config,
-        checks,
-        limit,
-        cost: 1,
-        key,
-        origin_ms: unix_ms(),
-    }
-}
-
-/// outage's main runs (fail-open, breaker off and on) for ratelab's store on lua-bucket, then for
-/// the store asking each of `adapters` (seed 000's token bucket on node-redis, the do-nothing one).
+/// outage's main runs (fail-open, no breaker) for ratelab's store on lua-bucket, then for
+/// the store asking each of `adapters` (seed 000's token bucket on node-redis with the offline queue
+/// off, then on, and the do-nothing one).
 fn outage_phases(
     s: &mut Session,
     p: &Params,
@@ -88,16 +70,9 @@ fn outage_phases(
     let mut ctx = s.ctx.clone();
     ctx.limiters = adapters.to_vec();
     let why = Libraries::MUST_OWN_SERVER.unwrap_or_default();
-    let server = s
-        .target
-        .managed(why)
-        .phase(|| "checking the target".into())?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(ServerError::from)
-        .phase(|| "building the async runtime".into())?;
-    let suspended = outage::main_runs(&ctx, &phases, &rt, server, &mut s.run, &s.prefix)?;
+    let (server, rt) = outage::server_and_runtime(&mut s.target, why)?;
+    let off = outage::Breaker::Off;
+    let suspended = outage::main_runs(&ctx, &phases, off, &rt, server, &mut s.run, &s.prefix)?;
     outage::warn_suspended(&mut s.run, suspended);
     Ok(())
 }

@@ -4,7 +4,8 @@
 //! node-redis admits the limit times the requests in flight from one process, its token bucket
 //! script exactly the limit; seed 001's GET then MULTI INCR EXPIRE on ioredis lets a burst of 500
 //! through a window of 100; with node-redis's offline queue disabled a dead Redis fails every check
-//! at once and a hung one makes every check wait its whole budget.
+//! at once and a hung one makes every check wait its whole budget; with the queue left on, a dead
+//! Redis makes every check wait its budget too.
 //!
 //! Method: the seeds' middlewares as limiter processes (examples/adapters/seed000-node-redis and
 //! seed001-ioredis, each on the client library its seed used, pinned by its lock file), driven by
@@ -41,6 +42,7 @@ impl Definition for Libraries {
         vec![
             p.naive_bucket.clone(),
             p.lua_bucket.clone(),
+            p.queued_bucket.clone(),
             p.naive_window.clone(),
             p.boundary.clone(),
         ]
@@ -99,6 +101,8 @@ pub struct Params {
     pub naive_bucket: PathBuf,
     /// Seed 000's token bucket script on node-redis, offline queue disabled: its manifest.
     pub lua_bucket: PathBuf,
+    /// The same script on node-redis with its offline queue left on (outage's phases only).
+    pub queued_bucket: PathBuf,
     /// Seed 001's GET then MULTI INCR EXPIRE on ioredis: its manifest.
     pub naive_window: PathBuf,
     /// The do-nothing adapter (no Redis): beside the outage runs, what the process boundary costs.
@@ -125,16 +129,11 @@ pub struct Params {
     pub warmup: u64,
     /// The whole-call budget of one outage check (the adapter's client timeout too).
     pub budget_ms: u64,
-    /// The breaker opens after this many failed checks in a row.
-    pub breaker_failures: u32,
-    /// How long the open breaker answers without Redis before it probes again.
-    pub breaker_cooldown_ms: u64,
-    /// The budget of the breaker's probe, shorter than `budget_ms`.
-    pub probe_budget_ms: u64,
 }
 
 impl Params {
-    /// outage's parameters for its main runs here: fail-open only, no sweep, no fail-fast runs.
+    /// outage's parameters for its main runs here: fail-open only, no breaker (seed 000's middleware
+    /// had none), no sweep, no fail-fast runs.
     fn outage(&self) -> super::outage::Params {
         super::outage::Params {
             checks_per_phase: self.checks_per_phase,
@@ -142,9 +141,10 @@ impl Params {
             warmup: self.warmup,
             budget_ms: self.budget_ms,
             policies: vec![crate::store::Policy::FailOpen],
-            breaker_failures: self.breaker_failures,
-            breaker_cooldown_ms: self.breaker_cooldown_ms,
-            probe_budget_ms: self.probe_budget_ms,
+            // Unused (main_runs runs without the breaker here) but valid.
+            breaker_failures: 1,
+            breaker_cooldown_ms: self.budget_ms,
+            probe_budget_ms: self.budget_ms.div_ceil(2),
             strategy: crate::limiter::Strategy::LuaBucket,
             // Every normal answer is "allowed": a degraded answer is never a real deny.
             capacity: 1_000_000_000,
@@ -170,6 +170,7 @@ impl Validate for Params {
                 "capacity, checks, trials and window_ms must be >= 1",
             ),
             (p.configs.is_empty(), "configs must not be empty"),
+            (p.budget_ms < 2, "budget_ms must be >= 2"),
             (
                 p.burst_hits == 0 || p.burst_limit == 0,
                 "burst_hits and burst_limit must be >= 1",
@@ -214,10 +215,10 @@ mod tests {
     }
 
     #[test]
-    fn a_probe_budget_as_long_as_the_budget_is_refused() {
+    fn a_budget_too_short_for_outage_is_refused() {
         let mut p: Params =
             crate::experiments::frame::resolve::<Libraries>(Profile::Quick, &[]).unwrap();
-        p.probe_budget_ms = p.budget_ms;
-        assert!(p.validate().unwrap_err().contains("probe_budget_ms"));
+        p.budget_ms = 1;
+        assert!(p.validate().unwrap_err().contains("budget_ms"));
     }
 }

@@ -9,26 +9,40 @@ use crate::limiter::process::Reach;
 use crate::limiter::{Decider, Invocation, LimiterError, Strategy};
 use crate::load::LoadError;
 use crate::record::{CsvSink, RunRecord};
-use crate::server::{RedisServer, ServerError};
+use crate::server::{RedisServer, ServerError, Target};
 use crate::store::{Counters, Store};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let why = Outage::MUST_OWN_SERVER.unwrap_or_default();
-    let server = s
-        .target
-        .managed(why)
-        .phase(|| "checking the target".into())?;
+    let (server, rt) = server_and_runtime(&mut s.target, why)?;
+    let suspended = main_runs(
+        s.ctx,
+        p,
+        Breaker::OffAndOn,
+        &rt,
+        server,
+        &mut s.run,
+        &s.prefix,
+    )? + sweep::run(s.ctx, p, &rt, server, &mut s.run)?;
+    warn_suspended(&mut s.run, suspended);
+    Ok(())
+}
+
+/// The server the phases break (refused unless ratelab owns it: `why`) and the runtime their
+/// stores run on; libraries' outage phases use them too.
+pub(crate) fn server_and_runtime<'t>(
+    target: &'t mut Target,
+    why: &str,
+) -> Result<(&'t mut RedisServer, tokio::runtime::Runtime), ExperimentError> {
+    let server = target.managed(why).phase(|| "checking the target".into())?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(ServerError::from)
         .phase(|| "building the async runtime".into())?;
-    let suspended = main_runs(s.ctx, p, &rt, server, &mut s.run, &s.prefix)?
-        + sweep::run(s.ctx, p, &rt, server, &mut s.run)?;
-    warn_suspended(&mut s.run, suspended);
-    Ok(())
+    Ok((server, rt))
 }
 
 /// Says loudly, on stderr and in the run's notes, that checks slept with the machine.
@@ -43,17 +57,27 @@ pub(crate) fn warn_suspended(record: &mut RunRecord, suspended: u64) {
     }
 }
 
+/// Which main runs put ratelab's circuit breaker in front of the decider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Breaker {
+    /// Each policy with the breaker off, then on (outage's own runs).
+    OffAndOn,
+    /// Without it only: a middleware as its seed wrote it (libraries; seed 000 had not built one).
+    Off,
+}
+
 /// The main runs through all five phases, one after another (libraries runs the seed's own
 /// middleware through them too); returns suspended checks.
 pub(crate) fn main_runs(
     ctx: &Ctx,
     p: &Params,
+    breaker: Breaker,
     rt: &tokio::runtime::Runtime,
     server: &mut RedisServer,
     record: &mut RunRecord,
     prefix: &str,
 ) -> Result<u64, ExperimentError> {
-    let runs = runs(ctx, p);
+    let runs = runs(ctx, p, breaker);
     let mut runner = Runner {
         p,
         rt,
@@ -89,14 +113,20 @@ impl std::fmt::Display for Run {
     }
 }
 
-/// The built-in strategy's runs (each policy with the breaker off and on, then the fail-fast
-/// runs), then each custom limiter's: each policy with the breaker off and on. The fail-fast
-/// runs vary how ratelab's own client reconnects, which a limiter process does by itself.
-fn runs(ctx: &Ctx, p: &Params) -> Vec<Run> {
-    let breakers = [None, Some((p.breaker_failures, p.breaker_cooldown_ms))];
+/// The built-in strategy's runs (each policy with the breaker off and on, or off only, then the
+/// fail-fast runs), then each custom limiter's: each policy with the breaker off and on, or off.
+/// The fail-fast runs vary how ratelab's own client reconnects, which a limiter process does by
+/// itself.
+fn runs(ctx: &Ctx, p: &Params, breaker: Breaker) -> Vec<Run> {
+    let on = Some((p.breaker_failures, p.breaker_cooldown_ms));
+    let breakers = match breaker {
+        Breaker::OffAndOn => vec![None, on],
+        Breaker::Off => vec![None],
+    };
     let policy_runs = |limiter| {
+        let breakers = &breakers;
         (p.policies.iter()).flat_map(move |&policy| {
-            breakers.map(|b| Run {
+            breakers.iter().map(move |&b| Run {
                 limiter,
                 label: RunLabel::new(policy, b),
             })
@@ -117,9 +147,6 @@ fn runs(ctx: &Ctx, p: &Params) -> Vec<Run> {
 /// limiter's decider (a limiter process's adapter started against the server, given the budget
 /// as its client's timeout: the timeout the store's own client has).
 fn decider(p: &Params, limiter: Strategy, url: &str) -> Result<Decider, LimiterError> {
-    if !limiter.is_custom() {
-        return Ok(p.limiter().into());
-    }
     let reach = Reach {
         redis_url: url.to_string(),
         timeout_ms: p.budget_ms,

@@ -39,7 +39,7 @@ mod report;
 mod rows;
 mod sweep;
 
-pub(crate) use body::{main_runs, warn_suspended};
+pub(crate) use body::{main_runs, server_and_runtime, warn_suspended, Breaker};
 pub(crate) use charts::render as render_charts;
 pub(crate) use report::{summary, verdicts};
 pub use rows::{CheckRow, Phase, PhaseRow, RunLabel, SweepRow};

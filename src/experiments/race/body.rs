@@ -31,15 +31,9 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     for trial in 0..p.trials {
         for &config in &p.configs {
             for &strategy in &strategies {
-                let trial_spec = Trial {
-                    strategy,
-                    config,
-                    checks: p.checks,
-                    limit: p.capacity,
-                    cost: p.cost,
-                    key: s.key(format!("m:{strategy}:{config}:{trial}")),
-                    origin_ms: unix_ms(),
-                };
+                let key = s.key(format!("m:{strategy}:{config}:{trial}"));
+                let trial_spec =
+                    Trial::starting_now(strategy, config, p.checks, p.capacity, p.cost, key);
                 rows.write(&trial_spec.run(s, p.window_ms, "matrix", trial)?)?;
                 if let (Some(sink), true) = (&mut keys, strategy.is_custom()) {
                     let what =
@@ -56,15 +50,9 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                 processes: 1,
                 in_flight: p.seed001_hits as usize,
             };
-            let trial_spec = Trial {
-                strategy,
-                config,
-                checks: p.seed001_hits,
-                limit: p.seed001_limit,
-                cost: p.cost,
-                key: s.key(format!("s:{strategy}:{trial}")),
-                origin_ms: unix_ms(),
-            };
+            let key = s.key(format!("s:{strategy}:{trial}"));
+            let (hits, limit) = (p.seed001_hits, p.seed001_limit);
+            let trial_spec = Trial::starting_now(strategy, config, hits, limit, p.cost, key);
             rows.write(&trial_spec.run(s, p.window_ms, "seed001", trial)?)?;
             bar.inc(1);
         }
@@ -102,6 +90,27 @@ pub(crate) struct Trial {
 }
 
 impl Trial {
+    /// A trial of `checks` on `key`, its window starting now.
+    pub(crate) fn starting_now(
+        strategy: Strategy,
+        config: Concurrency,
+        checks: u64,
+        limit: u64,
+        cost: u32,
+        key: String,
+    ) -> Trial {
+        let origin_ms = unix_ms();
+        Trial {
+            strategy,
+            config,
+            checks,
+            limit,
+            cost,
+            key,
+            origin_ms,
+        }
+    }
+
     fn limit_spec(&self, window_ms: u64) -> LimitSpec {
         LimitSpec {
             capacity: self.limit,
