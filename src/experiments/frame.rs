@@ -23,13 +23,17 @@ pub use super::session::{fail_on_errors, progress_bar};
 /// The experiment's parameter file in its results directory, as the run used it.
 pub const EXPERIMENT_TOML: &str = "experiment.toml";
 
-/// Resolves and validates `D`'s parameters for this context and checks its precondition;
-/// `takers(processes)` names the experiments that do take `--limiter` (limiter processes with
-/// `true`), for the error of one that does not.
+/// What [`prepare`] resolved: the parameters, their table, and the experiment's own limiters,
+/// loaded and checked.
+pub type Prepared<P> = (P, toml::Table, Vec<CustomLimiter>);
+
+/// Resolves and validates `D`'s parameters for this context, checks its precondition and loads
+/// its own limiters; `takers(processes)` names the experiments that do take `--limiter` (limiter
+/// processes with `true`), for the error of one that does not.
 pub fn prepare<D: Definition>(
     ctx: &Ctx,
     takers: fn(bool) -> String,
-) -> Result<(D::Params, toml::Table), ExperimentError> {
+) -> Result<Prepared<D::Params>, ExperimentError> {
     let (params, table): (D::Params, _) = params::resolve(D::ID, D::TOML, ctx.profile, &ctx.sets)?;
     params.validate().map_err(|reason| ParamError::Invalid {
         experiment: D::ID.into(),
@@ -78,12 +82,12 @@ pub fn prepare<D: Definition>(
             }));
         }
     }
-    own_limiters_ready(&D::own_limiters(&params))?;
+    let own = own_limiters_ready(&D::own_limiters(&params))?;
     if let (Some(why), true) = (D::NO_MANAGED_TLS, ctx.tls) {
         return Err(ExperimentError::NoManagedTls { id: D::ID, why });
     }
     D::precondition()?;
-    Ok((params, table))
+    Ok((params, table, own))
 }
 
 /// `D`'s parameters for a profile and overrides, as `run` would resolve them.
@@ -101,8 +105,8 @@ pub fn run<D: Definition>(
     ctx: &Ctx,
     takers: fn(bool) -> String,
 ) -> Result<PathBuf, ExperimentError> {
-    let (params, table) = prepare::<D>(ctx, takers)?;
-    let with_own = with_limiters(ctx, &D::own_limiters(&params))?;
+    let (params, table, own) = prepare::<D>(ctx, takers)?;
+    let with_own = with_limiters(ctx, own);
     let ctx = with_own.as_ref().unwrap_or(ctx);
     let info = params::info(D::TOML)?;
     let parts = build::<D>(ctx).phase(|| "starting redis-server".into())?;
@@ -222,17 +226,14 @@ fn on_path(program: &str) -> bool {
     std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
 }
 
-/// `ctx` with the limiters of `manifests` registered after its own, when there are any.
-fn with_limiters(ctx: &Ctx, manifests: &[PathBuf]) -> Result<Option<Ctx>, ExperimentError> {
-    if manifests.is_empty() {
-        return Ok(None);
+/// `ctx` with the experiment's own limiters registered after its own, when there are any.
+fn with_limiters(ctx: &Ctx, own: Vec<CustomLimiter>) -> Option<Ctx> {
+    if own.is_empty() {
+        return None;
     }
     let mut with = ctx.clone();
-    for limiter in own_limiters_ready(manifests)? {
-        with.limiters
-            .push(crate::limiter::custom::register(limiter));
-    }
-    Ok(Some(with))
+    (with.limiters).extend(own.into_iter().map(crate::limiter::custom::register));
+    Some(with)
 }
 
 /// `D`'s declared topology, built with this run's binary, pinning and TLS, or the user's
