@@ -181,7 +181,9 @@ fn staged_rows(out: &Path, pid: u32) -> String {
 /// Starts a long race run and returns it, once it has flushed its first trial's row (so the trials
 /// are under way), with the pid of the redis-server it started.
 fn long_run(out: &Path) -> (std::process::Child, u32) {
+    std::fs::create_dir_all(tmp_of(out)).unwrap();
     let mut child = std::process::Command::new(common::ratelab_exe())
+        .env("TMPDIR", tmp_of(out))
         .args([
             "run",
             "race",
@@ -206,6 +208,18 @@ fn long_run(out: &Path) -> (std::process::Child, u32) {
         panic!("no trial row flushed (redis-servers {redis:?})");
     }
     (child, redis[0])
+}
+
+/// The temporary directory a harness started by `long_run` keeps its servers' files in.
+fn tmp_of(out: &Path) -> std::path::PathBuf {
+    out.join("tmp")
+}
+
+/// What ratelab left in `long_run`'s temporary directory.
+fn leftovers(out: &Path) -> Vec<String> {
+    (std::fs::read_dir(tmp_of(out)).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
 }
 
 /// Every file in `dir`, by name, with its bytes.
@@ -266,6 +280,8 @@ fn sigterm_stops_even_a_sigstopped_server_keeps_the_previous_results_and_sets_pa
         .filter(|name| name.contains("partial"))
         .collect();
     assert!(staging.is_empty(), "staging left behind: {staging:?}");
+    let left = leftovers(out.path());
+    assert!(left.is_empty(), "server directories left behind: {left:?}");
 }
 
 #[test]
@@ -277,6 +293,34 @@ fn sigkill_of_the_harness_takes_its_server_down() {
     assert!(
         common::wait_for(Duration::from_secs(5), || !common::pid_alive(redis)),
         "redis-server {redis} outlived a SIGKILLed harness"
+    );
+    // Nothing runs to remove its directory now; the next ratelab does, as it starts a server.
+    let orphans = leftovers(out.path());
+    assert!(
+        orphans
+            .iter()
+            .any(|name| name.starts_with("ratelab-redis-")),
+        "the SIGKILLed harness's server directory: {orphans:?}"
+    );
+    ratelab()
+        .env("TMPDIR", tmp_of(out.path()))
+        .args([
+            "run",
+            "race",
+            "--profile",
+            "quick",
+            "--set",
+            "trials=1",
+            "--quiet",
+            "--out",
+        ])
+        .arg(out.path().join("next"))
+        .assert()
+        .success();
+    let left = leftovers(out.path());
+    assert!(
+        left.is_empty(),
+        "left after the next run: {left:?} (before it: {orphans:?})"
     );
 }
 

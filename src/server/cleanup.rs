@@ -4,14 +4,21 @@
 //! child we spawn is registered here and the handler continues and kills them before exiting, then
 //! runs the hooks its callers passed in (record/ passes the one that moves the partial rows of a
 //! run in progress aside, as its `Drop` would have): server/ knows nothing of what they do.
-//! A SIGKILL of the harness itself is covered by the parent-death signal set at spawn time.
+//! A SIGKILL of the harness itself is covered by the parent-death signal set at spawn time; the
+//! directories its children wrote in name it, so the next ratelab removes them (`owned_dir`).
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
 
 static CHILDREN: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+/// The temporary directories of live children, removed by the handler after it killed them.
+static DIRS: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
 static INSTALL: Once = Once::new();
+static SWEEP: Once = Once::new();
+/// The file in an owned directory that names the ratelab process it belongs to.
+const OWNER_FILE: &str = "ratelab.owner";
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// What the handler runs after killing the children, in the order passed in.
 static HOOKS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
@@ -77,6 +84,7 @@ pub fn install_interrupt_handler(hook: Option<fn()>) {
         let _ = ctrlc::set_handler(|| {
             INTERRUPTED.store(true, Ordering::SeqCst);
             kill_all();
+            remove_owned_dirs();
             eprintln!("ratelab: interrupted; stopped every redis-server and worker it started");
             let hooks = HOOKS.lock().unwrap_or_else(|p| p.into_inner()).clone();
             for hook in hooks {
@@ -85,6 +93,82 @@ pub fn install_interrupt_handler(hook: Option<fn()>) {
             std::process::exit(130);
         });
     });
+}
+
+/// A temporary directory for a child's files (a server's log, RDB, certificates): removed on
+/// drop, by the interrupt handler (a signal ends the process without running drops), or, when
+/// ratelab died by SIGKILL, by the next ratelab: it holds a file naming the process it belongs to.
+pub struct OwnedDir(tempfile::TempDir);
+
+impl OwnedDir {
+    /// Creates `$TMPDIR/<prefix>XXXXXX`; the first call also removes what dead ratelabs left.
+    pub fn new(prefix: &str) -> std::io::Result<Self> {
+        SWEEP.call_once(remove_orphaned_dirs);
+        install_interrupt_handler(None);
+        let dir = tempfile::Builder::new().prefix(prefix).tempdir()?;
+        std::fs::write(dir.path().join(OWNER_FILE), std::process::id().to_string())?;
+        DIRS.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(dir.path().to_path_buf());
+        Ok(OwnedDir(dir))
+    }
+
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for OwnedDir {
+    fn drop(&mut self) {
+        // The TempDir removes the directory itself, right after.
+        DIRS.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(self.0.path());
+    }
+}
+
+/// Removes every registered directory, once more after a moment if a child killed an instant
+/// ago was still writing into it.
+fn remove_owned_dirs() {
+    let dirs = DIRS.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    for dir in dirs {
+        if std::fs::remove_dir_all(&dir).is_err() {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}
+
+/// Removes the `ratelab-*` directories in the temporary directory whose owner is no longer
+/// running (a ratelab killed by SIGKILL, whose children the parent-death signal took down).
+/// Errors are ignored: a directory that cannot be removed is no reason not to run.
+fn remove_orphaned_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with("ratelab-") {
+            continue;
+        }
+        let owner = std::fs::read_to_string(entry.path().join(OWNER_FILE));
+        let Some(pid) = owner.ok().and_then(|o| o.trim().parse::<u32>().ok()) else {
+            continue;
+        };
+        if !process_running(pid) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Whether `pid` is a process that has not exited (a zombie has).
+fn process_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name in parentheses, which may itself contain spaces.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')),
+        Err(_) => false,
+    }
 }
 
 /// Makes a freshly forked child die with SIGKILL when the harness dies (even by SIGKILL).

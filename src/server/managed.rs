@@ -57,7 +57,7 @@ pub struct RedisServer {
     child: Mutex<Child>,
     pid: u32,
     port: u16,
-    dir: tempfile::TempDir,
+    dir: cleanup::OwnedDir,
     binary: PathBuf,
     // Kept so a restart starts the same server (pinning, extra arguments, start timeout).
     opts: ServerOptions,
@@ -96,10 +96,7 @@ impl RedisServer {
         opts: &ServerOptions,
         replica_of: Option<u16>,
     ) -> Result<Self, ServerError> {
-        let dir = tempfile::Builder::new()
-            .prefix("ratelab-redis-")
-            .tempdir()
-            .map_err(ServerError::TempDir)?;
+        let dir = cleanup::OwnedDir::new("ratelab-redis-").map_err(ServerError::TempDir)?;
         let certs = opts.tls.then(|| make_certs(dir.path())).transpose()?;
         let child = spawn(binary, port, dir.path(), opts, certs.as_ref(), replica_of)?;
         let server = RedisServer {

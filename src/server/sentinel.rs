@@ -77,7 +77,7 @@ impl Peer {
 struct Sentinel {
     child: Child,
     port: u16,
-    dir: tempfile::TempDir,
+    dir: cleanup::OwnedDir,
 }
 
 impl Sentinel {
@@ -87,10 +87,7 @@ impl Sentinel {
         opts: &SentinelOptions,
         (me, peers): (&Peer, &[Peer]),
     ) -> Result<Self, ServerError> {
-        let dir = tempfile::Builder::new()
-            .prefix("ratelab-sentinel-")
-            .tempdir()
-            .map_err(ServerError::TempDir)?;
+        let dir = cleanup::OwnedDir::new("ratelab-sentinel-").map_err(ServerError::TempDir)?;
         let port = me.port;
         let conf = dir.path().join("sentinel.conf");
         let mut text = config(port, dir.path(), primary, opts);
