@@ -62,7 +62,7 @@ fn every_claim_names_a_table_and_columns_its_experiment_writes() {
         named.extend(claim.published_column.as_deref());
         named.extend(claim.percent_of.as_deref());
         named.extend(claim.times_column.as_deref());
-        named.extend(claim.minus_column.as_deref());
+        named.extend(claim.minus_column.iter().map(String::as_str));
         named.extend(claim.among.as_deref());
         named.extend(claim.pair_by.iter().map(String::as_str));
         if let Some(other) = &claim.other {

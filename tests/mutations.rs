@@ -6,7 +6,7 @@
 //! No Redis: the reference run's CSVs are rewritten in temporary directories.
 
 use ratelab::analysis::claims::{self, Call, Claim, Combine, Judge, OtherStat};
-use ratelab::analysis::stats::{median, Summary};
+use ratelab::analysis::stats::{median, quantile, Summary};
 use ratelab::analysis::table::{matches, number, read_rows, Row};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -62,7 +62,7 @@ impl Transform<'_> {
         if let Some(of) = &self.claim.percent_of {
             x = 100.0 * x / number(row, of).filter(|b| *b != 0.0)?;
         }
-        if let Some(minus) = &self.claim.minus_column {
+        for minus in &self.claim.minus_column {
             x -= number(row, minus)?;
         }
         Some(x)
@@ -71,7 +71,7 @@ impl Transform<'_> {
     /// Writes `x` (as the judge would read it) into the row's statistic.
     fn write(&self, row: &mut Row, x: f64) {
         let mut raw = x;
-        if let Some(minus) = &self.claim.minus_column {
+        for minus in &self.claim.minus_column {
             raw += number(row, minus).unwrap_or(0.0);
         }
         if let Some(of) = &self.claim.percent_of {
@@ -127,6 +127,7 @@ fn references(claim: &Claim, row: &Row, rows: &[Row]) -> Vec<f64> {
     let reduce = |v: &Vec<f64>| match claim.other_stat {
         OtherStat::Mean => Summary::of(v).map(|s| s.mean),
         OtherStat::Median => median(v),
+        OtherStat::P99 => quantile(v, 0.99),
     };
     groups.values().filter_map(reduce).collect()
 }

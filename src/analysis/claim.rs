@@ -7,6 +7,20 @@ use std::collections::BTreeMap;
 /// Which rows of the claim's file a claim reads: column = value, or `a|b|c` for any of them.
 pub type Select = BTreeMap<String, String>;
 
+/// A column name, or a list of them.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(column) => vec![column],
+        OneOrMany::Many(columns) => columns,
+    })
+}
+
 /// One published figure and how to judge it.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Claim {
@@ -34,9 +48,10 @@ pub struct Claim {
     /// Per row, the statistic as a percentage of this column (e.g. refused of checks).
     #[serde(default)]
     pub percent_of: Option<String>,
-    /// Per row, the statistic minus this column (e.g. a stall minus the probe's own baseline).
-    #[serde(default)]
-    pub minus_column: Option<String>,
+    /// Per row, the statistic minus this column, or each of these columns (e.g. a stall minus the
+    /// probe's own baseline and the time Redis's main thread waited for its core).
+    #[serde(default, deserialize_with = "one_or_many")]
+    pub minus_column: Vec<String>,
     /// The rows the selection is compared with (`combine`): a GET beside a Lua decision.
     #[serde(default, alias = "denominator")]
     pub other: Option<Select>,
@@ -143,6 +158,8 @@ pub enum OtherStat {
     #[default]
     Mean,
     Median,
+    /// The 99th percentile (nearest rank): the reference's tail, scheduling noise included.
+    P99,
 }
 
 /// The verdict on one claim.

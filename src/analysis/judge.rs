@@ -2,7 +2,7 @@
 //! seed published. A row that lacks what the claim reads fails the claim instead of vanishing.
 
 use super::claim::{Claim, Combine, Figures, Judge, OtherStat, Verdict};
-use super::stats::{median, Summary};
+use super::stats::{median, quantile, Summary};
 use super::table::{matches, number, short, Row};
 use std::collections::BTreeSet;
 
@@ -118,7 +118,7 @@ fn row_values(claim: &Claim, rows: &[&Row]) -> Result<Vec<Value>, String> {
             let base = number(r, of).filter(|b| *b != 0.0)?;
             got = 100.0 * got / base;
         }
-        if let Some(minus) = &claim.minus_column {
+        for minus in &claim.minus_column {
             got -= number(r, minus)?;
         }
         let mut want = match &claim.published_column {
@@ -180,6 +180,7 @@ fn combined(
     let reduce = |values: &[f64]| match claim.other_stat {
         OtherStat::Mean => Summary::of(values).map(|s| s.mean),
         OtherStat::Median => median(values),
+        OtherStat::P99 => quantile(values, 0.99),
     };
     let combine = |got: f64, reference: f64| -> Option<f64> {
         match claim.combine {
@@ -391,8 +392,8 @@ fn figures(
     if let Some(of) = &claim.percent_of {
         statistic = format!("{statistic} as % of {of}");
     }
-    if let Some(minus) = &claim.minus_column {
-        statistic = format!("{statistic} minus {minus}");
+    if !claim.minus_column.is_empty() {
+        statistic = format!("{statistic} minus {}", claim.minus_column.join(" and "));
     }
     let label = label.trim().trim_end_matches(':');
     if !label.is_empty() {

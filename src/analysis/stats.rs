@@ -63,6 +63,22 @@ pub fn median(values: &[f64]) -> Option<f64> {
     }
 }
 
+/// The nearest-rank percentile of sorted values (0 for none): p99 of 300 is the 297th.
+pub fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (q * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+/// The nearest-rank `q` quantile of values in any order; None for none.
+pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    (!sorted.is_empty()).then(|| nearest_rank(&sorted, q))
+}
+
 /// `part / whole` as a share of counts, 0 for an empty whole.
 pub fn share(part: u64, whole: u64) -> f64 {
     match whole {
@@ -74,6 +90,18 @@ pub fn share(part: u64, whole: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<f64> = (1..=300).map(f64::from).collect();
+        assert_eq!(nearest_rank(&v, 0.5), 150.0);
+        assert_eq!(nearest_rank(&v, 0.99), 297.0);
+        assert_eq!(nearest_rank(&v, 1.0), 300.0);
+        assert_eq!(nearest_rank(&[], 0.5), 0.0);
+        let shuffled: Vec<f64> = (1..=300).rev().map(f64::from).collect();
+        assert_eq!(quantile(&shuffled, 0.99), Some(297.0));
+        assert_eq!(quantile(&[], 0.99), None);
+    }
 
     #[test]
     fn summary_of_values() {

@@ -3,6 +3,7 @@
 //! first normal answer after the fault). The breaker sweep's drills use the same request.
 
 use super::rows::{CheckRow, Phase, PhaseRow, RunLabel};
+use crate::analysis::stats::nearest_rank;
 use crate::experiments::PhaseError;
 use crate::limiter::Strategy;
 use crate::load::drill::{Call, Closed, Drill, Schedule, Stop, Stopper};
@@ -295,27 +296,4 @@ pub(super) fn tests_row(
     row.first_normal_ms = first_normal_seq.map(|s| s as f64 * 2.0);
     row.script_reloads = script_reloads;
     row
-}
-
-/// The nearest-rank percentile of sorted values (0 for none): p99 of 300 is the 297th.
-pub fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = (q * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted[rank.min(sorted.len()) - 1]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nearest_rank_percentiles() {
-        let v: Vec<f64> = (1..=300).map(f64::from).collect();
-        assert_eq!(nearest_rank(&v, 0.5), 150.0);
-        assert_eq!(nearest_rank(&v, 0.99), 297.0);
-        assert_eq!(nearest_rank(&v, 1.0), 300.0);
-        assert_eq!(nearest_rank(&[], 0.5), 0.0);
-    }
 }
