@@ -12,8 +12,8 @@ use ratelab::fault;
 use ratelab::limiter::{LimitSpec, Limiter, Strategy};
 use ratelab::server::RedisServer;
 use ratelab::store::{
-    Answer, BreakerSettings, BreakerState, Failure, Outcome, Policy, Reconnect, Route, Store,
-    StoreSettings,
+    Answer, BreakerSettings, BreakerState, Failure, Outcome, Policy, ProbeBy, Reconnect, Route,
+    Store, StoreSettings,
 };
 use std::time::{Duration, Instant};
 
@@ -295,6 +295,7 @@ fn the_breaker_cuts_the_hung_cost_once_open_and_closes_after_sigcont() {
         failures: 2,
         cooldown: Duration::from_millis(200),
         probe_budget: Duration::from_millis(20),
+        probe_by: ProbeBy::Check,
     };
     // Between checks, as traffic would leave them: the breaker's cooldown is time.
     let pause = Duration::from_millis(5);
@@ -373,6 +374,80 @@ fn the_breaker_cuts_the_hung_cost_once_open_and_closes_after_sigcont() {
     assert_eq!(s.breaker_state(), BreakerState::Closed);
     drop(server);
     assert_gone(&[pid]);
+}
+
+/// The breaker of issue 34: recovery probed by the store's own task. No check carries a probe,
+/// the task probes while Redis stays hung, and once Redis is back it closes the breaker and hands
+/// its connection over, so the first normal check neither probes nor reconnects.
+#[test]
+fn a_background_probe_closes_the_breaker_and_no_check_carries_it() {
+    let rt = runtime();
+    let server = common::start_server();
+    let breaker = BreakerSettings {
+        failures: 2,
+        cooldown: Duration::from_millis(200),
+        probe_budget: Duration::from_millis(20),
+        probe_by: ProbeBy::Background,
+    };
+    let s = store(&server, Policy::FailOpen, Some(breaker));
+    measure_healthy(&rt, &s, 20);
+    // Checks paced by the runtime's own sleep, as the drills pace them, so the probe's task runs
+    // between them.
+    let pause = Duration::from_millis(5);
+    let checks_until = |done: &dyn Fn(&Answer, Duration) -> bool| {
+        rt.block_on(async {
+            let mut answers = Vec::new();
+            loop {
+                let start = Instant::now();
+                let a = s.check(KEY).await.expect("no limiter bug");
+                answers.push((a, start));
+                let (a, start) = answers.last().expect("one answer");
+                if done(a, start.elapsed()) {
+                    return answers;
+                }
+                tokio::time::sleep(pause).await;
+            }
+        })
+    };
+    let hung = fault::suspend(&server).unwrap();
+    let until = Instant::now() + Duration::from_millis(1500);
+    let answers = checks_until(&|_, _| Instant::now() >= until);
+    let paid = answers
+        .iter()
+        .filter(|(a, _)| a.route == Route::Redis)
+        .count();
+    assert_eq!(paid, 2, "only the K checks that trip the breaker ask Redis");
+    assert!(
+        answers.iter().all(|(a, _)| a.route != Route::Probe),
+        "a check carried a probe"
+    );
+    let sent = s.counters().background_probes;
+    // 1.5 s hung, tripped after 0.5 s, a cycle of 220 ms: four probes, at least two.
+    assert!(
+        sent >= 2,
+        "the task probed {sent} times while Redis was hung"
+    );
+
+    let resumed = hung.resume().unwrap();
+    let recovery =
+        checks_until(&|a, _| a.outcome.is_normal() || resumed.elapsed() > breaker.cooldown * 10);
+    let (first, _) = recovery.last().expect("a check after SIGCONT");
+    assert!(first.outcome.is_normal(), "never recovered: {first:?}");
+    assert_eq!(
+        (first.route, first.reconnected),
+        (Route::Redis, false),
+        "{first:?}"
+    );
+    // Open for at most the rest of a cooldown and a probe: the task's probe is what closed it.
+    let last_open = recovery.len().checked_sub(2).map(|i| recovery[i].1);
+    if let Some(last_open) = last_open {
+        assert!(
+            last_open - resumed < breaker.cooldown + breaker.probe_budget + pause * 2,
+            "a check {:?} after SIGCONT was answered open",
+            last_open - resumed
+        );
+    }
+    assert_eq!(s.breaker_state(), BreakerState::Closed);
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! cooldown is over, ONE request becomes the probe and asks Redis with a much shorter budget; every
 //! other request keeps answering by policy until the probe says Redis is back. So while Redis stays
 //! hung, no user request pays the full budget: the K requests that trip the breaker are the only
-//! ones, and each probe pays the probe budget at most.
+//! ones, and each probe pays the probe budget at most. With `ProbeBy::Background` no request is
+//! the probe: the store's own task asks when the cooldown is over, and users never pay for it.
 //!
 //! Pure state, no I/O: time is passed in (tokio's `Instant`, so tests run on paused time).
 
@@ -20,6 +21,30 @@ pub struct BreakerSettings {
     pub cooldown: Duration,
     /// The probe's whole-call budget: much shorter than a check's, since it is paid by a user.
     pub probe_budget: Duration,
+    /// Who probes once the cooldown is over.
+    #[serde(default)]
+    pub probe_by: ProbeBy,
+}
+
+/// Who probes an open breaker for recovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeBy {
+    /// The first user check after the cooldown asks Redis, with the probe budget, and waits.
+    #[default]
+    Check,
+    /// A task of the store's own asks (PING on a fresh connection); every check answers by policy
+    /// until it has come back.
+    Background,
+}
+
+impl std::fmt::Display for ProbeBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ProbeBy::Check => "check",
+            ProbeBy::Background => "background",
+        })
+    }
 }
 
 /// What the breaker looks like from outside; recorded with every check.
@@ -69,6 +94,8 @@ pub struct Breaker {
     state: State,
     /// Times it went from closed (or half-open) to open, for the run's counters.
     opened: u64,
+    /// Probes sent by the store's own task (`ProbeBy::Background`).
+    background_probes: u64,
 }
 
 impl Breaker {
@@ -78,6 +105,7 @@ impl Breaker {
             settings,
             state: State::Closed { consecutive: 0 },
             opened: 0,
+            background_probes: 0,
         }
     }
 
@@ -101,11 +129,39 @@ impl Breaker {
         self.opened
     }
 
-    /// Decides what an arriving request does; the first request after the cooldown probes.
+    /// How many probes the store's own task has sent.
+    pub fn background_probes(&self) -> u64 {
+        self.background_probes
+    }
+
+    /// When an open breaker's cooldown ends (None unless open).
+    pub fn cooldown_ends(&self) -> Option<Instant> {
+        match self.state {
+            State::Open { until } => Some(until),
+            _ => None,
+        }
+    }
+
+    /// The background task's probe: true (half-open now; record its result as `Probe`) when the
+    /// breaker is open and its cooldown is over.
+    pub fn begin_background_probe(&mut self, now: Instant) -> bool {
+        match self.state {
+            State::Open { until } if now >= until => {
+                self.state = State::HalfOpen;
+                self.background_probes += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Decides what an arriving request does; the first request after the cooldown probes, unless
+    /// the store's own task does.
     pub fn admit(&mut self, now: Instant) -> Admission {
+        let users_probe = self.settings.probe_by == ProbeBy::Check;
         match self.state {
             State::Closed { .. } => Admission::Ask,
-            State::Open { until } if now >= until => {
+            State::Open { until } if now >= until && users_probe => {
                 self.state = State::HalfOpen;
                 Admission::Probe
             }
@@ -163,6 +219,7 @@ mod tests {
             failures: k,
             cooldown: Duration::from_millis(cooldown_ms),
             probe_budget: Duration::from_millis(20),
+            probe_by: ProbeBy::Check,
         })
     }
 
@@ -237,6 +294,43 @@ mod tests {
         assert_eq!(b.state(), BreakerState::Open);
         assert!(!b.record(early, false, Instant::now()));
         assert_eq!(b.times_opened(), 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn with_a_background_probe_no_request_probes_and_the_task_closes_it() {
+        pause();
+        let mut b = Breaker::new(BreakerSettings {
+            probe_by: ProbeBy::Background,
+            ..breaker(1, 100).settings()
+        });
+        assert!(
+            !b.begin_background_probe(Instant::now()),
+            "closed: nothing to probe"
+        );
+        fail(&mut b);
+        let ends = b.cooldown_ends().expect("open");
+        assert!(
+            !b.begin_background_probe(Instant::now()),
+            "not before the cooldown ends"
+        );
+        advance(Duration::from_millis(100)).await;
+        assert_eq!(Instant::now(), ends);
+        assert_eq!(
+            b.admit(Instant::now()),
+            Admission::ShortCircuit,
+            "users never probe"
+        );
+        assert!(b.begin_background_probe(Instant::now()));
+        assert_eq!(b.state(), BreakerState::HalfOpen);
+        assert!(
+            b.record(Admission::Probe, false, Instant::now()),
+            "a failed probe reopens"
+        );
+        advance(Duration::from_millis(100)).await;
+        assert!(b.begin_background_probe(Instant::now()));
+        assert!(!b.record(Admission::Probe, true, Instant::now()));
+        assert_eq!(b.state(), BreakerState::Closed);
+        assert_eq!((b.background_probes(), b.times_opened()), (2, 2));
     }
 
     #[test]

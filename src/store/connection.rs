@@ -188,10 +188,7 @@ impl Slot {
                     break;
                 };
                 if let Ok(Ok(con)) = made {
-                    let mut current = lock(&current);
-                    current.generation += 1;
-                    current.con = Some(con);
-                    current.fresh = true;
+                    install(&current, con);
                     break;
                 }
                 drop(current);
@@ -200,6 +197,15 @@ impl Slot {
             }
             running.store(false, Ordering::Release);
         });
+    }
+
+    /// What the breaker's background probe needs of the slot, owned, for its task.
+    pub(super) fn prober(&self) -> Prober {
+        Prober {
+            client: self.client.clone(),
+            config: self.config.clone(),
+            current: Arc::downgrade(&self.current),
+        }
     }
 
     fn connection(&self) -> Option<(u64, MultiplexedConnection)> {
@@ -230,6 +236,46 @@ impl Slot {
     pub(super) fn forget_any(&self) {
         lock(&self.current).con = None;
     }
+}
+
+/// The breaker's background probe: a fresh connection and a PING.
+pub(super) struct Prober {
+    client: redis::Client,
+    config: AsyncConnectionConfig,
+    current: Weak<Mutex<Current>>,
+}
+
+impl Prober {
+    /// Connects afresh and PINGs, all within `budget`; on an answer the connection becomes the
+    /// store's, so the first check after recovery does not pay for connecting either.
+    pub(super) async fn ping(&self, budget: Duration) -> bool {
+        let attempt = async {
+            let connecting = self
+                .client
+                .get_multiplexed_async_connection_with_config(&self.config);
+            let mut con = connecting.await?;
+            redis::cmd("PING").query_async::<()>(&mut con).await?;
+            Ok::<_, RedisError>(con)
+        };
+        let Ok(Ok(con)) = tokio::time::timeout(budget, attempt).await else {
+            return false;
+        };
+        match self.current.upgrade() {
+            Some(current) => {
+                install(&current, con);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Makes `con` the slot's connection, one not yet used by a check.
+fn install(current: &Mutex<Current>, con: MultiplexedConnection) {
+    let mut current = lock(current);
+    current.generation += 1;
+    current.con = Some(con);
+    current.fresh = true;
 }
 
 /// One request's decision by `decider` on `con`.

@@ -16,12 +16,13 @@ mod connection;
 #[cfg(test)]
 mod tests;
 
-pub use breaker::{Admission, Breaker, BreakerSettings, BreakerState};
+pub use breaker::{Admission, Breaker, BreakerSettings, BreakerState, ProbeBy};
 
 use crate::limiter::{Decider, LimiterError};
 use connection::Slot;
 use serde::{Deserialize, Serialize};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -160,6 +161,8 @@ pub struct Counters {
     pub server_errors: u64,
     pub short_circuited: u64,
     pub probes: u64,
+    /// Probes the store's own task sent (`ProbeBy::Background`): no user check carried them.
+    pub background_probes: u64,
     pub reconnects: u64,
     pub script_reloads: u64,
     pub breaker_opened: u64,
@@ -181,7 +184,10 @@ pub struct Store {
     scripted: bool,
     settings: StoreSettings,
     slot: Slot,
-    breaker: Option<Mutex<Breaker>>,
+    /// Shared with the background probe's task, which holds it weakly.
+    breaker: Option<Arc<Mutex<Breaker>>>,
+    /// The background probe's task is running.
+    probing: Arc<AtomicBool>,
     counters: Mutex<Counters>,
 }
 
@@ -204,7 +210,10 @@ impl Store {
             scripted: decider.limiter().is_some_and(|l| l.script().is_some()),
             decider,
             slot: Slot::new(url, &settings)?,
-            breaker: settings.breaker.map(|b| Mutex::new(Breaker::new(b))),
+            breaker: settings
+                .breaker
+                .map(|b| Arc::new(Mutex::new(Breaker::new(b)))),
+            probing: Arc::new(AtomicBool::new(false)),
             settings,
             counters: Mutex::new(Counters::default()),
         })
@@ -224,7 +233,12 @@ impl Store {
 
     /// The totals so far.
     pub fn counters(&self) -> Counters {
-        *lock(&self.counters)
+        let mut c = *lock(&self.counters);
+        if let Some(b) = &self.breaker {
+            let b = lock(b);
+            (c.breaker_opened, c.background_probes) = (b.times_opened(), b.background_probes());
+        }
+        c
     }
 
     /// Decides one request against `key`, within the budget, whatever Redis is doing.
@@ -306,10 +320,48 @@ impl Store {
         let Some(b) = &self.breaker else {
             return false;
         };
-        let mut b = lock(b);
-        let opened = b.record(admission, ok, Instant::now());
-        lock(&self.counters).breaker_opened = b.times_opened();
+        let opened = lock(b).record(admission, ok, Instant::now());
+        let background = self.settings.breaker.map(|s| s.probe_by) == Some(ProbeBy::Background);
+        if opened && background {
+            self.probe_in_background(b);
+        }
         opened
+    }
+
+    /// Starts the background probe's task unless it runs: after each cooldown it PINGs on a
+    /// fresh connection within the probe budget, until Redis answers (the breaker closes and
+    /// the connection becomes the store's) or the store is gone. No check waits for it.
+    fn probe_in_background(&self, breaker: &Arc<Mutex<Breaker>>) {
+        // Outside a runtime (a check's future dropped late) the next opening starts it.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if self.probing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (breaker, running) = (Arc::downgrade(breaker), Arc::clone(&self.probing));
+        let prober = self.slot.prober();
+        runtime.spawn(async move {
+            loop {
+                while let Some(ends) = cooldown_ends(&breaker) {
+                    tokio::time::sleep_until(ends).await;
+                    let Some(b) = breaker.upgrade() else { break };
+                    let budget = lock(&b).settings().probe_budget;
+                    if !lock(&b).begin_background_probe(Instant::now()) {
+                        continue;
+                    }
+                    drop(b);
+                    let ok = prober.ping(budget).await;
+                    let Some(b) = breaker.upgrade() else { break };
+                    lock(&b).record(Admission::Probe, ok, Instant::now());
+                }
+                running.store(false, Ordering::Release);
+                // An opening between the last look and now found the task running: take it on.
+                if cooldown_ends(&breaker).is_none() || running.swap(true, Ordering::AcqRel) {
+                    break;
+                }
+            }
+        });
     }
 
     /// The policy's answer, counted apart from normal decisions.
@@ -341,6 +393,11 @@ impl Store {
             breaker: self.breaker_state(),
         }
     }
+}
+
+/// When the breaker's cooldown ends, while it is open and the store exists.
+fn cooldown_ends(breaker: &std::sync::Weak<Mutex<Breaker>>) -> Option<Instant> {
+    breaker.upgrade().and_then(|b| lock(&b).cooldown_ends())
 }
 
 /// Reports a probe as failed if its future is dropped before it returns.

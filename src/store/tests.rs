@@ -45,6 +45,7 @@ fn store_with(url: &str, policy: Policy, breaker: Option<(u32, u64)>, decider: D
             failures: k,
             cooldown: Duration::from_millis(cooldown_ms),
             probe_budget: Duration::from_millis(20),
+            probe_by: ProbeBy::Check,
         }),
         flaw: None,
         reconnect: Default::default(),

@@ -152,6 +152,8 @@ impl Params {
             // main_runs runs neither the sweep nor fail-fast runs.
             sweep_failures: Vec::new(),
             sweep_cooldowns_ms: Vec::new(),
+            sweep_background_failures: Vec::new(),
+            sweep_background_cooldowns_ms: Vec::new(),
             sweep_trials: 0,
             sweep_hung_ms: 0,
             sweep_after_checks: 0,

@@ -106,23 +106,26 @@ pub(crate) struct Point {
     y: f64,
 }
 
-/// Means over trials per (breaker, K, cooldown), in first-appearance order; a point whose every
-/// trial failed to recover has no blind time and is left out (the CSV keeps it).
+/// Means over trials per (breaker, K, cooldown, who probes), in first-appearance order; a point
+/// whose every trial failed to recover has no blind time and is left out (the CSV keeps it).
 pub(crate) fn points(rows: &[SweepRow]) -> (Vec<String>, Vec<Point>) {
-    let mut keys: Vec<(String, u32, u64)> = Vec::new();
+    let mut keys: Vec<(String, u32, u64, String)> = Vec::new();
     let mut groups: Vec<Vec<&SweepRow>> = Vec::new();
     let mut series: Vec<String> = Vec::new();
     for r in rows {
-        let i = index_of(&mut keys, (r.breaker.clone(), r.k, r.cooldown_ms));
+        let key = (r.breaker.clone(), r.k, r.cooldown_ms, r.probe_by.clone());
+        let i = index_of(&mut keys, key);
         if i == groups.len() {
             groups.push(Vec::new());
         }
         groups[i].push(r);
     }
     let mut out = Vec::new();
-    for ((breaker, k, cooldown), rows) in keys.iter().zip(&groups) {
-        let name = match breaker.as_str() {
-            "on" => format!("K = {k}"),
+    for ((breaker, k, cooldown, probe_by), rows) in keys.iter().zip(&groups) {
+        let background = probe_by == "background";
+        let name = match (breaker.as_str(), background) {
+            ("on", false) => format!("K = {k}"),
+            ("on", true) => format!("K = {k}, background probe"),
             _ => "breaker off".to_string(),
         };
         let s = index_of(&mut series, name);
@@ -131,8 +134,9 @@ pub(crate) fn points(rows: &[SweepRow]) -> (Vec<String>, Vec<Point>) {
         let (Some(x), Some(y)) = (mean(&blind), mean(&cost)) else {
             continue;
         };
-        let label = match breaker.as_str() {
-            "on" => format!("K={k}, {cooldown} ms"),
+        let label = match (breaker.as_str(), background) {
+            ("on", false) => format!("K={k}, {cooldown} ms"),
+            ("on", true) => format!("K={k}, {cooldown} ms, bg"),
             _ => "off".to_string(),
         };
         out.push(Point {
@@ -330,6 +334,22 @@ on,3,250,25,0,10,3010,1200,3,11,1025,0,,0
             0.1f64.log10(),
             "below the floor is drawn on it"
         );
+    }
+
+    #[test]
+    fn a_background_probe_is_a_series_of_its_own() {
+        let csv = "\
+breaker,k,cooldown_ms,probe_budget_ms,probe_by,trial,jitter_ms,hung_ms,hung_checks,paid_budget,probes,\
+background_probes,hung_cost_ms,blind_checks,blind_ms,suspended_checks
+on,3,250,25,check,0,10,3010,1200,3,11,0,1025,100,280,0
+on,3,250,25,background,0,10,3010,1200,3,0,11,750,100,275,0
+";
+        let mut reader = csv::Reader::from_reader(csv.as_bytes());
+        let rows: Vec<SweepRow> = reader.deserialize().collect::<Result<_, _>>().unwrap();
+        let (series, points) = points(&rows);
+        assert_eq!(series, ["K = 3", "K = 3, background probe"]);
+        let labels: Vec<&str> = points.iter().map(|p| p.label.as_str()).collect();
+        assert_eq!(labels, ["K=3, 250 ms", "K=3, 250 ms, bg"]);
     }
 
     #[test]

@@ -49,7 +49,7 @@ use super::limiters::Verdicts;
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::limiter::{LimitSpec, Limiter, Strategy};
 use crate::record::Table;
-use crate::store::{BreakerSettings, Policy, Reconnect, StoreSettings};
+use crate::store::{BreakerSettings, Policy, ProbeBy, Reconnect, StoreSettings};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -107,6 +107,10 @@ pub struct Params {
     pub sweep_failures: Vec<u32>,
     /// The breaker sweep's values of `breaker_cooldown_ms`.
     pub sweep_cooldowns_ms: Vec<u64>,
+    /// The sweep's values of K run once more with the background probe.
+    pub sweep_background_failures: Vec<u32>,
+    /// The cooldowns of those runs.
+    pub sweep_background_cooldowns_ms: Vec<u64>,
     /// Trials per breaker setting of the sweep.
     pub sweep_trials: u32,
     /// The sweep holds the server stopped (SIGSTOP) this long, plus a seeded jitter.
@@ -154,6 +158,7 @@ impl Params {
                 failures,
                 cooldown: Duration::from_millis(cooldown_ms),
                 probe_budget: Duration::from_millis(self.probe_budget_ms),
+                probe_by: ProbeBy::Check,
             }),
             flaw: None,
             reconnect,
@@ -175,6 +180,10 @@ impl Validate for Params {
             (p.policies.is_empty(), "policies must not be empty"),
             (p.breaker_failures == 0, "breaker_failures must be >= 1"),
             (p.sweep_failures.contains(&0), "sweep_failures must be >= 1"),
+            (
+                p.sweep_background_failures.contains(&0),
+                "sweep_background_failures must be >= 1",
+            ),
             (
                 p.probe_budget_ms == 0 || p.probe_budget_ms >= p.budget_ms,
                 "probe_budget_ms must be >= 1 and shorter than budget_ms",

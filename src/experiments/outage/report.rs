@@ -50,14 +50,16 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
     let mut out = summary_table(&rows, &keys, &stats);
     if SWEEP.path(dir).is_file() {
         out.push_str("\nBreaker sweep (mean over trials; min-max in brackets):\n\n");
-        let keys: [Key<SweepRow>; 3] = [
+        let keys: [Key<SweepRow>; 4] = [
             ("breaker", |r| r.breaker.clone()),
             ("k", |r| r.k.to_string()),
             ("cooldown_ms", |r| r.cooldown_ms.to_string()),
+            ("probe by", |r| r.probe_by.clone()),
         ];
-        let stats: [Stat<SweepRow>; 6] = [
+        let stats: [Stat<SweepRow>; 7] = [
             ("paid the budget", |r| Some(r.paid_budget as f64)),
-            ("probes", |r| Some(r.probes as f64)),
+            ("probes carried by checks", |r| Some(r.probes as f64)),
+            ("background probes", |r| Some(r.background_probes as f64)),
             ("users' wait while hung ms", |r| Some(r.hung_cost_ms)),
             ("blind checks", |r| Some(r.blind_checks as f64)),
             ("blind ms", |r| r.blind_ms),

@@ -15,7 +15,8 @@ pub const PHASES: CsvFile<PhaseRow> =
     CsvFile::new("phases.csv").added(&["limiter", "recovery_checks", "recovered_ms"]);
 
 /// `breaker_sweep.csv`: One row per sweep point in one trial.
-pub const SWEEP: CsvFile<SweepRow> = CsvFile::new("breaker_sweep.csv");
+pub const SWEEP: CsvFile<SweepRow> =
+    CsvFile::new("breaker_sweep.csv").added(&["probe_by", "background_probes"]);
 
 /// What was done to Redis before the phase's checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,6 +201,10 @@ pub struct SweepRow {
     pub cooldown_ms: u64,
     /// The budget of the breaker's recovery probe (a normal check has the whole call budget).
     pub probe_budget_ms: u64,
+    /// Who probes for recovery: `check` (the first user check after the cooldown) or `background`
+    /// (the store's own task); empty when the breaker is off, and in runs before the variation.
+    #[serde(default)]
+    pub probe_by: String,
     pub trial: u32,
     /// Added to `sweep_hung_ms` for this trial (seeded).
     pub jitter_ms: u64,
@@ -209,8 +214,11 @@ pub struct SweepRow {
     pub hung_checks: u64,
     /// Hung checks that asked with the full budget and timed out.
     pub paid_budget: u64,
-    /// Recovery probes while hung (each paid the probe budget).
+    /// Hung checks that carried a recovery probe (each paid up to the probe budget).
     pub probes: u64,
+    /// Probes the store's own task sent, hung and after (no check carried them).
+    #[serde(default)]
+    pub background_probes: u64,
     /// All hung checks' latencies added up: what users spent waiting.
     pub hung_cost_ms: f64,
     /// Checks answered by policy after SIGCONT, before the first normal answer.

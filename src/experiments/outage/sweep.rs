@@ -5,7 +5,8 @@
 //! breaker off: SIGSTOP for `sweep_hung_ms` plus a seeded jitter of up to one breaker cycle, so
 //! SIGCONT lands anywhere in the cycle; checks every `interval_ms` throughout; after SIGCONT,
 //! checks until the first normal answer and `sweep_after_checks` more. Policy fail-open (the
-//! policy changes answers, not timings).
+//! policy changes answers, not timings). Some points run again with the probe sent by the store's
+//! own task instead of a user's check, so no user pays for it.
 
 use super::phases::{checker, paced};
 use super::{Params, RunLabel, SweepRow, SWEEP};
@@ -19,7 +20,7 @@ use crate::load::rng::SplitMix64;
 use crate::record::suspend_offset_ns;
 use crate::record::RunRecord;
 use crate::server::RedisServer;
-use crate::store::{Failure, Policy, Route, Store};
+use crate::store::{Failure, Policy, ProbeBy, Route, Store};
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -33,12 +34,23 @@ pub(super) fn run(
     record: &mut RunRecord,
 ) -> Result<u64, ExperimentError> {
     let mut rows = SWEEP.create(&record.staging)?;
-    let points: Vec<Option<(u32, u64)>> =
-        std::iter::once(None)
-            .chain(p.sweep_failures.iter().flat_map(|&k| {
-                (p.sweep_cooldowns_ms.iter()).map(move |&cooldown| Some((k, cooldown)))
-            }))
-            .collect();
+    let grid = |ks: &[u32], cooldowns: &[u64], by: ProbeBy| -> Vec<Option<Point>> {
+        (ks.iter())
+            .flat_map(|&k| cooldowns.iter().map(move |&c| Some((k, c, by))))
+            .collect()
+    };
+    let points: Vec<Option<Point>> = std::iter::once(None)
+        .chain(grid(
+            &p.sweep_failures,
+            &p.sweep_cooldowns_ms,
+            ProbeBy::Check,
+        ))
+        .chain(grid(
+            &p.sweep_background_failures,
+            &p.sweep_background_cooldowns_ms,
+            ProbeBy::Background,
+        ))
+        .collect();
     let mut rng = SplitMix64::new(ctx.seed, 0x5ee9);
     let bar = progress_bar(
         ctx,
@@ -50,7 +62,7 @@ pub(super) fn run(
     for trial in 0..p.sweep_trials {
         for &point in &points {
             let cycle = match point {
-                Some((_, cooldown)) => cooldown + p.probe_budget_ms,
+                Some((_, cooldown, _)) => cooldown + p.probe_budget_ms,
                 None => p.budget_ms,
             };
             let jitter_ms = rng.below(cycle);
@@ -65,17 +77,26 @@ pub(super) fn run(
     Ok(suspended)
 }
 
+/// A breaker setting of the sweep: K, cooldown (ms) and who probes.
+type Point = (u32, u64, ProbeBy);
+
 /// One hang and recovery with a fresh store: a drill of checks while Redis is stopped, SIGCONT,
 /// and a drill of checks until the first normal answer and `sweep_after_checks` more.
 fn one(
     p: &Params,
     rt: &tokio::runtime::Runtime,
     server: &RedisServer,
-    point: Option<(u32, u64)>,
+    point: Option<Point>,
     trial: u32,
     jitter_ms: u64,
 ) -> Result<SweepRow, PhaseError> {
-    let settings = p.settings(RunLabel::new(Policy::FailOpen, point));
+    let mut settings = p.settings(RunLabel::new(
+        Policy::FailOpen,
+        point.map(|(k, c, _)| (k, c)),
+    ));
+    if let (Some(breaker), Some((_, _, by))) = (&mut settings.breaker, point) {
+        breaker.probe_by = by;
+    }
     let store = Store::new(&server.url(), p.limiter(), settings)
         .map_err(|e| PhaseError::Invalid(format!("store: {}", crate::errors::one_line(&e))))?;
     let (store, key): (_, Rc<str>) = (
@@ -87,12 +108,14 @@ fn one(
         k: point.map_or(0, |b| b.0),
         cooldown_ms: point.map_or(0, |b| b.1),
         probe_budget_ms: p.probe_budget_ms,
+        probe_by: point.map(|(_, _, by)| by.to_string()).unwrap_or_default(),
         trial,
         jitter_ms,
         hung_ms: 0.0,
         hung_checks: 0,
         paid_budget: 0,
         probes: 0,
+        background_probes: 0,
         hung_cost_ms: 0.0,
         blind_checks: 0,
         blind_ms: None,
@@ -131,6 +154,7 @@ fn one(
         row.suspended_checks += u64::from(r.out.suspended);
     }
     recovery(p, rt, (&store, &key), resumed, &mut row)?;
+    row.background_probes = store.counters().background_probes;
     Ok(row)
 }
 
