@@ -2,7 +2,8 @@
 //! fault proxy, the model service per client, the drills on a fixed timeline, then the
 //! after-drill check; rows written per sequence.
 
-use super::rows::{AfterRow, Drill, SwitchRow, AFTERS, BINS, DRILLS, SWITCHES};
+use super::directions::Directions;
+use super::rows::{AfterRow, Drill, SwitchRow, AFTERS, BINS, DIRECTIONS, DRILLS, SWITCHES};
 use super::service::{Served, Service, ServiceSpec, Trace};
 use super::tally::{self, Window};
 use super::timers::{Lateness, Watch};
@@ -20,7 +21,7 @@ use tokio::time::Instant;
 /// Unrecorded checks per client before traffic: connect, load the script.
 const WARMUP_CHECKS: u32 = 5;
 /// Time between the warm-up and the schedule's start.
-const LEAD: Duration = Duration::from_millis(50);
+pub(super) const LEAD: Duration = Duration::from_millis(50);
 /// How long a reset may take to reach every connection before the proxy heals.
 const RESET_WAIT: Duration = Duration::from_millis(200);
 
@@ -83,7 +84,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut drills = DRILLS.create(&s.run.staging)?;
     let mut afters = AFTERS.create(&s.run.staging)?;
     let mut switches = SWITCHES.create(&s.run.staging)?;
-    let bar = s.progress(sequences.len() as u64);
+    let bar = s.progress(sequences.len() as u64 + u64::from(!p.directions.is_empty()));
     for (i, (timeout_ms, clients)) in sequences.iter().enumerate() {
         let names: Vec<String> = clients.iter().map(|c| c.name()).collect();
         let what = || format!("the {timeout_ms} ms sequence ({})", names.join(", "));
@@ -134,6 +135,22 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             "{} ms: proxy accepted {} connection(s); {}",
             timeout_ms, out.accepted, out.counters
         ));
+        bar.inc(1);
+    }
+    let mut directions = DIRECTIONS.create(&s.run.staging)?;
+    if !p.directions.is_empty() {
+        let drills = Directions {
+            p,
+            upstream,
+            direct: &url,
+            proxied: &proxied,
+            seed: s.ctx.seed.wrapping_add(sequences.len() as u64),
+            prefix: format!("{}directions:", s.prefix),
+        };
+        let what = || "the blackhole directions' drills".to_string();
+        for row in rt.block_on(drills.run()).phase(what)? {
+            directions.write(&row)?;
+        }
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -368,7 +385,7 @@ async fn switch(proxy: &Proxy, window: Drill, p: &Params) -> Result<(), PhaseErr
     Ok(())
 }
 
-async fn warm_up(store: &Store, key: &str) -> Result<(), PhaseError> {
+pub(super) async fn warm_up(store: &Store, key: &str) -> Result<(), PhaseError> {
     for i in 0..WARMUP_CHECKS {
         let answer = (store.check(key).await).map_err(|e| PhaseError::Invalid(e.to_string()))?;
         if i + 1 == WARMUP_CHECKS && !answer.outcome.is_normal() {

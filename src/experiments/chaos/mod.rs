@@ -9,7 +9,10 @@
 //! never reconnects stays open after the drill: the after-drill check allows all 300 requests
 //! where an enforcing limiter allows its limit. A client whose error path answers a denial
 //! rejects during a fail-open drill, where the correct one rejects nothing; a correct client
-//! configured fail-closed rejects every request of the blackhole by its policy.
+//! configured fail-closed rejects every request of the blackhole by its policy. Which way the
+//! blackhole drops packets does not change what the client sees (every check times out) but does
+//! change what Redis does: dropping only the replies lets Redis run every check nobody hears back
+//! about; dropping commands (or both ways) runs none until the heal, then the held ones at once.
 //!
 //! Method: an in-process loopback TCP proxy (crate::fault::proxy) between the clients and Redis;
 //! the model service (chaos/service.rs) on one current-thread runtime in the harness with the
@@ -27,14 +30,15 @@
 
 mod body;
 mod charts;
+mod directions;
 mod report;
 mod rows;
 pub mod service;
 pub mod tally;
 mod timers;
 
-pub use rows::{AfterRow, BinRow, Drill, DrillRow, SwitchRow};
-pub use rows::{AFTERS, BINS, DRILLS, SWITCHES};
+pub use rows::{AfterRow, BinRow, DirectionRow, Drill, DrillRow, SwitchRow};
+pub use rows::{AFTERS, BINS, DIRECTIONS, DRILLS, SWITCHES};
 
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::fault::Direction;
@@ -64,6 +68,7 @@ impl Definition for Chaos {
             DRILLS.table(),
             AFTERS.table(),
             SWITCHES.table(),
+            DIRECTIONS.table(),
         ]
     }
 }
@@ -107,6 +112,13 @@ pub struct Params {
     pub blackhole_drill_ms: u64,
     /// What the blackhole drops: `to-server` (commands), `to-client` (replies) or `both`.
     pub blackhole_direction: Direction,
+    /// The blackhole directions drilled one after another, each through a proxy of its own with
+    /// one correct client at `flaw_timeout_ms` (empty: none).
+    pub directions: Vec<Direction>,
+    /// Each window of a direction's drill (baseline, blackhole, healed).
+    pub direction_drill_ms: u64,
+    /// Checks per second in a direction's drill (open loop, Poisson).
+    pub direction_rate_per_s: f64,
     /// The latency drill: delay added to every reply.
     pub injected_ms: u64,
     /// The latency drill: random extra delay, up to this much.
@@ -161,6 +173,12 @@ impl Validate for Params {
             (
                 p.baseline_ms == 0 || p.blackhole_drill_ms == 0 || p.latency_drill_ms == 0,
                 "baseline_ms, blackhole_drill_ms and latency_drill_ms must be >= 1",
+            ),
+            (
+                !p.directions.is_empty()
+                    && (p.direction_drill_ms == 0
+                        || !(p.direction_rate_per_s > 0.0 && p.direction_rate_per_s.is_finite())),
+                "with directions, direction_drill_ms must be >= 1 and direction_rate_per_s positive",
             ),
             (
                 p.bin_ms == 0 || p.sample_ms == 0,

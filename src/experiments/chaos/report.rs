@@ -1,7 +1,7 @@
 //! chaos's summary for REPORT.md: per client, timeout and drill window (drills.csv), then the
 //! after-drill check (after.csv).
 
-use super::{AfterRow, DrillRow, AFTERS, DRILLS};
+use super::{AfterRow, DirectionRow, DrillRow, AFTERS, DIRECTIONS, DRILLS};
 use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use std::path::Path;
@@ -44,5 +44,34 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ];
         out.push_str(&summary_table(&AFTERS.read(dir)?, &keys, &stats));
     }
+    if DIRECTIONS.path(dir).is_file() {
+        out.push_str(&directions(dir)?);
+    }
+    Ok(out)
+}
+
+/// Per blackhole direction and window: what the client saw, and what Redis ran.
+fn directions(dir: &Path) -> Result<String, AnalysisError> {
+    let rows = DIRECTIONS.read(dir)?;
+    if rows.is_empty() {
+        return Ok(String::new());
+    }
+    let keys: [Key<DirectionRow>; 3] = [
+        ("direction", |r| crate::record::csv_text(&r.direction)),
+        ("timeout ms", |r| r.timeout_ms.to_string()),
+        ("window", |r| r.drill.to_string()),
+    ];
+    let stats: [Stat<DirectionRow>; 7] = [
+        ("offered", |r| Some(r.offered as f64)),
+        ("by policy %", |r| Some(r.by_policy_fraction * 100.0)),
+        ("check p50 ms", |r| r.check_p50_ms),
+        ("check max ms", |r| r.check_max_ms),
+        ("Redis ran", |r| Some(r.redis_ran as f64)),
+        ("Redis ran / offered", |r| Some(r.redis_ran_fraction)),
+        ("connections", |r| Some(r.connections_accepted as f64)),
+    ];
+    let mut out =
+        String::from("\nBlackhole directions (one correct client each, its own proxy):\n\n");
+    out.push_str(&summary_table(&rows, &keys, &stats));
     Ok(out)
 }

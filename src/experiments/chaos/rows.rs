@@ -14,6 +14,9 @@ pub const DRILLS: CsvFile<DrillRow> = CsvFile::new("drills.csv").added(&["degrad
 /// `after.csv`: One row per after-drill check.
 pub const AFTERS: CsvFile<AfterRow> = CsvFile::new("after.csv");
 
+/// `directions.csv`: One row per window of each blackhole direction's drill.
+pub const DIRECTIONS: CsvFile<DirectionRow> = CsvFile::new("directions.csv");
+
 /// `switches.csv`: One row per switch of the proxy's fault.
 pub const SWITCHES: CsvFile<SwitchRow> = CsvFile::new("switches.csv");
 
@@ -198,6 +201,43 @@ pub struct AfterRow {
     pub reconnects: u64,
     /// Redis decided again: something was denied and no more than `max_allowed` allowed.
     pub enforced: bool,
+}
+
+/// One window (baseline, blackhole, after-blackhole) of one blackhole direction's drill: one
+/// correct client, fail-open, through a proxy of its own; what it saw and what Redis ran.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DirectionRow {
+    /// What the blackhole dropped: `to-server` (commands), `to-client` (replies) or `both`.
+    pub direction: crate::fault::Direction,
+    /// The client's store timeout.
+    pub timeout_ms: u64,
+    pub drill: Drill,
+    /// The window on the drill's clock, from the proxy's switch instants.
+    pub start_ms: f64,
+    pub end_ms: f64,
+    /// Checks intended in the window.
+    pub offered: u64,
+    /// Of them, answered by Redis.
+    pub by_redis: u64,
+    /// Of them, answered by the fail-open policy (Redis did not answer in time).
+    pub by_policy: u64,
+    /// Of them, started at least a timeout before the window's end: their answer was due in it.
+    pub due_in_window: u64,
+    /// Of the checks due in the window, the share answered by policy.
+    pub by_policy_fraction: f64,
+    /// How long the window's checks took, as the client saw them.
+    pub check_p50_ms: Option<f64>,
+    pub check_max_ms: Option<f64>,
+    /// Limiter scripts Redis ran between the window's switches (EVALSHA and EVAL calls in INFO
+    /// commandstats, read on a connection that bypasses the proxy): whoever's checks they were.
+    pub redis_ran: u64,
+    /// redis_ran / offered: 1 when Redis runs each check of the window as it comes, 0 when none
+    /// reaches it, above 1 when held checks of an earlier window arrive in this one.
+    pub redis_ran_fraction: f64,
+    /// Connections the proxy accepted in the window: the client's reconnect attempts.
+    pub connections_accepted: u64,
+    /// New connections the client reported in the window.
+    pub reconnects: u64,
 }
 
 /// One switch of the proxy's fault.
