@@ -7,6 +7,7 @@ use super::rows::{AfterRow, Drill, SwitchRow, AFTERS, BINS, DIRECTIONS, DRILLS, 
 use super::service::{Served, Service, ServiceSpec, Trace};
 use super::tally::{self, Window};
 use super::timers::{Lateness, Watch};
+use super::warm::{warm_up, LEAD};
 use super::Params;
 use crate::experiments::{ExperimentError, Phase as _, PhaseError, Session};
 use crate::fault::{Fault, Proxy};
@@ -18,10 +19,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Unrecorded checks per client before traffic: connect, load the script.
-const WARMUP_CHECKS: u32 = 5;
-/// Time between the warm-up and the schedule's start.
-pub(super) const LEAD: Duration = Duration::from_millis(50);
 /// How long a reset may take to reach every connection before the proxy heals.
 const RESET_WAIT: Duration = Duration::from_millis(200);
 
@@ -380,18 +377,6 @@ async fn switch(proxy: &Proxy, window: Drill, p: &Params) -> Result<(), PhaseErr
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
             proxy.heal();
-        }
-    }
-    Ok(())
-}
-
-pub(super) async fn warm_up(store: &Store, key: &str) -> Result<(), PhaseError> {
-    for i in 0..WARMUP_CHECKS {
-        let answer = (store.check(key).await).map_err(|e| PhaseError::Invalid(e.to_string()))?;
-        if i + 1 == WARMUP_CHECKS && !answer.outcome.is_normal() {
-            return Err(PhaseError::Invalid(format!(
-                "warm-up: Redis did not answer through the proxy ({answer:?})"
-            )));
         }
     }
     Ok(())

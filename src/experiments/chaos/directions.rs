@@ -6,8 +6,8 @@
 //! side is the checks it ran in each window, read from `INFO commandstats` on a connection of
 //! its own that bypasses the proxy, at every switch.
 
-use super::body::{warm_up, LEAD};
 use super::rows::{DirectionRow, Drill};
+use super::warm::{warm_up, LEAD};
 use super::Params;
 use crate::analysis::stats::{quantile, share};
 use crate::experiments::PhaseError;

@@ -36,6 +36,7 @@ mod rows;
 pub mod service;
 pub mod tally;
 mod timers;
+mod warm;
 
 pub use rows::{AfterRow, BinRow, DirectionRow, Drill, DrillRow, SwitchRow};
 pub use rows::{AFTERS, BINS, DIRECTIONS, DRILLS, SWITCHES};
