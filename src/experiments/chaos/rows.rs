@@ -211,9 +211,11 @@ pub struct DirectionRow {
     pub direction: crate::fault::Direction,
     /// The client's store timeout.
     pub timeout_ms: u64,
+    /// The window: baseline, blackhole or after-blackhole (healed).
     pub drill: Drill,
-    /// The window on the drill's clock, from the proxy's switch instants.
+    /// The window's start on the drill's clock, from the proxy's switch instants.
     pub start_ms: f64,
+    /// The window's end on the same clock.
     pub end_ms: f64,
     /// Checks intended in the window.
     pub offered: u64,
@@ -225,8 +227,9 @@ pub struct DirectionRow {
     pub due_in_window: u64,
     /// Of the checks due in the window, the share answered by policy.
     pub by_policy_fraction: f64,
-    /// How long the window's checks took, as the client saw them.
+    /// How long the window's checks took, as the client saw them: the median.
     pub check_p50_ms: Option<f64>,
+    /// The longest of them.
     pub check_max_ms: Option<f64>,
     /// Limiter scripts Redis ran between the window's switches (EVALSHA and EVAL calls in INFO
     /// commandstats, read on a connection that bypasses the proxy): whoever's checks they were.
