@@ -38,15 +38,6 @@ pub enum ProbeBy {
     Background,
 }
 
-impl std::fmt::Display for ProbeBy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ProbeBy::Check => "check",
-            ProbeBy::Background => "background",
-        })
-    }
-}
-
 /// What the breaker looks like from outside; recorded with every check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -339,6 +339,7 @@ impl Store {
         if self.probing.swap(true, Ordering::AcqRel) {
             return;
         }
+        let budget = lock(breaker).settings().probe_budget;
         let (breaker, running) = (Arc::downgrade(breaker), Arc::clone(&self.probing));
         let prober = self.slot.prober();
         runtime.spawn(async move {
@@ -346,7 +347,6 @@ impl Store {
                 while let Some(ends) = cooldown_ends(&breaker) {
                     tokio::time::sleep_until(ends).await;
                     let Some(b) = breaker.upgrade() else { break };
-                    let budget = lock(&b).settings().probe_budget;
                     if !lock(&b).begin_background_probe(Instant::now()) {
                         continue;
                     }

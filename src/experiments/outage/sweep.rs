@@ -108,7 +108,9 @@ fn one(
         k: point.map_or(0, |b| b.0),
         cooldown_ms: point.map_or(0, |b| b.1),
         probe_budget_ms: p.probe_budget_ms,
-        probe_by: point.map(|(_, _, by)| by.to_string()).unwrap_or_default(),
+        probe_by: point
+            .map(|(_, _, by)| crate::record::csv_text(&by))
+            .unwrap_or_default(),
         trial,
         jitter_ms,
         hung_ms: 0.0,
