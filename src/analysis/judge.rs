@@ -327,8 +327,13 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
             };
             let side = if below { "below" } else { "above" };
             if s.n < 2 {
+                // One run on the claim's side is no difference yet; one on the other side is
+                // evidence against it.
                 measured.push_str("; one run cannot show a difference beyond its spread");
-                return Verdict::fails(measured);
+                return Verdict {
+                    inconclusive: beyond == 1,
+                    ..Verdict::fails(measured)
+                };
             }
             measured.push_str(&format!(
                 "; {beyond} of {} {side} {}, gap {} vs spread {}",
@@ -525,8 +530,14 @@ mod tests {
         assert!(measured.contains("3 of 3 below 1, gap"), "{measured}");
         let one_above = "v,run,cpu\n,0,10\nhot,0,8\n,1,10\nhot,1,10.5\n,2,10\nhot,2,7.9\n";
         assert_eq!(verdict(&c, one_above).0, Some(false));
-        let single = "v,run,cpu\n,0,10\nhot,0,8\n";
-        assert_eq!(verdict(&c, single).0, Some(false));
+        // One run below is no difference yet (inconclusive); one above is evidence against.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.csv"), "v,run,cpu\n,0,10\nhot,0,8\n").unwrap();
+        let single = judge(&c, dir.path());
+        assert_eq!((single.holds, single.inconclusive), (Some(false), true));
+        std::fs::write(dir.path().join("t.csv"), "v,run,cpu\n,0,10\nhot,0,12\n").unwrap();
+        let against = judge(&c, dir.path());
+        assert_eq!((against.holds, against.inconclusive), (Some(false), false));
     }
 
     #[test]
