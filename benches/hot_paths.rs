@@ -222,6 +222,8 @@ fn csv_row(c: &mut Criterion) {
         slowlog_threshold_us: Some(10_000),
         slowlog_entries: Some(0),
         slowlog_script_entries: Some(0),
+        slowlog_script_slowest_us: Some(0),
+        redis_off_cpu_us: None,
         busiest_command: "evalsha".into(),
         usec_per_call: 6.1,
         command_usec_per_decision: 6.2,

@@ -8,6 +8,7 @@ use ratelab::load::sink::Sink;
 use ratelab::load::{run_pods, Arrivals, KeyChoice, OpenLoop, OpenSpec, PodFleet, Start};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 type Row = BTreeMap<String, String>;
 
@@ -52,6 +53,7 @@ fn lua_holds_the_partner_at_the_limit_at_4_pods_and_the_naive_window_leaks_with_
         ("rtt_pods", "[4]"),
         ("rtt_offered_rps", "[400.0]"),
         ("rtt_ms", &rtt),
+        ("loop_strategies", "[]"),
     ]);
     let dir = ratelab::experiments::find("pods")
         .expect("registered")
@@ -146,8 +148,10 @@ fn the_sink_counts_every_request_the_pods_sent_and_in_memory_pods_admit_their_ow
         },
         sink: sink.addr().to_string(),
         in_memory_limit: Some(limit),
+        work: Duration::ZERO,
+        skew_ms: 0.0,
     };
-    sink.begin(origin_ms);
+    sink.begin(origin_ms, Duration::ZERO);
     let tally = run_pods(&plan).expect("pods run");
     let count = sink.count();
     assert_eq!(
@@ -175,4 +179,66 @@ fn the_sink_counts_every_request_the_pods_sent_and_in_memory_pods_admit_their_ow
         admitted >= 3 * limit && admitted <= 3 * limit * windows,
         "{admitted} in {windows}"
     );
+}
+
+#[test]
+fn a_request_stays_open_for_its_work_and_for_the_partners_answer() {
+    let server = common::start_server();
+    let exe = common::ratelab_exe();
+    let sink = Sink::start().expect("sink starts");
+    let origin_ms = unix_ms() + 400;
+    let (work, partner) = (Duration::from_millis(2), Duration::from_millis(60));
+    let plan = PodFleet {
+        open: OpenLoop {
+            exe: &exe,
+            cpus: &[],
+            processes: 2,
+            template: OpenSpec {
+                url: server.url(),
+                strategy: Strategy::NaiveWindow,
+                limit: LimitSpec {
+                    capacity: 40,
+                    window_origin_ms: origin_ms,
+                    ..LimitSpec::default()
+                },
+                keys: KeyChoice::One("pods:open".into()),
+                arrivals: Arrivals::Poisson {
+                    rate_per_s: 200.0,
+                    duration_ms: 1000,
+                },
+                start: Start::AtUnixMs(origin_ms),
+                connections: 1,
+                record_requests: false,
+                seed: 11,
+                worker_index: 0,
+                workers: 1,
+                timeouts: Default::default(),
+            },
+        },
+        sink: sink.addr().to_string(),
+        in_memory_limit: None,
+        work,
+        skew_ms: 4.0,
+    };
+    sink.begin(origin_ms, partner);
+    let tally = run_pods(&plan).expect("pods run");
+    assert_eq!(tally.send_errors, 0, "{:?}", tally.first_send_error);
+    assert_eq!(tally.acknowledged, tally.open.checks.admitted);
+    assert!(
+        tally.acknowledged > 0 && tally.open.checks.denied > 0,
+        "{tally:?}"
+    );
+    // Nothing answers sooner than it is due: every request held the loop for its work, and every
+    // admitted one waited for the partner's answer on top.
+    let least = tally.open.offered as f64 * work.as_secs_f64()
+        + tally.acknowledged as f64 * partner.as_secs_f64();
+    assert!(
+        tally.open_s >= least,
+        "open {} s, at least {least} s",
+        tally.open_s
+    );
+    // An admitted request is open at least the partner's latency, and they overlap.
+    assert!(tally.max_open >= 2, "{}", tally.max_open);
+    let decide = tally.decide_histogram().expect("histogram");
+    assert_eq!(decide.len(), tally.open.offered);
 }

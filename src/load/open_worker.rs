@@ -1,7 +1,7 @@
 //! The body of one open-loop worker: a scheduler that starts each request as its own task when
 //! it is due, a pool of connections, and histograms of latency (from the intended start) and of
-//! how late each start was. What happens after each decision (a pod sends what it admitted) is
-//! the caller's [`AfterRequest`].
+//! how late each start was. What happens around each check (a pod works, then sends what it admitted) is
+//! the caller's [`RequestHooks`].
 
 use super::open::{OpenSpec, OpenTally, RequestRecord, LATE_NS};
 use super::rng::SplitMix64;
@@ -86,21 +86,25 @@ struct Recorder {
     requests: Option<Vec<RequestRecord>>,
 }
 
-/// What a worker does with each decision once it is made (a pod sends what it admitted on).
-pub(super) trait AfterRequest {
-    /// Called with the schedule's origin, the request's intended start and the decision's
-    /// arrival, and whether it was allowed (none: the check failed).
+/// What a worker does around each request (a pod works before the check and sends what it
+/// admitted on after it).
+pub(super) trait RequestHooks {
+    /// Called when the request starts, before its check.
+    fn before(&self) {}
+
+    /// Called with the schedule's origin, the request's intended start, its check's send and the
+    /// decision's arrival, and whether it was allowed (none: the check failed).
     fn after(
         &self,
         origin: Instant,
-        times: [Instant; 2],
+        times: [Instant; 3],
         allowed: Option<bool>,
     ) -> impl Future<Output = ()>;
 }
 
-/// A plain open-loop worker: nothing after the decision.
-impl AfterRequest for () {
-    fn after(&self, _: Instant, _: [Instant; 2], _: Option<bool>) -> impl Future<Output = ()> {
+/// A plain open-loop worker: nothing around the check.
+impl RequestHooks for () {
+    fn after(&self, _: Instant, _: [Instant; 3], _: Option<bool>) -> impl Future<Output = ()> {
         std::future::ready(())
     }
 }
@@ -114,8 +118,8 @@ struct State<A> {
     handed_out: std::cell::Cell<u64>,
     origin: Instant,
     rec: RefCell<Recorder>,
-    /// What follows each decision (a pod's link to the protected resource).
-    after: A,
+    /// What happens around each check (a pod's work and its link to the protected resource).
+    hooks: A,
 }
 
 /// Runs this worker's share of the schedule by `decider` on `cons`; needs a `LocalSet`.
@@ -127,13 +131,13 @@ pub async fn run(
     Ok(run_with(spec, cons, decider, ()).await?.0)
 }
 
-/// Runs the schedule with `decider`, `after` called on each decision (a pod forwards what it
-/// admits and counts per second); hands `after` back with the tally.
-pub(super) async fn run_with<A: AfterRequest + 'static>(
+/// Runs the schedule with `decider`, `hooks` called around each check (a pod works before it,
+/// forwards what it admits and counts per second after); hands `hooks` back with the tally.
+pub(super) async fn run_with<A: RequestHooks + 'static>(
     spec: &OpenSpec,
     cons: Vec<MultiplexedConnection>,
     decider: Decider,
-    after: A,
+    hooks: A,
 ) -> Result<(OpenTally, A), LoadError> {
     let schedule = spec.arrivals.schedule(spec.seed);
     let starts = share(&schedule, spec.worker_index as usize, spec.workers as usize);
@@ -151,7 +155,7 @@ pub(super) async fn run_with<A: AfterRequest + 'static>(
         handed_out: std::cell::Cell::new(0),
         origin,
         rec: RefCell::new(Recorder::new(spec.record_requests)?),
-        after,
+        hooks,
     });
     let timer = PreciseTimer::new()?;
     let mut tasks = Vec::with_capacity(starts.len());
@@ -171,7 +175,7 @@ pub(super) async fn run_with<A: AfterRequest + 'static>(
     // Every task has finished and dropped its handle on the state.
     let state = Rc::try_unwrap(state)
         .map_err(|_| LoadError::Protocol("open-loop requests outlived the run".into()))?;
-    let (rec, after) = (state.rec.into_inner(), state.after);
+    let (rec, hooks) = (state.rec.into_inner(), state.hooks);
     let mut tally = rec.tally;
     tally.elapsed_ns = origin.elapsed().as_nanos() as u64;
     tally.latency_ns = latency::buckets(&rec.latency);
@@ -188,7 +192,7 @@ pub(super) async fn run_with<A: AfterRequest + 'static>(
         cpu_s: own_cpu_s(),
         requests: rec.requests.unwrap_or_default(),
     };
-    Ok((tally, after))
+    Ok((tally, hooks))
 }
 
 /// CPU seconds (user + sys) this process has used so far; the worker does nothing else.
@@ -236,7 +240,8 @@ fn unix_ns() -> u64 {
         .unwrap_or(0)
 }
 
-async fn request<A: AfterRequest>(state: Rc<State<A>>, intended: Instant) {
+async fn request<A: RequestHooks>(state: Rc<State<A>>, intended: Instant) {
+    state.hooks.before();
     let key = match &state.keys {
         KeyChoice::One(key) => key.clone(),
         KeyChoice::Uniform { prefix, count } => {
@@ -266,8 +271,8 @@ async fn request<A: AfterRequest>(state: Rc<State<A>>, intended: Instant) {
     let took = done.saturating_duration_since(intended).as_nanos() as u64;
     state.rec.borrow_mut().finished(times, took, outcome);
     state
-        .after
-        .after(state.origin, [intended, done], allowed)
+        .hooks
+        .after(state.origin, [intended, sent, done], allowed)
         .await;
 }
 

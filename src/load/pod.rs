@@ -2,18 +2,22 @@
 //! protected resource (the [`sink`](super::sink)), with what it decided counted per second on its
 //! own clock beside what it sent. One connection to Redis (or none used: an in-memory limiter) and
 //! one to the sink, both multiplexed by the event loop's in-flight requests.
+//!
+//! A request may first hold the event loop for a stated time (the handler's own synchronous work:
+//! parsing, auth), as a busy Node process does: every continuation waiting on the loop, a GET's
+//! reply among them, waits behind it. A pod may also read a skewed clock when it names a window.
 
 use super::open::{OpenLoop, OpenSpec, OpenTally};
-use super::open_worker::{self, AfterRequest};
+use super::open_worker::{self, RequestHooks};
 use super::sink::REPLY;
 use super::LoadError;
 use crate::limiter::{Decider, LimitSpec};
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -28,6 +32,12 @@ pub struct PodSpec {
     pub sink: String,
     /// Decide in this process's memory with this limit per window instead of on Redis.
     pub in_memory_limit: Option<u64>,
+    /// How long each request holds the event loop before its check, µs (its synchronous work).
+    #[serde(default)]
+    pub work_us: u64,
+    /// How far this pod's clock is ahead of the machine's when it names a window, ms.
+    #[serde(default)]
+    pub clock_offset_ms: i64,
 }
 
 /// One second of one pod (or of all, merged), numbered from the schedule's start.
@@ -56,6 +66,17 @@ pub struct PodTally {
     /// Sends that failed, and the first failure.
     pub send_errors: u64,
     pub first_send_error: Option<String>,
+    /// Most requests open at once in one pod, from their intended start to the sink's answer (or
+    /// to the decision, when denied).
+    #[serde(default)]
+    pub max_open: u64,
+    /// The requests' open times summed, seconds: over the schedule's length, the mean open.
+    #[serde(default)]
+    pub open_s: f64,
+    /// Time from a check's send to its decision, ns, as histogram buckets: for a limiter that
+    /// reads then writes, the span in which another request reads a stale count.
+    #[serde(default)]
+    pub decide_ns: Vec<(u64, u64)>,
 }
 
 impl PodTally {
@@ -78,6 +99,19 @@ impl PodTally {
         if self.first_send_error.is_none() {
             self.first_send_error = other.first_send_error;
         }
+        self.max_open = self.max_open.max(other.max_open);
+        self.open_s += other.open_s;
+        self.decide_ns.extend(other.decide_ns);
+    }
+
+    /// Time from a check's send to its decision, as one histogram (ns).
+    pub fn decide_histogram(&self) -> Result<hdrhistogram::Histogram<u64>, LoadError> {
+        let mut h = super::latency::new_histogram()?;
+        for &(value, count) in &self.decide_ns {
+            h.record_n(value, count)
+                .map_err(|e| LoadError::Histogram(e.to_string()))?;
+        }
+        Ok(h)
     }
 }
 
@@ -90,29 +124,52 @@ pub struct PodFleet<'a> {
     pub sink: String,
     /// Each pod's own in-memory limit, if they decide in memory.
     pub in_memory_limit: Option<u64>,
+    /// How long each request holds its pod's event loop before its check.
+    pub work: Duration,
+    /// The pods' clocks spread evenly over this many ms, centred on the machine's.
+    pub skew_ms: f64,
 }
 
 impl PodFleet<'_> {
     /// Every pod's spec.
     pub(super) fn specs(&self) -> Vec<PodSpec> {
-        (self.open.specs().into_iter())
-            .map(|open| PodSpec {
+        let specs = self.open.specs();
+        let n = specs.len();
+        (specs.into_iter().enumerate())
+            .map(|(i, open)| PodSpec {
                 open,
                 sink: self.sink.clone(),
                 in_memory_limit: self.in_memory_limit,
+                work_us: self.work.as_micros() as u64,
+                clock_offset_ms: clock_offset_ms(self.skew_ms, i, n),
             })
             .collect()
     }
 }
 
+/// Pod `i` of `n`'s clock offset when their clocks spread over `skew_ms`: from -skew/2 (the
+/// first) to +skew/2 (the last).
+fn clock_offset_ms(skew_ms: f64, i: usize, n: usize) -> i64 {
+    match n {
+        0 | 1 => 0,
+        _ => (skew_ms * (i as f64 / (n - 1) as f64 - 0.5)).round() as i64,
+    }
+}
+
 /// The pod's decider: its own window in memory when it limits itself, else the strategy on Redis.
+/// A pod whose clock runs ahead names its windows as if they started that much earlier.
 pub(super) fn decider(spec: &PodSpec) -> Result<Decider, LoadError> {
+    let origin = spec.open.limit.window_origin_ms as i64 - spec.clock_offset_ms;
+    let limit = LimitSpec {
+        window_origin_ms: origin.max(0) as u64,
+        ..spec.open.limit
+    };
     match spec.in_memory_limit {
-        Some(limit) => Ok(Decider::in_memory(LimitSpec {
-            capacity: limit,
-            ..spec.open.limit
-        })),
-        None => open_worker::decider(&spec.open),
+        Some(capacity) => Ok(Decider::in_memory(LimitSpec { capacity, ..limit })),
+        None => open_worker::decider(&OpenSpec {
+            limit,
+            ..spec.open.clone()
+        }),
     }
 }
 
@@ -136,7 +193,8 @@ pub(super) async fn run(
     sink: TcpStream,
 ) -> Result<PodTally, LoadError> {
     let (read, write) = sink.into_split();
-    let link = PodLink::new(spec.open.worker_index, write);
+    let work = Duration::from_micros(spec.work_us);
+    let link = PodLink::new(spec.open.worker_index, work, write)?;
     let reader = tokio::task::spawn_local(read_replies(read, Rc::clone(&link.pending)));
     let (open, link) = open_worker::run_with(&spec.open, cons, decider, link).await?;
     reader.abort();
@@ -148,14 +206,26 @@ pub(super) async fn run(
         acknowledged: counts.acknowledged,
         send_errors: counts.send_errors,
         first_send_error: counts.first_send_error,
+        max_open: link.max_open.get(),
+        open_s: counts.open_ns as f64 / 1e9,
+        decide_ns: super::latency::buckets(&link.decide.into_inner()),
     })
 }
 
-impl AfterRequest for PodLink {
+impl RequestHooks for PodLink {
+    fn before(&self) {
+        self.open.set(self.open.get() + 1);
+        self.max_open.set(self.max_open.get().max(self.open.get()));
+        // Blocks the loop, not just this request: synchronous work, as a handler's own CPU is.
+        if !self.work.is_zero() {
+            std::thread::sleep(self.work);
+        }
+    }
+
     fn after(
         &self,
         origin: Instant,
-        times: [Instant; 2],
+        times: [Instant; 3],
         allowed: Option<bool>,
     ) -> impl std::future::Future<Output = ()> {
         self.count_and_send(origin, times, allowed)
@@ -172,6 +242,8 @@ struct Counts {
     acknowledged: u64,
     send_errors: u64,
     first_send_error: Option<String>,
+    /// Requests' open times summed, ns.
+    open_ns: u64,
 }
 
 impl Counts {
@@ -187,30 +259,42 @@ impl Counts {
 /// A pod's side of the sink: one connection, requests written in turn, replies matched in order.
 pub(super) struct PodLink {
     pod: u64,
+    work: Duration,
     writer: tokio::sync::Mutex<OwnedWriteHalf>,
     pending: Pending,
     counts: RefCell<Counts>,
-    next: std::cell::Cell<u64>,
+    next: Cell<u64>,
+    /// Requests open now, and the most at once.
+    open: Cell<u64>,
+    max_open: Cell<u64>,
+    decide: RefCell<hdrhistogram::Histogram<u64>>,
 }
 
 impl PodLink {
-    fn new(pod: u64, writer: OwnedWriteHalf) -> Self {
-        PodLink {
+    fn new(pod: u64, work: Duration, writer: OwnedWriteHalf) -> Result<Self, LoadError> {
+        Ok(PodLink {
             pod,
+            work,
             writer: tokio::sync::Mutex::new(writer),
             pending: Rc::default(),
             counts: RefCell::default(),
-            next: std::cell::Cell::new(0),
-        }
+            next: Cell::new(0),
+            open: Cell::new(0),
+            max_open: Cell::new(0),
+            decide: RefCell::new(super::latency::new_histogram()?),
+        })
     }
 
-    /// Counts a decided request and, when it was allowed, sends it to the sink.
+    /// Counts a decided request and, when it was allowed, sends it to the sink; the request is
+    /// open until then.
     async fn count_and_send(
         &self,
         origin: Instant,
-        [intended, done]: [Instant; 2],
+        [intended, sent, done]: [Instant; 3],
         allowed: Option<bool>,
     ) {
+        let decide = done.saturating_duration_since(sent).as_nanos() as u64;
+        self.decide.borrow_mut().saturating_record(decide.max(1));
         {
             let mut c = self.counts.borrow_mut();
             c.second(origin, intended).offered += 1;
@@ -220,18 +304,20 @@ impl PodLink {
                 None => {}
             }
         }
-        if allowed != Some(true) {
-            return;
-        }
-        let outcome = self.send(origin).await;
-        let mut c = self.counts.borrow_mut();
-        match outcome {
-            Ok(()) => c.acknowledged += 1,
-            Err(e) => {
-                c.send_errors += 1;
-                c.first_send_error.get_or_insert_with(|| e.to_string());
+        if allowed == Some(true) {
+            let outcome = self.send(origin).await;
+            let mut c = self.counts.borrow_mut();
+            match outcome {
+                Ok(()) => c.acknowledged += 1,
+                Err(e) => {
+                    c.send_errors += 1;
+                    c.first_send_error.get_or_insert_with(|| e.to_string());
+                }
             }
         }
+        self.open.set(self.open.get().saturating_sub(1));
+        let open = intended.elapsed().as_nanos() as u64;
+        self.counts.borrow_mut().open_ns += open;
     }
 
     async fn send(&self, origin: Instant) -> std::io::Result<()> {
@@ -285,6 +371,14 @@ async fn read_replies(mut read: OwnedReadHalf, pending: Pending) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clocks_spread_evenly_around_the_machines() {
+        let offsets: Vec<i64> = (0..5).map(|i| clock_offset_ms(8.0, i, 5)).collect();
+        assert_eq!(offsets, vec![-4, -2, 0, 2, 4]);
+        assert_eq!(clock_offset_ms(8.0, 0, 1), 0);
+        assert_eq!(clock_offset_ms(0.0, 3, 4), 0);
+    }
 
     #[test]
     fn merge_adds_second_by_second_and_keeps_the_first_error() {

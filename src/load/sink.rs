@@ -1,5 +1,6 @@
 //! The protected resource: a loopback TCP server standing for the partner API of seed 001. Each
-//! request is one line (`REQ tenant pod n`), answered with `OK`. The sink counts what it received
+//! request is one line (`REQ tenant pod n`), answered with `OK` after the partner's latency the
+//! run sets (a slow API holds a pod's admitted requests open). The sink counts what it received
 //! per second on its own clock (CLOCK_REALTIME when the bytes were read), from an origin the run
 //! sets, so what reached the partner is measured where it arrived, not where it was decided.
 //!
@@ -9,9 +10,12 @@
 use super::own_thread::OwnThread;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 /// What the sink answers to each request line.
 pub const REPLY: &[u8] = b"OK\n";
@@ -45,6 +49,8 @@ impl SinkCount {
 #[derive(Debug, Default)]
 struct Counts {
     origin_ns: u64,
+    /// How long the partner takes to answer each request.
+    latency: Duration,
     count: SinkCount,
 }
 
@@ -83,11 +89,13 @@ impl Sink {
         self.addr
     }
 
-    /// Starts counting afresh, seconds numbered from `origin_unix_ms`.
-    pub fn begin(&self, origin_unix_ms: u64) {
+    /// Starts counting afresh, seconds numbered from `origin_unix_ms`; every request read from
+    /// now on is answered `latency` after it arrived.
+    pub fn begin(&self, origin_unix_ms: u64, latency: Duration) {
         let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         *c = Counts {
             origin_ns: origin_unix_ms.saturating_mul(1_000_000),
+            latency,
             count: SinkCount::default(),
         };
     }
@@ -110,34 +118,50 @@ async fn accept_loop(listener: TcpListener, counts: Arc<Mutex<Counts>>) {
     }
 }
 
-/// Counts every request line of one connection when its bytes arrive and answers each.
-async fn serve(mut stream: TcpStream, counts: Arc<Mutex<Counts>>) {
+/// Counts every request line of one connection when its bytes arrive and answers each after the
+/// run's latency. The latency is one for every request, so answers leave in the order they came.
+async fn serve(stream: TcpStream, counts: Arc<Mutex<Counts>>) {
     // Answer at once: Nagle would hold a small reply for the peer's delayed ACK.
     if stream.set_nodelay(true).is_err() {
         return;
     }
+    let (mut read, write) = stream.into_split();
+    let (due, answers) = mpsc::unbounded_channel();
+    let writer = tokio::spawn(answer(write, answers));
     let mut buf = vec![0u8; 16 * 1024];
-    let mut replies = Vec::new();
     loop {
-        let n = match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
+        let n = match read.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        let now_ns = unix_ns();
+        let (now_ns, arrived) = (unix_ns(), Instant::now());
         let lines = buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
         if lines == 0 {
             continue;
         }
-        {
+        let latency = {
             let mut c = counts.lock().unwrap_or_else(|p| p.into_inner());
             let origin = c.origin_ns;
             c.count.add(origin, now_ns, lines);
+            c.latency
+        };
+        if due.send((arrived + latency, lines)).is_err() {
+            break;
         }
+    }
+    writer.abort();
+}
+
+/// Writes each batch's answers when they are due; ends when the connection does.
+async fn answer(mut write: OwnedWriteHalf, mut due: mpsc::UnboundedReceiver<(Instant, u64)>) {
+    let mut replies = Vec::new();
+    while let Some((at, lines)) = due.recv().await {
+        tokio::time::sleep_until(at).await;
         replies.clear();
         for _ in 0..lines {
             replies.extend_from_slice(REPLY);
         }
-        if stream.write_all(&replies).await.is_err() {
+        if write.write_all(&replies).await.is_err() {
             return;
         }
     }

@@ -19,6 +19,8 @@ pub struct SlowLog {
     pub entries: u64,
     /// Of them, runs of the limiter's script.
     pub script_entries: u64,
+    /// The longest of those script runs, µs (0: none logged).
+    pub script_slowest_us: u64,
 }
 
 fn entries(con: &mut redis::Connection) -> Result<Vec<Entry>, ServerError> {
@@ -49,5 +51,11 @@ pub fn since(con: &mut redis::Connection, since: i64) -> Result<SlowLog, ServerE
         threshold_us,
         entries: new.len() as u64,
         script_entries: new.iter().filter(is_script).count() as u64,
+        script_slowest_us: new
+            .iter()
+            .filter(is_script)
+            .map(|e| e.2.max(0) as u64)
+            .max()
+            .unwrap_or(0),
     })
 }

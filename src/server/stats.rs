@@ -51,9 +51,15 @@ impl ServerCost {
     /// task, or stolen by the hypervisor (the kernel excludes steal from the thread's CPU time).
     /// None for a server the user named.
     pub fn waiting_for_cpu_pct(&self) -> Option<f64> {
+        Some(self.share_pct(self.off_cpu_us()?))
+    }
+
+    /// Time the main thread was runnable but off a CPU between the samples (run queue and steal),
+    /// µs: the most any command's wall time can owe the machine rather than Redis. None for a
+    /// server the user named.
+    pub fn off_cpu_us(&self) -> Option<f64> {
         let sched = self.sched?;
-        let off_cpu_ns = sched.run_queue_ns + sched.steal_ns.unwrap_or(0);
-        Some(self.share_pct(off_cpu_ns as f64 / 1e3))
+        Some((sched.run_queue_ns + sched.steal_ns.unwrap_or(0)) as f64 / 1e3)
     }
 
     /// Share of wall time the main thread was neither on a CPU nor waiting for one: idle in its

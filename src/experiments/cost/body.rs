@@ -154,6 +154,8 @@ fn row(
         slowlog_threshold_us: Some(slow.threshold_us),
         slowlog_entries: Some(slow.entries),
         slowlog_script_entries: Some(slow.script_entries),
+        slowlog_script_slowest_us: Some(slow.script_slowest_us),
+        redis_off_cpu_us: m.server.off_cpu_us(),
         busiest_command,
         usec_per_call,
         command_usec_per_decision: if decisions > 0 {

@@ -67,6 +67,14 @@ pub struct CostRow {
     /// Of them, runs of a script (EVAL, EVALSHA, FCALL and their read-only forms).
     #[serde(default)]
     pub slowlog_script_entries: Option<u64>,
+    /// The longest of those script runs, µs (0: none logged).
+    #[serde(default)]
+    pub slowlog_script_slowest_us: Option<u64>,
+    /// Redis's main thread runnable but off its CPU during the measured run (run queue and
+    /// steal), µs: how much of any one call's wall time the machine may have taken; empty for a
+    /// server the user named.
+    #[serde(default)]
+    pub redis_off_cpu_us: Option<f64>,
     /// The command that took most server time (evalsha for scripts).
     pub busiest_command: String,
     /// Its mean time per call inside Redis, µs (for a script: the script body).

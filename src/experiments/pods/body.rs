@@ -37,9 +37,13 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         }
     };
     let (mut sent, mut reached) = (0u64, 0u64);
-    let bar = s.progress((configs.len() * p.trials as usize) as u64);
-    for trial in 0..p.trials {
-        for (i, c) in configs.iter().enumerate() {
+    let runs_planned: u32 = configs.iter().map(|c| c.trials).sum();
+    let bar = s.progress(u64::from(runs_planned));
+    // Trial by trial, so one configuration's trials are spread over the experiment's time.
+    let most = configs.iter().map(|c| c.trials).max().unwrap_or(0);
+    for trial in 0..most {
+        let due = configs.iter().enumerate().filter(|(_, c)| trial < c.trials);
+        for (i, c) in due {
             let url = match (&proxy, c.rtt_ms > 0.0) {
                 (Some((proxy, url)), true) => {
                     proxy.proxy().set(Fault::Delay {
@@ -54,8 +58,8 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                 config: *c,
                 trial,
                 key: s.key(format!(
-                    "{}:{}:{}:{}:{trial}",
-                    c.strategy, c.pods, c.offered_rps, c.rtt_ms
+                    "{}:{}:{}:{}:{}:{}:{trial}",
+                    c.strategy, c.pods, c.offered_rps, c.rtt_ms, c.work_ms, c.skew_ms
                 )),
                 url,
                 seed: SplitMix64::new(s.ctx.seed, (u64::from(trial) << 16) | i as u64).next_u64(),

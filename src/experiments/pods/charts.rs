@@ -5,6 +5,8 @@
 //!   offered rate.
 //! - `pods-growth.svg`: mean reached per second of every run against offered rate x added round
 //!   trip (what arrives within one round trip), with the naive window's prediction, limit + that.
+//! - `pods-loop.svg`: the event-loop sweep's reached per measured second, one colour per pods x
+//!   work per request (and clock spread, in the skew variation).
 
 use super::rows::{PodsRunRow, PodsSecondRow};
 use super::{PodStrategy, SecondPhase};
@@ -68,8 +70,8 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     let mut out = Vec::new();
     let loopback = reached(
         &rows,
-        |r| r.rtt_ms == 0.0,
-        |r| format!("{} pods, {}/s", r.pods, r.offered_rps),
+        |r| r.rtt_ms == 0.0 && r.partner_ms == 0.0,
+        |r| format!("{}, {}/s", pods(r.pods), r.offered_rps),
     );
     if !loopback.strategies.is_empty() {
         let title = "pods: reached the partner per second against the limit, plain loopback";
@@ -78,7 +80,7 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     let proxied = reached(
         &rows,
         |r| r.rtt_ms > 0.0,
-        |r| format!("+{} ms, {} pods, {}/s", r.rtt_ms, r.pods, r.offered_rps),
+        |r| format!("+{} ms, {}, {}/s", r.rtt_ms, pods(r.pods), r.offered_rps),
     );
     if !proxied.strategies.is_empty() {
         let title =
@@ -89,9 +91,37 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
             &against_limit(title, &proxied),
         )?);
     }
+    let event_loop = reached(
+        &rows,
+        |r| r.partner_ms > 0.0,
+        |r| {
+            let skew = match r.skew_ms > 0.0 {
+                true => format!(", clocks spread {} ms", r.skew_ms),
+                false => String::new(),
+            };
+            format!("{}, {} ms work{skew}", pods(r.pods), r.work_ms)
+        },
+    );
+    if !event_loop.strategies.is_empty() {
+        let title = "pods: reached the partner per second, each request holding its event loop for its work";
+        out.extend(write_spec(
+            dir,
+            "pods-loop",
+            &against_limit(title, &event_loop),
+        )?);
+    }
     let runs = read_file(&RUNS, dir)?;
-    out.extend(write_spec(dir, "pods-growth", &growth(&runs))?);
+    let swept: Vec<PodsRunRow> = runs.into_iter().filter(|r| r.partner_ms == 0.0).collect();
+    out.extend(write_spec(dir, "pods-growth", &growth(&swept))?);
     Ok(out)
+}
+
+/// "1 pod", "4 pods".
+fn pods(n: u32) -> String {
+    match n {
+        1 => "1 pod".into(),
+        n => format!("{n} pods"),
+    }
 }
 
 /// One category per strategy, one column per configuration: each measured second a dot, their
@@ -201,6 +231,9 @@ mod tests {
             pods,
             offered_rps: 400.0,
             rtt_ms,
+            work_ms: 0.0,
+            partner_ms: 0.0,
+            skew_ms: 0.0,
             trial,
             second: s,
             phase: SecondPhase::Measured,

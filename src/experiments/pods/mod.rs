@@ -15,6 +15,12 @@
 //! and commandstats are sampled around each run. A main grid on plain loopback (strategies x pods x
 //! offered), then a round-trip sweep through the proxy's delay line.
 //!
+//! Then the event-loop sweep, pods as the seed's: each request first holds its pod's event loop
+//! for `work_ms` (its synchronous work, which every waiting continuation waits behind, a GET's
+//! reply among them), and the partner takes `partner_ms` to answer what was admitted, so a pod
+//! holds many requests open at once. Pods x work, `loop_trials` trials of `loop_duration_s`; a
+//! variation spreads the pods' clocks over `skew_ms` (the seed's ruled-out cause).
+//!
 //! Writes `pods/pods.csv` (one row per run per second), `pods/runs.csv` (one row per run: totals,
 //! the per-second statistics of the measured seconds, Redis's cost), `pods/meta.json`.
 
@@ -83,36 +89,57 @@ pub struct Params {
     pub rtt_offered_rps: Vec<f64>,
     /// Round trip the fault proxy adds to every request to Redis.
     pub rtt_ms: Vec<f64>,
+    /// The event-loop sweep's repetitions of every configuration, and seconds per run.
+    pub loop_trials: u32,
+    pub loop_duration_s: u32,
+    /// The event-loop sweep's limiters, numbers of pods and offered rates (all pods together).
+    pub loop_strategies: Vec<PodStrategy>,
+    pub loop_pods: Vec<u32>,
+    pub loop_offered_rps: Vec<f64>,
+    /// Synchronous work per request, ms: how long it holds its pod's event loop before its check.
+    pub work_ms: Vec<f64>,
+    /// How long the partner takes to answer an admitted request in the event-loop sweep, ms.
+    pub partner_ms: f64,
+    /// The skew variation: the pods' clocks spread over `skew_ms`, at these pods and work.
+    pub skew_ms: f64,
+    pub skew_pods: Vec<u32>,
+    pub skew_work_ms: Vec<f64>,
 }
 
 impl Validate for Params {
     fn validate(&self) -> Result<(), String> {
         let p = self;
         let rates = |r: &[f64]| r.iter().all(|x| *x > 0.0 && x.is_finite());
+        let ms = |r: &[f64], most: f64| r.iter().all(|x| (0.0..=most).contains(x));
         let ok = p.trials > 0
+            && p.loop_trials > 0
             && p.limit > 0
             && p.warmup_s < p.duration_s
-            && p.pods
-                .iter()
+            && p.warmup_s < p.loop_duration_s
+            && (p.pods.iter())
                 .chain(&p.rtt_pods)
+                .chain(&p.loop_pods)
+                .chain(&p.skew_pods)
                 .all(|n| (1..=64).contains(n))
             && rates(&p.offered_rps)
             && rates(&p.rtt_offered_rps)
-            && p.rtt_ms.iter().all(|x| *x > 0.0 && *x <= 2_000.0);
+            && rates(&p.loop_offered_rps)
+            && p.rtt_ms.iter().all(|x| *x > 0.0 && *x <= 2_000.0)
+            && ms(&p.work_ms, 1_000.0)
+            && ms(&p.skew_work_ms, 1_000.0)
+            && ms(&[p.partner_ms], 10_000.0)
+            && ms(&[p.skew_ms], 1_000.0);
         if !ok {
             return Err(
-                "trials and limit must be > 0, warmup_s < duration_s, pods 1-64, offered \
-                rates > 0 and round trips in (0, 2000] ms"
+                "trials, loop_trials and limit must be > 0, warmup_s below both durations, \
+                pods 1-64, offered rates > 0, round trips in (0, 2000] ms, work 0-1000 ms, \
+                partner_ms 0-10000 and skew_ms 0-1000"
                     .into(),
             );
         }
-        let runs = p.strategies.len() * p.pods.len() * p.offered_rps.len()
-            + p.rtt_strategies.len() * p.rtt_pods.len() * p.rtt_offered_rps.len() * p.rtt_ms.len();
-        match runs {
-            0 => {
-                Err("nothing to run: the main grid and the round-trip sweep are both empty".into())
-            }
-            _ => Ok(()),
+        match p.configs(&[]).is_empty() && p.loop_strategies.is_empty() {
+            true => Err("nothing to run: every grid and sweep is empty".into()),
+            false => Ok(()),
         }
     }
 }
@@ -125,47 +152,102 @@ pub(crate) struct Config {
     pub offered_rps: f64,
     /// Round trip added by the proxy, ms (0: plain loopback, no proxy).
     pub rtt_ms: f64,
+    /// Synchronous work per request, ms; the partner's answer time, ms; the pods' clock spread,
+    /// ms (all 0 outside the event-loop sweep).
+    pub work_ms: f64,
+    pub partner_ms: f64,
+    pub skew_ms: f64,
+    /// Seconds of schedule per run, and runs.
+    pub duration_s: u32,
+    pub trials: u32,
 }
 
 impl Params {
-    /// Every configuration: the main grid on loopback, then the round-trip sweep; the custom
-    /// limiters `custom` (`--limiter`) in both, after the built-in ones.
+    /// Every configuration: the main grid on loopback, the round-trip sweep, then the event-loop
+    /// sweep and its skew variation; the custom limiters `custom` (`--limiter`) in the first two,
+    /// after the built-in ones.
     pub(crate) fn configs(&self, custom: &[Strategy]) -> Vec<Config> {
-        let grid = |strategies: &[PodStrategy], pods: &[u32], rates: &[f64], rtts: &[f64]| {
-            let mut out = Vec::new();
-            for &rtt_ms in rtts {
-                for &strategy in strategies {
-                    for &n in pods {
-                        for &offered_rps in rates {
-                            out.push(Config {
-                                strategy,
-                                pods: n,
-                                offered_rps,
-                                rtt_ms,
-                            });
-                        }
-                    }
-                }
-            }
-            out
-        };
         let with_custom = |builtin: &[PodStrategy]| -> Vec<PodStrategy> {
             let custom = custom.iter().map(|&s| PodStrategy::Redis(s));
             builtin.iter().copied().chain(custom).collect()
         };
-        let mut all = grid(
+        let grid = Config {
+            strategy: PodStrategy::InMemory,
+            pods: 1,
+            offered_rps: 0.0,
+            rtt_ms: 0.0,
+            work_ms: 0.0,
+            partner_ms: 0.0,
+            skew_ms: 0.0,
+            duration_s: self.duration_s,
+            trials: self.trials,
+        };
+        let mut all = grid.product(
             &with_custom(&self.strategies),
             &self.pods,
             &self.offered_rps,
             &[0.0],
         );
-        all.extend(grid(
-            &with_custom(&self.rtt_strategies),
+        let strategies = with_custom(&self.rtt_strategies);
+        all.extend(grid.product(
+            &strategies,
             &self.rtt_pods,
             &self.rtt_offered_rps,
             &self.rtt_ms,
         ));
+        let event_loop = Config {
+            partner_ms: self.partner_ms,
+            duration_s: self.loop_duration_s,
+            trials: self.loop_trials,
+            ..grid
+        };
+        let (strategies, rates) = (&self.loop_strategies, &self.loop_offered_rps);
+        for &work_ms in &self.work_ms {
+            let at = Config {
+                work_ms,
+                ..event_loop
+            };
+            all.extend(at.product(strategies, &self.loop_pods, rates, &[0.0]));
+        }
+        for &work_ms in self.skew_work_ms.iter().filter(|_| self.skew_ms > 0.0) {
+            let skew_ms = self.skew_ms;
+            let at = Config {
+                work_ms,
+                skew_ms,
+                ..event_loop
+            };
+            all.extend(at.product(strategies, &self.skew_pods, rates, &[0.0]));
+        }
         all
+    }
+}
+
+impl Config {
+    /// This configuration at every strategy x pods x offered rate x round trip.
+    fn product(
+        &self,
+        strategies: &[PodStrategy],
+        pods: &[u32],
+        rates: &[f64],
+        rtts: &[f64],
+    ) -> Vec<Config> {
+        let mut out = Vec::new();
+        for &rtt_ms in rtts {
+            for &strategy in strategies {
+                for &pods in pods {
+                    for &offered_rps in rates {
+                        out.push(Config {
+                            strategy,
+                            pods,
+                            offered_rps,
+                            rtt_ms,
+                            ..*self
+                        });
+                    }
+                }
+            }
+        }
+        out
     }
 }
 
@@ -180,18 +262,24 @@ mod tests {
             let p = crate::experiments::frame::resolve::<Pods>(profile, &[]).unwrap();
             p.validate().unwrap();
             assert!(p.duration_s > p.warmup_s);
-            // The seed's configuration is in every profile: the naive window at 4 pods, 400/s.
-            let seed = p.configs(&[]).into_iter().any(|c| {
+            // The seed's configuration is in every profile: the naive window at 4 pods, 400/s,
+            // one clock, and the same pods with work.
+            let naive = |c: &Config| {
                 c.strategy == PodStrategy::Redis(crate::limiter::Strategy::NaiveWindow)
                     && c.pods == 4
                     && c.offered_rps == 400.0
                     && c.rtt_ms == 0.0
-            });
+                    && c.skew_ms == 0.0
+            };
+            let configs = p.configs(&[]);
+            let seed = configs.iter().any(|c| naive(c) && c.work_ms == 0.0)
+                && configs.iter().any(|c| naive(c) && c.work_ms > 0.0);
             assert!(seed, "{profile:?} lacks the seed's configuration");
         }
         let quick = crate::experiments::frame::resolve::<Pods>(Profile::Quick, &[]).unwrap();
-        // Four strategies (the fallback's limit / pods needs its own) at 1 and 4 pods, one round trip.
-        assert_eq!(quick.configs(&[]).len(), 4 * 2 + 1);
+        // Three strategies (the fallback's limit / pods needs its own) at 1 and 4 pods, one round
+        // trip, the naive window at 1 and 4 pods without and with work, one skewed.
+        assert_eq!(quick.configs(&[]).len(), 3 * 2 + 1 + 2 * 2 + 1);
         let bad = Params {
             warmup_s: 9,
             ..quick.clone()

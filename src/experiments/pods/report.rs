@@ -17,13 +17,15 @@ use std::path::Path;
 
 /// The runs table and the closing note.
 pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
-    let keys: [Key<PodsRunRow>; 4] = [
+    let keys: [Key<PodsRunRow>; 6] = [
         ("strategy", |r| csv_text(&r.strategy)),
         ("pods", |r| r.pods.to_string()),
         ("offered /s", |r| r.offered_rps.to_string()),
         ("+rtt ms", |r| r.rtt_ms.to_string()),
+        ("work ms", |r| r.work_ms.to_string()),
+        ("clock spread ms", |r| r.skew_ms.to_string()),
     ];
-    let stats: [Stat<PodsRunRow>; 11] = [
+    let stats: [Stat<PodsRunRow>; 13] = [
         ("reached /s", |r| Some(r.reached_per_s)),
         ("lowest s", |r| Some(r.reached_min_per_s as f64)),
         ("highest s", |r| Some(r.reached_max_per_s as f64)),
@@ -33,6 +35,10 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("peak s", |r| Some(r.peak_reached as f64)),
         ("sent - received", |r| Some(r.lost as f64)),
         ("p99 ms", |r| Some(r.p99_ms)),
+        ("check send to decision, mean ms", |r| {
+            Some(r.decide_mean_ms)
+        }),
+        ("most open", |r| Some(r.max_open as f64)),
         ("Redis busy %", |r| Some(r.redis_busy_pct)),
         ("µs / call", |r| Some(r.usec_per_call)),
     ];
@@ -88,7 +94,7 @@ fn closing_note(runs: &[PodsRunRow]) -> String {
     let of = |s: PodStrategy, pods: u32, rtt: f64| -> Vec<&PodsRunRow> {
         (runs.iter())
             .filter(|r| r.strategy == s && r.pods == pods && r.rtt_ms == rtt)
-            .filter(|r| r.offered_rps == 400.0)
+            .filter(|r| r.offered_rps == 400.0 && r.work_ms == 0.0 && r.skew_ms == 0.0)
             .collect()
     };
     let span = |rows: &[&PodsRunRow]| -> String {
@@ -166,6 +172,7 @@ fn closing_note(runs: &[PodsRunRow]) -> String {
             short(r.reached_per_pod_limit)
         );
     }
+    event_loop_lines(&mut note, runs);
     let alerts = runs.iter().filter(|r| r.alert_pct > 0.0).count();
     let lost = runs.iter().filter(|r| r.lost != 0).count();
     let _ = writeln!(
@@ -175,4 +182,41 @@ fn closing_note(runs: &[PodsRunRow]) -> String {
         runs.len()
     );
     note
+}
+
+/// The event-loop sweep's naive window, per pods x work: reached, the race window, requests open.
+fn event_loop_lines(note: &mut String, runs: &[PodsRunRow]) {
+    let naive = PodStrategy::Redis(Strategy::NaiveWindow);
+    let mut configs: Vec<(u32, f64, f64)> = Vec::new();
+    for r in runs
+        .iter()
+        .filter(|r| r.strategy == naive && r.partner_ms > 0.0)
+    {
+        if !configs.contains(&(r.pods, r.work_ms, r.skew_ms)) {
+            configs.push((r.pods, r.work_ms, r.skew_ms));
+        }
+    }
+    for (pods, work, skew) in configs {
+        let rows: Vec<&PodsRunRow> = (runs.iter())
+            .filter(|r| r.strategy == naive && r.partner_ms > 0.0)
+            .filter(|r| (r.pods, r.work_ms, r.skew_ms) == (pods, work, skew))
+            .collect();
+        let n = rows.len() as f64;
+        let mean = |f: fn(&PodsRunRow) -> f64| rows.iter().map(|r| f(r)).sum::<f64>() / n;
+        let clocks = match skew > 0.0 {
+            true => format!(", clocks spread over {} ms", short(skew)),
+            false => String::new(),
+        };
+        let _ = writeln!(
+            note,
+            "- event loop, naive window, {pods} pod{}, {} ms work per request{clocks}: {}/s reached \
+            ({} trials), GET to EXEC {} ms on average, at most {} requests open in a pod.",
+            if pods == 1 { "" } else { "s" },
+            short(work),
+            short(mean(|r| r.reached_per_s)),
+            rows.len(),
+            short(mean(|r| r.decide_mean_ms)),
+            rows.iter().map(|r| r.max_open).max().unwrap_or(0)
+        );
+    }
 }

@@ -5,13 +5,24 @@ use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
 
 /// `pods.csv`: One row per run per second.
-pub const SECONDS: CsvFile<PodsSecondRow> = CsvFile::new("pods.csv");
+pub const SECONDS: CsvFile<PodsSecondRow> =
+    CsvFile::new("pods.csv").added(&["work_ms", "partner_ms", "skew_ms"]);
 
 /// `runs.csv`: One row per run.
 pub const RUNS: CsvFile<PodsRunRow> = CsvFile::new("runs.csv").added(&[
     "slowlog_threshold_us",
     "slowlog_entries",
     "slowlog_script_entries",
+    "slowlog_script_slowest_us",
+    "redis_off_cpu_us",
+    "work_ms",
+    "partner_ms",
+    "skew_ms",
+    "decide_mean_ms",
+    "offered_within_decide",
+    "decide_p99_ms",
+    "max_open",
+    "mean_open",
 ]);
 
 /// Where a second lies in its run.
@@ -36,6 +47,15 @@ pub struct PodsSecondRow {
     pub offered_rps: f64,
     /// Round trip added to the pods' Redis connections by the fault proxy, ms (0: loopback).
     pub rtt_ms: f64,
+    /// Synchronous work each request did on its pod's event loop before its check, ms.
+    #[serde(default)]
+    pub work_ms: f64,
+    /// How long the partner (the sink) took to answer each admitted request, ms.
+    #[serde(default)]
+    pub partner_ms: f64,
+    /// The pods' clocks spread evenly over this many ms when naming windows (0: one clock).
+    #[serde(default)]
+    pub skew_ms: f64,
     pub trial: u32,
     /// Seconds since the run's start (its windows' origin).
     pub second: u32,
@@ -66,6 +86,15 @@ pub struct PodsRunRow {
     pub offered_rps: f64,
     /// Round trip added to the pods' Redis connections by the fault proxy, ms (0: loopback).
     pub rtt_ms: f64,
+    /// Synchronous work each request did on its pod's event loop before its check, ms.
+    #[serde(default)]
+    pub work_ms: f64,
+    /// How long the partner (the sink) took to answer each admitted request, ms.
+    #[serde(default)]
+    pub partner_ms: f64,
+    /// The pods' clocks spread evenly over this many ms when naming windows (0: one clock).
+    #[serde(default)]
+    pub skew_ms: f64,
     pub trial: u32,
     pub limit: u64,
     /// Each pod's own limit (in-memory strategies; 0 on Redis).
@@ -101,6 +130,10 @@ pub struct PodsRunRow {
     /// Requests offered within one added round trip (offered_rps x rtt): the naive window's
     /// predicted excess per window.
     pub offered_within_rtt: f64,
+    /// Requests offered within one mean check (offered_rps x decide_mean_ms): for the naive
+    /// window, those that read a count short of the one before them.
+    #[serde(default)]
+    pub offered_within_decide: f64,
     /// Reached per second over limit x pods: 1 when each pod admits its own full limit.
     pub reached_per_pod_limit: f64,
     /// Share of the measured seconds in which reached exceeded decided by more than 2%, percent.
@@ -139,4 +172,27 @@ pub struct PodsRunRow {
     /// Of them, runs of the limiter's script (EVAL, EVALSHA, FCALL and their read-only forms).
     #[serde(default)]
     pub slowlog_script_entries: u64,
+    /// The longest of those script runs, µs (0: none logged).
+    #[serde(default)]
+    pub slowlog_script_slowest_us: u64,
+    /// Redis's main thread runnable but off its CPU during the run (run queue and steal), µs:
+    /// how much of any one call's wall time the machine may have taken (0 for a server the user
+    /// named).
+    #[serde(default)]
+    pub redis_off_cpu_us: f64,
+    /// Time from a check's send to its decision, mean, ms: for the naive window the span from its
+    /// GET to its EXEC's reply, in which every other GET reads a count short of this one.
+    #[serde(default)]
+    pub decide_mean_ms: f64,
+    /// The same, 99th percentile, ms.
+    #[serde(default)]
+    pub decide_p99_ms: f64,
+    /// Most requests open at once in one pod: from the intended start to the partner's answer
+    /// (to the decision, when denied).
+    #[serde(default)]
+    pub max_open: u64,
+    /// Requests open in a pod on average over the schedule: their open times summed, over the
+    /// schedule's length and the pods (Little's law).
+    #[serde(default)]
+    pub mean_open: f64,
 }

@@ -9,6 +9,7 @@ use crate::load::sink::{Sink, SinkCount};
 use crate::load::{Arrivals, Fleet, KeyChoice, OpenSpec, PodFleet, PodSecond, PodTally, Start};
 use crate::server::slowlog;
 use crate::server::{ServerCost, ServerSample};
+use std::time::Duration;
 
 /// Time from planning a run to its start, so every pod has connected and heard `go` first;
 /// starting from an instant the parent picks lets windows, pods' seconds and the sink's share it.
@@ -40,10 +41,17 @@ pub(super) struct Measured {
 impl One<'_> {
     fn name(&self) -> String {
         let c = &self.config;
-        format!(
+        let mut name = format!(
             "trial {} of {} at {} pods, {}/s offered, +{} ms round trip",
             self.trial, c.strategy, c.pods, c.offered_rps, c.rtt_ms
-        )
+        );
+        if c.partner_ms > 0.0 || c.work_ms > 0.0 {
+            name += &format!(", {} ms work, partner {} ms", c.work_ms, c.partner_ms);
+        }
+        if c.skew_ms > 0.0 {
+            name += &format!(", clocks spread {} ms", c.skew_ms);
+        }
+        name
     }
 
     fn limit_spec(&self, p: &Params, origin_ms: u64) -> LimitSpec {
@@ -66,7 +74,7 @@ impl One<'_> {
             keys: KeyChoice::One(self.key.clone()),
             arrivals: Arrivals::Poisson {
                 rate_per_s: c.offered_rps,
-                duration_ms: u64::from(p.duration_s) * 1000,
+                duration_ms: u64::from(c.duration_s) * 1000,
             },
             start: Start::AtUnixMs(origin_ms),
             connections: 1,
@@ -82,6 +90,8 @@ impl One<'_> {
             open,
             sink: self.sink.addr().to_string(),
             in_memory_limit: c.strategy.in_memory_limit(p.limit, c.pods),
+            work: Duration::from_secs_f64(c.work_ms / 1000.0),
+            skew_ms: c.skew_ms,
         }
     }
 
@@ -92,7 +102,8 @@ impl One<'_> {
         let origin_ms = unix_ms() + lead;
         let plan = self.plan(s, p, origin_ms);
         let mut fleet = Fleet::spawn_pods(&plan).phase(what)?;
-        self.sink.begin(origin_ms);
+        let partner = Duration::from_secs_f64(self.config.partner_ms / 1000.0);
+        self.sink.begin(origin_ms, partner);
         let before = ServerSample::take(&s.target).phase(what)?;
         let mut con = s.target.connection().phase(what)?;
         let slow_before = slowlog::newest_id(&mut con).phase(what)?;
@@ -114,22 +125,23 @@ impl One<'_> {
         run.slowlog_threshold_us = slow.threshold_us;
         run.slowlog_entries = slow.entries;
         run.slowlog_script_entries = slow.script_entries;
+        run.slowlog_script_slowest_us = slow.script_slowest_us;
         Ok(Measured { seconds, run })
     }
 
     fn seconds(&self, p: &Params, pods: &[PodSecond], sink: &SinkCount) -> Vec<PodsSecondRow> {
+        let c = &self.config;
         let n = pods
             .len()
             .max(sink.per_second.len())
-            .max(p.duration_s as usize);
-        let c = &self.config;
+            .max(c.duration_s as usize);
         (0..n)
             .map(|i| {
                 let pod = pods.get(i).copied().unwrap_or_default();
                 let reached = sink.per_second.get(i).copied().unwrap_or(0);
                 let phase = match i as u32 {
                     s if s < p.warmup_s => SecondPhase::WarmUp,
-                    s if s < p.duration_s => SecondPhase::Measured,
+                    s if s < c.duration_s => SecondPhase::Measured,
                     _ => SecondPhase::Tail,
                 };
                 PodsSecondRow {
@@ -137,6 +149,9 @@ impl One<'_> {
                     pods: c.pods,
                     offered_rps: c.offered_rps,
                     rtt_ms: c.rtt_ms,
+                    work_ms: c.work_ms,
+                    partner_ms: c.partner_ms,
+                    skew_ms: c.skew_ms,
                     trial: self.trial,
                     second: i as u32,
                     phase,
@@ -170,6 +185,7 @@ impl One<'_> {
         let reached_per_s = mean(|r| r.reached);
         let peak = (seconds.iter()).max_by_key(|r| (r.reached, std::cmp::Reverse(r.second)));
         let h = t.open.checks.latency_histogram()?;
+        let decide = t.decide_histogram()?;
         let ms = |ns: u64| ns as f64 / 1e6;
         let decisions = t.open.checks.admitted + t.open.checks.denied;
         let on_redis = c.strategy.on_redis().is_some();
@@ -182,10 +198,13 @@ impl One<'_> {
             pods: c.pods,
             offered_rps: c.offered_rps,
             rtt_ms: c.rtt_ms,
+            work_ms: c.work_ms,
+            partner_ms: c.partner_ms,
+            skew_ms: c.skew_ms,
             trial: self.trial,
             limit: p.limit,
             pod_limit: c.strategy.in_memory_limit(p.limit, c.pods).unwrap_or(0),
-            duration_s: p.duration_s,
+            duration_s: c.duration_s,
             measured_s: measured.len() as u32,
             offered: t.open.offered,
             decided_allowed: t.open.checks.admitted,
@@ -223,6 +242,13 @@ impl One<'_> {
             slowlog_threshold_us: 0,
             slowlog_entries: 0,
             slowlog_script_entries: 0,
+            slowlog_script_slowest_us: 0,
+            redis_off_cpu_us: cost.off_cpu_us().unwrap_or(0.0),
+            decide_mean_ms: decide.mean() / 1e6,
+            offered_within_decide: c.offered_rps * decide.mean() / 1e9,
+            decide_p99_ms: ms(decide.value_at_quantile(0.99)),
+            max_open: t.max_open,
+            mean_open: t.open_s / (f64::from(c.duration_s) * f64::from(c.pods)),
         })
     }
 }
