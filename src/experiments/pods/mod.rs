@@ -262,24 +262,27 @@ mod tests {
             let p = crate::experiments::frame::resolve::<Pods>(profile, &[]).unwrap();
             p.validate().unwrap();
             assert!(p.duration_s > p.warmup_s);
-            // The seed's configuration is in every profile: the naive window at 4 pods, 400/s,
-            // one clock, and the same pods with work.
+            // The seed's configuration is in every profile (the naive window at 4 pods, 400/s),
+            // and one pod without and with work.
             let naive = |c: &Config| {
                 c.strategy == PodStrategy::Redis(crate::limiter::Strategy::NaiveWindow)
-                    && c.pods == 4
                     && c.offered_rps == 400.0
-                    && c.rtt_ms == 0.0
                     && c.skew_ms == 0.0
             };
             let configs = p.configs(&[]);
-            let seed = configs.iter().any(|c| naive(c) && c.work_ms == 0.0)
-                && configs.iter().any(|c| naive(c) && c.work_ms > 0.0);
+            let seed = configs.iter().any(|c| naive(c) && c.pods == 4)
+                && configs
+                    .iter()
+                    .any(|c| naive(c) && c.pods == 1 && c.work_ms == 0.0)
+                && configs
+                    .iter()
+                    .any(|c| naive(c) && c.pods == 1 && c.work_ms > 0.0);
             assert!(seed, "{profile:?} lacks the seed's configuration");
         }
         let quick = crate::experiments::frame::resolve::<Pods>(Profile::Quick, &[]).unwrap();
         // Three strategies (the fallback's limit / pods needs its own) at 1 and 4 pods, one round
-        // trip, the naive window at 1 and 4 pods without and with work, one skewed.
-        assert_eq!(quick.configs(&[]).len(), 3 * 2 + 1 + 2 * 2 + 1);
+        // trip, the naive window at 1 pod without and with work.
+        assert_eq!(quick.configs(&[]).len(), 3 * 2 + 1 + 2);
         let bad = Params {
             warmup_s: 9,
             ..quick.clone()
