@@ -434,6 +434,8 @@ fn pods_run_an_adapter_in_every_pod_on_loopback_and_through_the_proxy() {
         "rtt_pods=[2]",
         "--set",
         "rtt_ms=[20.0]",
+        "--set",
+        "loop_strategies=[]",
         "--out",
         out.path().to_str().unwrap(),
     ]);

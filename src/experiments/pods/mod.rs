@@ -280,9 +280,9 @@ mod tests {
             assert!(seed, "{profile:?} lacks the seed's configuration");
         }
         let quick = crate::experiments::frame::resolve::<Pods>(Profile::Quick, &[]).unwrap();
-        // Three strategies (the fallback's limit / pods needs its own) at 1 and 4 pods, one round
-        // trip, the naive window at 1 pod without and with work.
-        assert_eq!(quick.configs(&[]).len(), 3 * 2 + 1 + 2);
+        // Three strategies (the fallback's limit / pods needs its own) at 4 pods, one round trip,
+        // the naive window at 1, 4 and 12 pods without and with work, and one skewed.
+        assert_eq!(quick.configs(&[]).len(), 3 + 1 + 3 * 2 + 1);
         let bad = Params {
             warmup_s: 9,
             ..quick.clone()
