@@ -89,20 +89,25 @@ pub struct Params {
     pub rtt_offered_rps: Vec<f64>,
     /// Round trip the fault proxy adds to every request to Redis.
     pub rtt_ms: Vec<f64>,
-    /// The event-loop sweep's repetitions of every configuration, and seconds per run.
+    /// The event-loop sweep's repetitions of every configuration.
     pub loop_trials: u32,
+    /// The event-loop sweep's seconds per run (the first `warmup_s` not counted).
     pub loop_duration_s: u32,
-    /// The event-loop sweep's limiters, numbers of pods and offered rates (all pods together).
+    /// The event-loop sweep's limiters.
     pub loop_strategies: Vec<PodStrategy>,
+    /// The event-loop sweep's numbers of pods.
     pub loop_pods: Vec<u32>,
+    /// The event-loop sweep's offered rates, requests per second over all pods.
     pub loop_offered_rps: Vec<f64>,
     /// Synchronous work per request, ms: how long it holds its pod's event loop before its check.
     pub work_ms: Vec<f64>,
     /// How long the partner takes to answer an admitted request in the event-loop sweep, ms.
     pub partner_ms: f64,
-    /// The skew variation: the pods' clocks spread over `skew_ms`, at these pods and work.
+    /// The skew variation: the pods' clocks spread evenly over this many ms (0: no variation).
     pub skew_ms: f64,
+    /// The skew variation's numbers of pods.
     pub skew_pods: Vec<u32>,
+    /// The skew variation's synchronous work per request, ms.
     pub skew_work_ms: Vec<f64>,
 }
 
