@@ -22,6 +22,16 @@ pub fn buckets(h: &Histogram<u64>) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// A histogram again from its `buckets` (a worker's, or several workers' concatenated).
+pub fn from_buckets(buckets: &[(u64, u64)]) -> Result<Histogram<u64>, LoadError> {
+    let mut h = new_histogram()?;
+    for &(value, count) in buckets {
+        h.record_n(value, count)
+            .map_err(|e| LoadError::Histogram(e.to_string()))?;
+    }
+    Ok(h)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -32,10 +42,7 @@ mod tests {
         for v in [1_000u64, 1_000, 20_000, 5_000_000] {
             h.record(v).unwrap();
         }
-        let mut back = new_histogram().unwrap();
-        for (v, c) in buckets(&h) {
-            back.record_n(v, c).unwrap();
-        }
+        let back = from_buckets(&buckets(&h)).unwrap();
         assert_eq!(back.len(), 4);
         for q in [0.5, 0.9, 0.99, 1.0] {
             assert_eq!(h.value_at_quantile(q), back.value_at_quantile(q));

@@ -256,12 +256,7 @@ impl CheckTally {
 
     /// The recorded latencies as one histogram (ns).
     pub fn latency_histogram(&self) -> Result<Histogram<u64>, LoadError> {
-        let mut h = latency::new_histogram()?;
-        for &(value, count) in &self.latency_ns {
-            h.record_n(value, count)
-                .map_err(|e| LoadError::Histogram(e.to_string()))?;
-        }
-        Ok(h)
+        latency::from_buckets(&self.latency_ns)
     }
 
     /// Checks made.

@@ -106,12 +106,7 @@ impl OpenTally {
 
     /// How late the starts were, as one histogram (ns).
     pub fn lateness_histogram(&self) -> Result<hdrhistogram::Histogram<u64>, LoadError> {
-        let mut h = super::latency::new_histogram()?;
-        for &(value, count) in &self.lateness_ns {
-            h.record_n(value, count)
-                .map_err(|e| LoadError::Histogram(e.to_string()))?;
-        }
-        Ok(h)
+        super::latency::from_buckets(&self.lateness_ns)
     }
 
     /// Whether every request started within `LATE_NS` of its intended time.

@@ -106,12 +106,7 @@ impl PodTally {
 
     /// Time from a check's send to its decision, as one histogram (ns).
     pub fn decide_histogram(&self) -> Result<hdrhistogram::Histogram<u64>, LoadError> {
-        let mut h = super::latency::new_histogram()?;
-        for &(value, count) in &self.decide_ns {
-            h.record_n(value, count)
-                .map_err(|e| LoadError::Histogram(e.to_string()))?;
-        }
-        Ok(h)
+        super::latency::from_buckets(&self.decide_ns)
     }
 }
 
