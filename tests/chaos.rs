@@ -215,3 +215,66 @@ fn after_the_drill_the_correct_client_enforces_and_the_stuck_one_admits_everythi
     let stuck = after_reset(Some(Flaw::NeverReconnects), n, capacity);
     assert_eq!(stuck[Outcome::DegradedAllowed as usize], n, "{stuck:?}");
 }
+
+/// The pool drill, run by the experiment with one short sequence beside it: a connection opened
+/// before new ones were refused answers from Redis until the pool replaces it; its replacement
+/// cannot connect, so nothing after it reaches Redis (the kernel refuses the connect, whatever the
+/// machine's speed); the failures grow with the replacements; once healed, every place serves.
+#[test]
+fn a_pool_fails_one_replaced_connection_at_a_time_and_recovers_on_heal() {
+    use ratelab::experiments::chaos::{PoolBinRow, PoolRow, POOL, POOL_BINS};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = common::run_experiment(
+        "chaos",
+        tmp.path(),
+        &[
+            ("timeouts_ms", "[30]"),
+            ("flaws", "[]"),
+            ("fail_closed", "false"),
+            ("directions", "[]"),
+            ("blackhole_drill_ms", "200"),
+            ("latency_drill_ms", "200"),
+            ("settle_ms", "500"),
+        ],
+    );
+    let places: Vec<PoolRow> = POOL.read(&dir).unwrap();
+    let bins: Vec<PoolBinRow> = POOL_BINS.read(&dir).unwrap();
+    let refused: Vec<&PoolRow> = places
+        .iter()
+        .filter(|r| r.drill == ChaosDrill::Refused)
+        .collect();
+    assert_eq!(refused.len(), 8, "one row per place: {places:?}");
+    for r in &refused {
+        assert!(
+            r.replaced >= 1,
+            "every place turns over in the drill: {r:?}"
+        );
+        assert_eq!(
+            r.redis_after_replaced, 0,
+            "a replacement never reaches Redis: {r:?}"
+        );
+        assert!(
+            r.policy_before_replaced_fraction < 0.5,
+            "the old connection serves: {r:?}"
+        );
+        assert!(
+            r.by_policy > 0 && r.by_redis > 0,
+            "both before and after: {r:?}"
+        );
+    }
+    let in_refused: Vec<&PoolBinRow> = bins
+        .iter()
+        .filter(|b| b.drill == ChaosDrill::Refused)
+        .collect();
+    let (first, last) = (in_refused[0], in_refused[in_refused.len() - 1]);
+    assert!(
+        first.by_policy_fraction < last.by_policy_fraction,
+        "{first:?} {last:?}"
+    );
+    assert_eq!(last.connections_failing, 8, "{last:?}");
+    let healed = bins
+        .iter()
+        .rfind(|b| b.drill == ChaosDrill::AfterRefused)
+        .unwrap();
+    assert_eq!(healed.by_policy, 0, "{healed:?}");
+}

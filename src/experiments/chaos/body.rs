@@ -3,7 +3,10 @@
 //! after-drill check; rows written per sequence.
 
 use super::directions::Directions;
-use super::rows::{AfterRow, Drill, SwitchRow, AFTERS, BINS, DIRECTIONS, DRILLS, SWITCHES};
+use super::pool::PoolDrill;
+use super::rows::{
+    AfterRow, Drill, SwitchRow, AFTERS, BINS, DIRECTIONS, DRILLS, POOL, POOL_BINS, SWITCHES,
+};
 use super::service::{Served, Service, ServiceSpec, Trace};
 use super::tally::{self, Window};
 use super::timers::{Lateness, Watch};
@@ -81,6 +84,10 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut drills = DRILLS.create(&s.run.staging)?;
     let mut afters = AFTERS.create(&s.run.staging)?;
     let mut switches = SWITCHES.create(&s.run.staging)?;
+    let (mut pool, mut pool_bins) = (
+        POOL.create(&s.run.staging)?,
+        POOL_BINS.create(&s.run.staging)?,
+    );
     let bar = s.progress(sequences.len() as u64 + u64::from(!p.directions.is_empty()));
     for (i, (timeout_ms, clients)) in sequences.iter().enumerate() {
         let names: Vec<String> = clients.iter().map(|c| c.name()).collect();
@@ -95,7 +102,28 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             seed: s.ctx.seed.wrapping_add(i as u64),
             prefix: format!("{}{timeout_ms}:", s.prefix),
         };
-        let out = rt.block_on(seq.run()).phase(what)?;
+        // The pool drill runs beside the first sequence, through a proxy of its own.
+        let pool_drill = (i == 0 && p.pool_connections > 0).then(|| PoolDrill {
+            p,
+            upstream,
+            proxied: &proxied,
+            seed: s.ctx.seed.wrapping_add(0x9001),
+            prefix: format!("{}pool:", s.prefix),
+        });
+        let (out, pooled) = rt.block_on(async {
+            let pooled = async {
+                match &pool_drill {
+                    Some(drill) => drill.run().await.map(Some),
+                    None => Ok(None),
+                }
+            };
+            tokio::join!(seq.run(), pooled)
+        });
+        let out = out.phase(what)?;
+        if let Some((places, bins)) = pooled.phase(|| "the pool drill".to_string())? {
+            places.iter().try_for_each(|row| pool.write(row))?;
+            bins.iter().try_for_each(|row| pool_bins.write(row))?;
+        }
         for (name, trace, after) in &out.clients {
             let spec = tally::Spec {
                 client: name,
@@ -369,7 +397,8 @@ async fn switch(proxy: &Proxy, window: Drill, p: &Params) -> Result<(), PhaseErr
             fixed: Duration::from_millis(p.injected_ms),
             jitter: Duration::from_millis(p.jitter_ms),
         })),
-        Drill::AfterBlackhole | Drill::AfterLatency => drop(proxy.heal()),
+        Drill::Refused => drop(proxy.set(Fault::Refuse)),
+        Drill::AfterBlackhole | Drill::AfterLatency | Drill::AfterRefused => drop(proxy.heal()),
         Drill::Reset => {
             proxy.set(Fault::Reset);
             let reset_by = Instant::now() + RESET_WAIT;

@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{AfterRow, BinRow, Drill, DrillRow, AFTERS, BINS, DRILLS};
+use super::{AfterRow, BinRow, Drill, DrillRow, PoolBinRow, AFTERS, BINS, DRILLS, POOL_BINS};
 use crate::charts::axes::log_points;
 use crate::charts::bars::{self, si, BarChart};
 use crate::charts::spec::{
@@ -139,7 +139,7 @@ fn panel(
     let mut x = Axis::new(
         "s after traffic started",
         Range::Linear(0.0, x_hi),
-        Ticks::Auto(10, |v| format!("{v:.0}")),
+        Ticks::Auto(10, seconds),
         40,
     );
     x.grid = false;
@@ -147,6 +147,14 @@ fn panel(
     let mut plot = Plot::new([10, 30, 0, 10], x, y, layers);
     (plot.font_px, plot.under) = ((13, 15), under);
     plot
+}
+
+/// A time tick: whole seconds plain, others to a tenth (a quick run's drills last seconds).
+fn seconds(v: f64) -> String {
+    match (v - v.round()).abs() < 1e-9 {
+        true => format!("{v:.0}"),
+        false => format!("{v:.1}"),
+    }
 }
 
 /// Whether the panel's name, top left, would run into the first shaded drill's name centred
@@ -399,8 +407,63 @@ fn after_chart(rows: &[AfterRow]) -> Chart {
     bars::spec(chart)
 }
 
-/// Renders chaos.svg, chaos_flaws.svg (when misconfigured clients ran) and after.svg; the fault
-/// windows come from drills.csv.
+/// The pool drill over time: the share of checks answered by policy beside the connections that
+/// failed and those the pool had replaced since the fault, as shares of the pool.
+fn pool_chart(rows: &[PoolBinRow]) -> Option<Chart> {
+    let first = rows.first()?;
+    let mut shaded: Vec<(Drill, f64, f64)> = Vec::new();
+    for r in rows {
+        let end = r.t_s + r.bin_ms / 1e3;
+        match shaded.last_mut() {
+            Some(w) if w.0 == r.drill => w.2 = end,
+            _ => shaded.push((r.drill, r.t_s, end)),
+        }
+    }
+    let at = |r: &PoolBinRow| r.t_s + r.bin_ms / 2e3;
+    let of_pool = |n: u64, r: &PoolBinRow| Some(100.0 * n as f64 / r.connections.max(1) as f64);
+    let lines = [
+        line(
+            "checks answered by policy %",
+            0,
+            false,
+            rows.iter()
+                .map(|r| (at(r), Some(100.0 * r.by_policy_fraction)))
+                .collect(),
+        ),
+        line(
+            "connections failing, % of the pool",
+            1,
+            false,
+            rows.iter()
+                .map(|r| (at(r), of_pool(r.connections_failing, r)))
+                .collect(),
+        ),
+        line(
+            "connections replaced since new ones were refused, % of the pool",
+            7,
+            true,
+            (rows.iter())
+                .map(|r| match r.drill {
+                    Drill::Refused => (at(r), of_pool(r.connections_replaced, r)),
+                    _ => (at(r), None),
+                })
+                .collect(),
+        ),
+    ];
+    let title = format!("a pool of {} connections", first.connections);
+    let plot = panel(&title, "%", &lines, &shaded, false);
+    let note =
+        "new connections refused, open ones untouched (shaded); each connection replaced at its \
+                first check-out past its maximum age; fail-open";
+    let chart_title = "chaos: a connection pool hides an outage until it turns over";
+    Some(
+        Chart::new((1200, 390), chart_title, note, vec![plot])
+            .legend(10 + Y_LABEL_PX as i32, legend(&lines)),
+    )
+}
+
+/// Renders chaos.svg, chaos_flaws.svg (when misconfigured clients ran), after.svg and pool.svg (when
+/// the pool drill ran); the fault windows come from drills.csv.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     let rows = read_file(&BINS, dir)?;
     let drills = read_file(&DRILLS, dir)?;
@@ -414,6 +477,11 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     if AFTERS.path(dir).is_file() {
         let after = read_file(&AFTERS, dir)?;
         written.extend(write_spec(dir, "after", &after_chart(&after))?);
+    }
+    if POOL_BINS.path(dir).is_file() {
+        if let Some(chart) = pool_chart(&read_file(&POOL_BINS, dir)?) {
+            written.extend(write_spec(dir, "pool", &chart)?);
+        }
     }
     Ok(written)
 }
@@ -439,6 +507,15 @@ client,timeout_ms,requests,capacity,refill_per_sec,elapsed_ms,max_allowed,allowe
 degraded_denied,reconnects,enforced
 correct,30,300,20,6,80,21,20,280,0,0,0,true
 never-reconnects,30,300,20,6,10,21,0,0,300,0,0,false
+";
+
+    const POOL_CSV: &str = "\
+drill,bin,last_in_window,t_s,bin_ms,connections,checks,by_policy,by_policy_fraction,connections_failing,\
+connections_replaced
+baseline,0,true,0,500,8,100,0,0,0,1
+refused,0,false,0.5,500,8,100,10,0.1,1,1
+refused,1,true,1,500,8,100,100,1,8,8
+after-refused,0,true,1.5,500,8,100,0,0,0,0
 ";
 
     /// drills.csv for every (client, timeout) of CSV: baseline 0-0.5 s, then its second drill.
@@ -503,6 +580,7 @@ never-reconnects,30,300,20,6,10,21,0,0,300,0,0,false
         let dir = csv_dir(tmp.path(), "chaos", BINS.name(), CSV);
         std::fs::write(AFTERS.path(&dir), AFTER).unwrap();
         std::fs::write(DRILLS.path(&dir), drills_csv()).unwrap();
+        std::fs::write(POOL_BINS.path(&dir), POOL_CSV).unwrap();
         let paths = render(&dir).unwrap();
         let names: Vec<String> = (paths.iter())
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
@@ -514,6 +592,8 @@ never-reconnects,30,300,20,6,10,21,0,0,300,0,0,false
             "chaos_flaws.png",
             "after.svg",
             "after.png",
+            "pool.svg",
+            "pool.png",
         ];
         assert_eq!(names, want);
         let svg = std::fs::read_to_string(dir.join("chaos.svg")).unwrap();
@@ -535,5 +615,7 @@ never-reconnects,30,300,20,6,10,21,0,0,300,0,0,false
         }
         let after = std::fs::read_to_string(dir.join("after.svg")).unwrap();
         assert!(after.contains("never-reconnects") && after.contains("(30 ms)"));
+        let pool = std::fs::read_to_string(dir.join("pool.svg")).unwrap();
+        assert!(pool.contains("a pool of 8 connections") && pool.contains("refused"));
     }
 }

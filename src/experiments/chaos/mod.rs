@@ -31,6 +31,7 @@
 mod body;
 mod charts;
 mod directions;
+mod pool;
 mod report;
 mod rows;
 pub mod service;
@@ -38,8 +39,8 @@ pub mod tally;
 mod timers;
 mod warm;
 
-pub use rows::{AfterRow, BinRow, DirectionRow, Drill, DrillRow, SwitchRow};
-pub use rows::{AFTERS, BINS, DIRECTIONS, DRILLS, SWITCHES};
+pub use rows::{AfterRow, BinRow, DirectionRow, Drill, DrillRow, PoolBinRow, PoolRow, SwitchRow};
+pub use rows::{AFTERS, BINS, DIRECTIONS, DRILLS, POOL, POOL_BINS, SWITCHES};
 
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::fault::Direction;
@@ -70,6 +71,8 @@ impl Definition for Chaos {
             AFTERS.table(),
             SWITCHES.table(),
             DIRECTIONS.table(),
+            POOL.table(),
+            POOL_BINS.table(),
         ]
     }
 }
@@ -120,6 +123,16 @@ pub struct Params {
     pub direction_drill_ms: u64,
     /// Checks per second in a direction's drill (open loop, Poisson).
     pub direction_rate_per_s: f64,
+    /// The pool drill, beside the first sequence: connections in the pool (0: no pool drill).
+    pub pool_connections: usize,
+    /// The pool replaces a connection at its first check-out past this age; one connection
+    /// reaches it every `pool_max_age_ms / pool_connections`.
+    pub pool_max_age_ms: u64,
+    /// How long the pool drill refuses new connections (open ones go on), after a baseline of
+    /// `baseline_ms` and before `settle_ms` healed.
+    pub pool_drill_ms: u64,
+    /// Checks per second through the pool (open loop, Poisson).
+    pub pool_rate_per_s: f64,
     /// The latency drill: delay added to every reply.
     pub injected_ms: u64,
     /// The latency drill: random extra delay, up to this much.
@@ -180,6 +193,14 @@ impl Validate for Params {
                     && (p.direction_drill_ms == 0
                         || !(p.direction_rate_per_s > 0.0 && p.direction_rate_per_s.is_finite())),
                 "with directions, direction_drill_ms must be >= 1 and direction_rate_per_s positive",
+            ),
+            (
+                p.pool_connections > 0
+                    && (p.pool_max_age_ms == 0
+                        || p.pool_drill_ms == 0
+                        || !(p.pool_rate_per_s > 0.0 && p.pool_rate_per_s.is_finite())),
+                "with pool_connections, pool_max_age_ms and pool_drill_ms must be >= 1 and \
+                 pool_rate_per_s positive",
             ),
             (
                 p.bin_ms == 0 || p.sample_ms == 0,

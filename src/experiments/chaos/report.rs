@@ -1,7 +1,7 @@
 //! chaos's summary for REPORT.md: per client, timeout and drill window (drills.csv), then the
 //! after-drill check (after.csv).
 
-use super::{AfterRow, DirectionRow, DrillRow, AFTERS, DIRECTIONS, DRILLS};
+use super::{AfterRow, DirectionRow, DrillRow, PoolRow, AFTERS, DIRECTIONS, DRILLS, POOL};
 use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use std::path::Path;
@@ -47,6 +47,34 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
     if DIRECTIONS.path(dir).is_file() {
         out.push_str(&directions(dir)?);
     }
+    if POOL.path(dir).is_file() {
+        out.push_str(&pool(dir)?);
+    }
+    Ok(out)
+}
+
+/// Per pool drill window, over the pool's connections: what each carried and when it failed.
+fn pool(dir: &Path) -> Result<String, AnalysisError> {
+    let rows = POOL.read(dir)?;
+    if rows.is_empty() {
+        return Ok(String::new());
+    }
+    let keys: [Key<PoolRow>; 1] = [("window", |r| r.drill.to_string())];
+    let stats: [Stat<PoolRow>; 6] = [
+        ("checks", |r| Some(r.checks as f64)),
+        ("by policy %", |r| Some(r.by_policy_fraction * 100.0)),
+        ("replaced", |r| Some(r.replaced as f64)),
+        ("replaced at ms", |r| r.replaced_at_ms),
+        ("first by policy ms", |r| r.first_policy_ms),
+        ("by Redis after replaced", |r| {
+            Some(r.redis_after_replaced as f64)
+        }),
+    ];
+    let mut out = String::from(
+        "\nPool drill (new connections refused, open ones untouched; per connection, mean (min-max) \
+         over the pool):\n\n",
+    );
+    out.push_str(&summary_table(&rows, &keys, &stats));
     Ok(out)
 }
 

@@ -17,6 +17,12 @@ pub const AFTERS: CsvFile<AfterRow> = CsvFile::new("after.csv");
 /// `directions.csv`: One row per window of each blackhole direction's drill.
 pub const DIRECTIONS: CsvFile<DirectionRow> = CsvFile::new("directions.csv");
 
+/// `pool.csv`: One row per connection of the pool drill's pool per window.
+pub const POOL: CsvFile<PoolRow> = CsvFile::new("pool.csv");
+
+/// `pool_bins.csv`: One row per time bin of the pool drill.
+pub const POOL_BINS: CsvFile<PoolBinRow> = CsvFile::new("pool_bins.csv");
+
 /// `switches.csv`: One row per switch of the proxy's fault.
 pub const SWITCHES: CsvFile<SwitchRow> = CsvFile::new("switches.csv");
 
@@ -36,12 +42,20 @@ pub enum Drill {
     AfterLatency,
     /// Every connection reset once, then healed: what a client that never reconnects cannot survive.
     Reset,
+    /// New connections refused, open ones untouched (a firewall rule that drops only new
+    /// connections): the pool drill's fault.
+    Refused,
+    /// Healed after new connections were refused.
+    AfterRefused,
 }
 
 impl Drill {
     /// The windows a fault is active in (shaded in the charts).
     pub fn is_fault(self) -> bool {
-        matches!(self, Drill::Blackhole | Drill::Latency | Drill::Reset)
+        matches!(
+            self,
+            Drill::Blackhole | Drill::Latency | Drill::Reset | Drill::Refused
+        )
     }
 }
 
@@ -241,6 +255,70 @@ pub struct DirectionRow {
     pub connections_accepted: u64,
     /// New connections the client reported in the window.
     pub reconnects: u64,
+}
+
+/// One connection of the pool drill's pool in one window (baseline, refused, after-refused): the
+/// checks it carried and how they were answered, before and after the pool replaced it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PoolRow {
+    /// The window: baseline, refused (new connections refused) or after-refused (healed).
+    pub drill: Drill,
+    /// The connection's place in the pool (requests take the places in turn).
+    pub connection: u64,
+    /// The pool replaces a connection at its first check-out past this age.
+    pub max_age_ms: u64,
+    /// The window's start on the drill's clock, from the proxy's switch instants.
+    pub start_ms: f64,
+    /// The window's end on the same clock.
+    pub end_ms: f64,
+    /// Times the pool replaced this connection in the window.
+    pub replaced: u64,
+    /// The first replacement, ms after the window's start (empty: none).
+    pub replaced_at_ms: Option<f64>,
+    /// Checks intended in the window that took this connection.
+    pub checks: u64,
+    /// Of them, answered by Redis.
+    pub by_redis: u64,
+    /// Of them, answered by the fail-open policy (Redis could not be asked or did not answer in
+    /// time).
+    pub by_policy: u64,
+    /// by_policy / checks.
+    pub by_policy_fraction: f64,
+    /// Of the checks before the connection's first replacement in the window (on the connection
+    /// it had at the window's start), the share answered by policy.
+    pub policy_before_replaced_fraction: f64,
+    /// Checks after its first replacement in the window answered by Redis.
+    pub redis_after_replaced: u64,
+    /// The first check answered by policy, ms after the window's start (empty: none).
+    pub first_policy_ms: Option<f64>,
+}
+
+/// One time bin of the pool drill, all connections together; bins start at their window's
+/// start (the last one of a window runs to its end).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PoolBinRow {
+    /// The window the bin is in.
+    pub drill: Drill,
+    /// The bin's place in its window, from 0.
+    pub bin: u64,
+    /// The window's last bin.
+    pub last_in_window: bool,
+    /// Start of the bin, s after the schedule's start.
+    pub t_s: f64,
+    /// The bin's width, ms.
+    pub bin_ms: f64,
+    /// The pool's connections.
+    pub connections: u64,
+    /// Checks intended in the bin.
+    pub checks: u64,
+    /// Of them, answered by the fail-open policy.
+    pub by_policy: u64,
+    /// by_policy / checks.
+    pub by_policy_fraction: f64,
+    /// Connections with a check answered by policy in the bin.
+    pub connections_failing: u64,
+    /// Connections the pool replaced since the window's start, by the bin's end.
+    pub connections_replaced: u64,
 }
 
 /// One switch of the proxy's fault.
