@@ -221,7 +221,7 @@ fn after_the_drill_the_correct_client_enforces_and_the_stuck_one_admits_everythi
 /// cannot connect, so nothing after it reaches Redis (the kernel refuses the connect, whatever the
 /// machine's speed); the failures grow with the replacements; once healed, every place serves.
 #[test]
-fn a_pool_fails_one_replaced_connection_at_a_time_and_recovers_on_heal() {
+fn a_pool_fails_one_replaced_connection_at_a_time_and_an_idle_service_rides_along() {
     use ratelab::experiments::chaos::{PoolBinRow, PoolRow, POOL, POOL_BINS};
     let tmp = tempfile::tempdir().unwrap();
     let dir = common::run_experiment(
@@ -277,4 +277,10 @@ fn a_pool_fails_one_replaced_connection_at_a_time_and_recovers_on_heal() {
         .rfind(|b| b.drill == ChaosDrill::AfterRefused)
         .unwrap();
     assert_eq!(healed.by_policy, 0, "{healed:?}");
+    // The idle service rode the same sequence: every window has its row, and its trickle never
+    // kept the pool's workers all busy.
+    let drills: Vec<DrillRow> = ratelab::experiments::chaos::DRILLS.read(&dir).unwrap();
+    let idle: Vec<&DrillRow> = drills.iter().filter(|d| d.client == "idle").collect();
+    assert_eq!(idle.len(), 6, "{drills:?}");
+    assert!(idle.iter().all(|d| d.busy_max < d.workers), "{idle:?}");
 }

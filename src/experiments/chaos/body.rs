@@ -25,25 +25,38 @@ use tokio::time::Instant;
 /// How long a reset may take to reach every connection before the proxy heals.
 const RESET_WAIT: Duration = Duration::from_millis(200);
 
-/// One store client of a sequence, each its own service: its policy and its flaw, if any.
+/// One store client of a sequence, each its own service: its policy and its flaw, if any, and
+/// whether its service is idle (a trickle of requests instead of the load).
 #[derive(Debug, Clone, Copy)]
 struct Client {
     policy: Policy,
     flaw: Option<Flaw>,
+    idle: bool,
 }
 
 impl Client {
     const CORRECT: Client = Client {
         policy: Policy::FailOpen,
         flaw: None,
+        idle: false,
     };
 
-    /// Its name in the CSVs: `correct` (fail-open), `fail-closed`, or its flaw (fail-open).
+    /// Its name in the CSVs: `correct` (fail-open), `idle` (the correct one, idle),
+    /// `fail-closed`, or its flaw (fail-open).
     fn name(self) -> String {
-        match (self.flaw, self.policy) {
-            (Some(flaw), _) => crate::record::csv_text(&flaw),
-            (None, Policy::FailOpen) => "correct".to_string(),
-            (None, Policy::FailClosed) => "fail-closed".to_string(),
+        match (self.flaw, self.policy, self.idle) {
+            (Some(flaw), _, _) => crate::record::csv_text(&flaw),
+            (None, _, true) => "idle".to_string(),
+            (None, Policy::FailOpen, false) => "correct".to_string(),
+            (None, Policy::FailClosed, false) => "fail-closed".to_string(),
+        }
+    }
+
+    /// Requests per second arriving at its service.
+    fn rate_per_s(self, p: &Params) -> f64 {
+        match self.idle {
+            true => p.idle_rate_per_s,
+            false => p.rate_per_s,
         }
     }
 }
@@ -54,15 +67,23 @@ fn sequences(p: &Params) -> Vec<(u64, Vec<Client>)> {
     let mut out: Vec<(u64, Vec<Client>)> = (p.timeouts_ms.iter())
         .map(|&t| (t, vec![Client::CORRECT]))
         .collect();
+    // The idle service beside the loaded one, through the same drills (seed 003: "An idle
+    // system degrades beautifully").
+    if let Some((_, clients)) = out.first_mut().filter(|_| p.idle_rate_per_s > 0.0) {
+        clients.push(Client {
+            idle: true,
+            ..Client::CORRECT
+        });
+    }
     let flawed = p.flaws.iter().map(|&flaw| Client {
-        policy: Policy::FailOpen,
         flaw: Some(flaw),
+        ..Client::CORRECT
     });
     let mut side: Vec<Client> = flawed.collect();
     if p.fail_closed {
         side.push(Client {
             policy: Policy::FailClosed,
-            flaw: None,
+            ..Client::CORRECT
         });
     }
     if !side.is_empty() {
@@ -302,7 +323,7 @@ impl Sequence<'_> {
         let p = self.p;
         let mut services = Vec::new();
         let mut schedules = Vec::new();
-        for (i, (name, store)) in stores.iter().enumerate() {
+        for (i, ((name, store), client)) in stores.iter().zip(self.clients).enumerate() {
             let spec = ServiceSpec {
                 workers: p.workers,
                 queue_max: p.queue_max,
@@ -314,7 +335,7 @@ impl Sequence<'_> {
             };
             let seed = self.seed.wrapping_mul(31).wrapping_add(i as u64);
             let arrivals = Arrivals::Poisson {
-                rate_per_s: p.rate_per_s,
+                rate_per_s: client.rate_per_s(p),
                 duration_ms: plan.total_ms(),
             };
             schedules.push(arrivals.schedule(seed));

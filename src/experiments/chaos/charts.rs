@@ -1,8 +1,9 @@
-//! The chaos charts, from chaos.csv and after.csv alone. `chaos.svg`: per store timeout of the
-//! correct client, served and dropped requests per second (offered dashed) above p99 latency
-//! (log ms), the fault windows shaded and named: the 5 s pool stops serving, the 30 ms one does
-//! not. `chaos_flaws.svg`: the misconfigured clients beside the correct one at the same timeout:
-//! p99 of the setup-only timeout against the correct client's, degraded answers against the
+//! The chaos charts, from its CSVs alone. `chaos.svg`: per store timeout of the correct client,
+//! served and dropped requests per second (offered dashed) above p99 latency (log ms), the fault
+//! windows shaded and named: the 5 s pool stops serving, the 30 ms one does not; where an idle
+//! service ran beside it, the workers each kept busy. `pool.svg`: the pool drill, its connections
+//! failing one at a time. `chaos_flaws.svg`: the misconfigured clients beside the correct one at
+//! the same timeout: p99 of the setup-only timeout against the correct client's, degraded answers against the
 //! fail-open counter of the unrecorded client, what the never-reconnecting client answers after
 //! the reset, the denials of the client whose error path denies against the correct one's, and
 //! what the fail-closed client rejects against what the correct one admits. `after.svg`: the
@@ -218,6 +219,17 @@ fn correct_chart(rows: &[BinRow], drills: &[DrillRow]) -> Option<Chart> {
         if names.is_empty() {
             names = legend(&rates).into_iter().chain(legend(&p99)).collect();
         }
+        let idle = of(rows, "idle", *t);
+        if !idle.is_empty() {
+            let busy = |rs: &[&BinRow]| rs.iter().map(|r| (mid(r), Some(r.busy_mean))).collect();
+            let lines = [
+                line("loaded service: workers busy (mean)", 3, false, busy(&rs)),
+                line("idle service: workers busy (mean)", 9, true, busy(&idle)),
+            ];
+            let title = format!("the same drills on an idle service, store timeout {t} ms");
+            plots.push(panel(&title, "workers busy", &lines, &shaded, false));
+            names.extend(legend(&lines));
+        }
     }
     if plots.is_empty() {
         return None;
@@ -325,10 +337,12 @@ fn flaw_panel(
 /// The misconfigured clients and the fail-closed one beside the correct one at their timeout, a
 /// panel each.
 fn flaws_chart(rows: &[BinRow], drills: &[DrillRow]) -> Option<Chart> {
-    let flawed = rows.iter().find(|r| r.client != "correct")?;
+    // The correct client's own sequences (the idle service's too) run longer drills: the correct
+    // client drawn over the side clients' span.
+    let beside = |r: &&BinRow| r.client != "correct" && r.client != "idle";
+    let flawed = rows.iter().find(beside)?;
     let t = flawed.timeout_ms;
-    // The correct client's own sequence runs longer drills: drawn over the flawed ones' span.
-    let span = (rows.iter().filter(|r| r.client != "correct")).fold(0.0, |hi, r| mid(r).max(hi));
+    let span = (rows.iter().filter(beside)).fold(0.0, |hi, r| mid(r).max(hi));
     let mut correct = of(rows, "correct", t);
     correct.retain(|r| mid(r) <= span);
     let (mut plots, mut names) = (Vec::new(), Vec::new());
@@ -497,6 +511,7 @@ fail_open_counter,busy_max,busy_mean,queue_max
 correct,5000,baseline,0,500,400,400,0,5.3,6.1,7,300,100,0,0,6,4.2,0
 correct,5000,blackhole,0.5,500,400,40,300,2000,4900,5000,0,0,40,0,40,40,200
 correct,30,baseline,0,500,400,400,0,5.3,6.1,7,300,100,0,0,6,4.2,0
+idle,5000,blackhole,0.5,500,1,0,0,,,,0,0,0,0,1,0.8,0
 correct,30,blackhole,0.5,500,400,400,0,35,36,37,0,0,400,400,30,28,3
 unrecorded,30,blackhole,0.5,500,400,400,0,35,36,37,0,0,400,0,30,28,3
 setup-timeout-only,30,latency,0.5,500,400,60,300,600,900,950,50,10,0,0,40,40,200
@@ -602,6 +617,7 @@ after-refused,0,true,1.5,500,8,100,0,0,0,0
             "store timeout 30 ms",
             "blackhole",
             "dropped /s",
+            "idle service: workers busy",
         ] {
             assert!(svg.contains(s), "chaos.svg lacks {s}");
         }

@@ -123,6 +123,9 @@ pub struct Params {
     pub direction_drill_ms: u64,
     /// Checks per second in a direction's drill (open loop, Poisson).
     pub direction_rate_per_s: f64,
+    /// An idle service (the correct client, requests arriving at this rate) beside the loaded
+    /// one in the first sequence's drills (0: none).
+    pub idle_rate_per_s: f64,
     /// The pool drill, beside the first sequence: connections in the pool (0: no pool drill).
     pub pool_connections: usize,
     /// The pool replaces a connection at its first check-out past this age; one connection
@@ -169,6 +172,10 @@ impl Validate for Params {
             (
                 !(p.rate_per_s > 0.0 && p.rate_per_s.is_finite()),
                 "rate_per_s must be a positive number",
+            ),
+            (
+                !(p.idle_rate_per_s >= 0.0 && p.idle_rate_per_s.is_finite()),
+                "idle_rate_per_s must be 0 (no idle service) or a positive number",
             ),
             (p.keys == 0, "keys must be >= 1"),
             (p.capacity == 0, "capacity must be >= 1"),

@@ -285,7 +285,10 @@ impl Tally<'_> {
             by_policy: mine.len() as u64 - by_redis,
             by_policy_fraction: share(mine.len() as u64 - by_redis, mine.len() as u64),
             policy_before_replaced_fraction: share(policy_before, before),
-            redis_after_replaced: count(&|r| r.out.generation > at_start && r.out.by_redis),
+            // A check intended just before the heal may start after it, and connect.
+            redis_after_replaced: count(&|r| {
+                r.out.generation > at_start && r.out.by_redis && r.start_ns < end
+            }),
             first_policy_ms: first_policy.map(|r| ms(r.intended_ns.saturating_sub(start))),
         }
     }

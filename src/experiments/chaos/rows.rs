@@ -287,7 +287,8 @@ pub struct PoolRow {
     /// Of the checks before the connection's first replacement in the window (on the connection
     /// it had at the window's start), the share answered by policy.
     pub policy_before_replaced_fraction: f64,
-    /// Checks after its first replacement in the window answered by Redis.
+    /// Checks after its first replacement in the window answered by Redis (of those started
+    /// before the window's end: one intended just before it may start after the next switch).
     pub redis_after_replaced: u64,
     /// The first check answered by policy, ms after the window's start (empty: none).
     pub first_policy_ms: Option<f64>,
