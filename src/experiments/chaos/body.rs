@@ -4,9 +4,8 @@
 
 use super::directions::Directions;
 use super::pool::PoolDrill;
-use super::rows::{
-    AfterRow, Drill, SwitchRow, AFTERS, BINS, DIRECTIONS, DRILLS, POOL, POOL_BINS, SWITCHES,
-};
+use super::rows::{AfterRow, BinRow, Drill, DrillRow, PoolBinRow, PoolRow, SwitchRow};
+use super::rows::{AFTERS, BINS, DIRECTIONS, DRILLS, POOL, POOL_BINS, SWITCHES};
 use super::service::{Served, Service, ServiceSpec, Trace};
 use super::tally::{self, Window};
 use super::timers::{Lateness, Watch};
@@ -16,6 +15,7 @@ use crate::experiments::{ExperimentError, Phase as _, PhaseError, Session};
 use crate::fault::{Fault, Proxy};
 use crate::load::drill::{self as engine, Ran, Schedule, When};
 use crate::load::Arrivals;
+use crate::record::CsvSink;
 use crate::store::{Flaw, Outcome, Policy, Store, StoreSettings};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -101,14 +101,14 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         .map_err(crate::server::ServerError::from)
         .phase(|| "building the async runtime".into())?;
     let sequences = sequences(p);
-    let mut seconds = BINS.create(&s.run.staging)?;
-    let mut drills = DRILLS.create(&s.run.staging)?;
-    let mut afters = AFTERS.create(&s.run.staging)?;
-    let mut switches = SWITCHES.create(&s.run.staging)?;
-    let (mut pool, mut pool_bins) = (
-        POOL.create(&s.run.staging)?,
-        POOL_BINS.create(&s.run.staging)?,
-    );
+    let mut sinks = Sinks {
+        seconds: BINS.create(&s.run.staging)?,
+        drills: DRILLS.create(&s.run.staging)?,
+        afters: AFTERS.create(&s.run.staging)?,
+        switches: SWITCHES.create(&s.run.staging)?,
+        pool: POOL.create(&s.run.staging)?,
+        pool_bins: POOL_BINS.create(&s.run.staging)?,
+    };
     let bar = s.progress(sequences.len() as u64 + u64::from(!p.directions.is_empty()));
     for (i, (timeout_ms, clients)) in sequences.iter().enumerate() {
         let names: Vec<String> = clients.iter().map(|c| c.name()).collect();
@@ -131,52 +131,13 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             seed: s.ctx.seed.wrapping_add(0x9001),
             prefix: format!("{}pool:", s.prefix),
         });
-        let (out, pooled) = rt.block_on(async {
-            let pooled = async {
-                match &pool_drill {
-                    Some(drill) => drill.run().await.map(Some),
-                    None => Ok(None),
-                }
-            };
-            tokio::join!(seq.run(), pooled)
-        });
+        let (out, pooled) = rt.block_on(seq.run_beside(pool_drill.as_ref()));
         let out = out.phase(what)?;
         if let Some((places, bins)) = pooled.phase(|| "the pool drill".to_string())? {
-            places.iter().try_for_each(|row| pool.write(row))?;
-            bins.iter().try_for_each(|row| pool_bins.write(row))?;
+            places.iter().try_for_each(|row| sinks.pool.write(row))?;
+            bins.iter().try_for_each(|row| sinks.pool_bins.write(row))?;
         }
-        for (name, trace, after) in &out.clients {
-            let spec = tally::Spec {
-                client: name,
-                timeout_ms: *timeout_ms,
-                workers: p.workers as u64,
-                injected_ms: p.injected_ms,
-                bin_ms: p.bin_ms,
-            };
-            if let Some(e) = &trace.first_error {
-                return Err(PhaseError::Invalid(format!("{name}: limiter error: {e}"))).phase(what);
-            }
-            for row in tally::bins(&spec, trace, &out.windows) {
-                seconds.write(&row)?;
-            }
-            for mut row in tally::drills(&spec, trace, &out.windows) {
-                let window = out.windows.iter().find(|w| w.drill == row.drill);
-                let (tokio, precise) = window.map_or((None, None), |w| {
-                    out.lateness.medians_in(w.start_ns, w.end_ns)
-                });
-                (row.tokio_timer_late_p50_ms, row.precise_timer_late_p50_ms) = (tokio, precise);
-                drills.write(&row)?;
-            }
-            afters.write(after)?;
-        }
-        for (at_ms, fault) in &out.switches {
-            switches.write(&SwitchRow {
-                clients: names.join("+"),
-                timeout_ms: *timeout_ms,
-                at_ms: *at_ms,
-                fault: fault.clone(),
-            })?;
-        }
+        sinks.sequence(p, *timeout_ms, &names, &out).phase(what)?;
         s.run.note(format!(
             "{} ms: proxy accepted {} connection(s); {}",
             timeout_ms, out.accepted, out.counters
@@ -201,6 +162,62 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     }
     bar.finish_and_clear();
     Ok(())
+}
+
+/// The CSVs the sequences write.
+struct Sinks {
+    seconds: CsvSink<BinRow>,
+    drills: CsvSink<DrillRow>,
+    afters: CsvSink<AfterRow>,
+    switches: CsvSink<SwitchRow>,
+    pool: CsvSink<PoolRow>,
+    pool_bins: CsvSink<PoolBinRow>,
+}
+
+impl Sinks {
+    /// One sequence's rows: per client its bins, drill windows and after-drill check, then the
+    /// proxy's switches.
+    fn sequence(
+        &mut self,
+        p: &Params,
+        timeout_ms: u64,
+        names: &[String],
+        out: &SequenceOut,
+    ) -> Result<(), PhaseError> {
+        for (name, trace, after) in &out.clients {
+            let spec = tally::Spec {
+                client: name,
+                timeout_ms,
+                workers: p.workers as u64,
+                injected_ms: p.injected_ms,
+                bin_ms: p.bin_ms,
+            };
+            if let Some(e) = &trace.first_error {
+                return Err(PhaseError::Invalid(format!("{name}: limiter error: {e}")));
+            }
+            for row in tally::bins(&spec, trace, &out.windows) {
+                self.seconds.write(&row)?;
+            }
+            for mut row in tally::drills(&spec, trace, &out.windows) {
+                let window = out.windows.iter().find(|w| w.drill == row.drill);
+                let (tokio, precise) = window.map_or((None, None), |w| {
+                    out.lateness.medians_in(w.start_ns, w.end_ns)
+                });
+                (row.tokio_timer_late_p50_ms, row.precise_timer_late_p50_ms) = (tokio, precise);
+                self.drills.write(&row)?;
+            }
+            self.afters.write(after)?;
+        }
+        for (at_ms, fault) in &out.switches {
+            self.switches.write(&SwitchRow {
+                clients: names.join("+"),
+                timeout_ms,
+                at_ms: *at_ms,
+                fault: fault.clone(),
+            })?;
+        }
+        Ok(())
+    }
 }
 
 /// The server's address, and a URL template with `{}` where the proxy's address goes (credentials
@@ -230,6 +247,9 @@ struct Sequence<'a> {
     seed: u64,
     prefix: String,
 }
+
+/// The pool drill's rows, if it ran.
+type PoolResult = Result<Option<(Vec<PoolRow>, Vec<PoolBinRow>)>, PhaseError>;
 
 /// What a sequence measured.
 struct SequenceOut {
@@ -311,6 +331,20 @@ impl Sequence<'_> {
             accepted,
             counters: counters.join("; "),
         })
+    }
+
+    /// The sequence, and the pool drill beside it when there is one.
+    async fn run_beside(
+        &self,
+        pool: Option<&PoolDrill<'_>>,
+    ) -> (Result<SequenceOut, PhaseError>, PoolResult) {
+        let pooled = async {
+            match pool {
+                Some(drill) => drill.run().await.map(Some),
+                None => Ok(None),
+            }
+        };
+        tokio::join!(self.run(), pooled)
     }
 
     /// A service per client, and its Poisson schedule over the whole plan.

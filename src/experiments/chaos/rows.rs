@@ -9,7 +9,11 @@ use serde::{Deserialize, Serialize};
 pub const BINS: CsvFile<BinRow> = CsvFile::new("chaos.csv");
 
 /// `drills.csv`: One row per drill window of one client.
-pub const DRILLS: CsvFile<DrillRow> = CsvFile::new("drills.csv").added(&["degraded_denied"]);
+pub const DRILLS: CsvFile<DrillRow> = CsvFile::new("drills.csv").added(&[
+    "degraded_denied",
+    "checked_due_in_window",
+    "rejected_due_in_window",
+]);
 
 /// `after.csv`: One row per after-drill check.
 pub const AFTERS: CsvFile<AfterRow> = CsvFile::new("after.csv");
@@ -188,6 +192,14 @@ pub struct DrillRow {
     pub fail_open_counter: u64,
     /// Requests whose check was a limiter bug (never expected: the run fails on any).
     pub errors: u64,
+    /// Of the requests served, those whose check began at least a timeout before the window's end:
+    /// answered under the window's conditions, not the next one's. Absent in runs before it was
+    /// recorded.
+    #[serde(default)]
+    pub checked_due_in_window: Option<u64>,
+    /// Of those, rejected: denied by Redis, by the fail-closed policy or by a flawed error path.
+    #[serde(default)]
+    pub rejected_due_in_window: Option<u64>,
 }
 
 /// The after-drill check: `requests` checks on one fresh key, one after another, once healed.

@@ -188,6 +188,10 @@ fn drill(spec: &Spec, trace: &Trace, w: &Window) -> DrillRow {
     let inside = |t: u64| t >= w.start_ns && t < w.end_ns;
     let mut served = Served::with_parts();
     let (mut offered, mut dropped, mut errors, mut completed) = (0, 0, 0, 0);
+    let (mut due, mut rejected_due) = (0, 0);
+    // A check that began a timeout before the window's end was answered under its conditions;
+    // one that began later (or waited for a worker past the end) may meet the next window's.
+    let due_inside = |r: &Request| r.worker_ns + spec.timeout_ms * 1_000_000 <= w.end_ns;
     // The baseline is the healthy reference: a request still in flight when the first fault
     // began is the fault's, not the baseline's.
     let counts = |r: &Request| match w.drill {
@@ -204,6 +208,10 @@ fn drill(spec: &Spec, trace: &Trace, w: &Window) -> DrillRow {
             Fate::Served(outcome) => served.add(r, outcome),
             Fate::Dropped => dropped += 1,
             Fate::Error => errors += 1,
+        }
+        if let (Fate::Served(outcome), true) = (r.fate, due_inside(r)) {
+            due += 1;
+            rejected_due += u64::from(matches!(outcome, Outcome::Denied | Outcome::DegradedDenied));
         }
     }
     let samples: Vec<&Sample> = trace.samples.iter().filter(|s| inside(s.t_ns)).collect();
@@ -271,6 +279,8 @@ fn drill(spec: &Spec, trace: &Trace, w: &Window) -> DrillRow {
         fail_open_counter: counter_at(&trace.samples, w.end_ns)
             .saturating_sub(counter_at(&trace.samples, w.start_ns)),
         errors,
+        checked_due_in_window: Some(due),
+        rejected_due_in_window: Some(rejected_due),
     }
 }
 
@@ -378,6 +388,27 @@ mod tests {
     }
 
     #[test]
+    fn a_check_that_began_past_its_windows_last_timeout_is_not_the_windows_rejection() {
+        let mut late = served(1800, 10, Outcome::Denied);
+        late.worker_ns = 2010 * MS; // waited for a worker past the window's end
+        let requests = vec![
+            served(1100, 100, Outcome::DegradedDenied),
+            served(1950, 10, Outcome::Denied), // began within the last timeout
+            late,
+        ];
+        let trace = Trace {
+            requests,
+            ..Trace::default()
+        };
+        let hole = &drills(&spec(), &trace, &windows())[1];
+        assert_eq!(hole.served, 3);
+        assert_eq!(
+            (hole.checked_due_in_window, hole.rejected_due_in_window),
+            (Some(1), Some(1))
+        );
+    }
+
+    #[test]
     fn drill_windows_count_what_was_offered_in_them_and_finished_in_them() {
         let rows = drills(&spec(), &trace(), &windows());
         let (base, hole) = (&rows[0], &rows[1]);
@@ -408,6 +439,11 @@ mod tests {
         assert!((rise - 96.0).abs() < 0.2, "{rise}");
         // 2 workers x (1 + 1000 / 100 periods) of 3 offered.
         assert_eq!(hole.pool_bound, 22.0 / 3.0);
+        // The one checked 50 ms before the end (a 100 ms timeout) may have met the heal.
+        assert_eq!(
+            (hole.checked_due_in_window, hole.rejected_due_in_window),
+            (Some(1), Some(0))
+        );
         assert_eq!(hole.injected_ms, 0, "injected only in the latency drill");
         // The parts of the served ones only (the dropped request's wait is not among them).
         let near = |v: Option<f64>, want: f64| v.is_some_and(|v| (v - want).abs() < 0.1);
