@@ -9,14 +9,14 @@ use super::rows::{AFTERS, BINS, DIRECTIONS, DRILLS, POOL, POOL_BINS, SWITCHES};
 use super::service::{Served, Service, ServiceSpec, Trace};
 use super::tally::{self, Window};
 use super::timers::{Lateness, Watch};
-use super::warm::{warm_up, LEAD};
+use super::warm::{self, warm_up, LEAD};
 use super::Params;
 use crate::experiments::{ExperimentError, Phase as _, PhaseError, Session};
 use crate::fault::{Fault, Proxy};
 use crate::load::drill::{self as engine, Ran, Schedule, When};
 use crate::load::Arrivals;
 use crate::record::CsvSink;
-use crate::store::{Flaw, Outcome, Policy, Store, StoreSettings};
+use crate::store::{Flaw, Outcome, Policy, Store};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -272,16 +272,8 @@ impl Sequence<'_> {
         let url = self.proxied.replace("{}", &proxy.addr().to_string());
         let mut stores = Vec::new();
         for &client in self.clients {
-            let settings = StoreSettings {
-                budget: self.timeout,
-                policy: client.policy,
-                breaker: None,
-                flaw: client.flaw,
-                reconnect: Default::default(),
-            };
-            let store = Store::new(&url, p.limiter(), settings).map_err(|e| {
-                PhaseError::Invalid(format!("store: {}", crate::errors::one_line(&e)))
-            })?;
+            let settings = warm::settings(self.timeout, client.policy, client.flaw);
+            let store = warm::store(&url, p.limiter(), settings)?;
             warm_up(&store, &format!("{}warmup", self.prefix)).await?;
             stores.push((client.name(), Arc::new(store)));
         }

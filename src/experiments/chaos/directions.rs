@@ -7,7 +7,7 @@
 //! its own that bypasses the proxy, at every switch.
 
 use super::rows::{DirectionRow, Drill};
-use super::warm::{warm_up, LEAD};
+use super::warm::{self, warm_up, LEAD};
 use super::Params;
 use crate::analysis::stats::{quantile, share};
 use crate::experiments::PhaseError;
@@ -15,7 +15,7 @@ use crate::fault::{Direction, Fault, Proxy};
 use crate::load::drill::{self as engine, Ran, Record, Schedule, When};
 use crate::load::Arrivals;
 use crate::server::{command_stats, Info};
-use crate::store::{Policy, Store, StoreSettings};
+use crate::store::{Policy, Store};
 use redis::aio::MultiplexedConnection;
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -76,15 +76,8 @@ impl Directions<'_> {
             .map_err(crate::server::ServerError::from)?;
         let url = self.proxied.replace("{}", &proxy.addr().to_string());
         let timeout = Duration::from_millis(p.flaw_timeout_ms);
-        let settings = StoreSettings {
-            budget: timeout,
-            policy: Policy::FailOpen,
-            breaker: None,
-            flaw: None,
-            reconnect: Default::default(),
-        };
-        let store = Store::new(&url, p.limiter(), settings)
-            .map_err(|e| PhaseError::Invalid(format!("store: {}", crate::errors::one_line(&e))))?;
+        let settings = warm::settings(timeout, Policy::FailOpen, None);
+        let store = warm::store(&url, p.limiter(), settings)?;
         let name = crate::record::csv_text(&direction);
         let prefix = format!("{}{name}:", self.prefix);
         warm_up(&store, &format!("{prefix}warmup")).await?;

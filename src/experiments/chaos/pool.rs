@@ -9,7 +9,7 @@
 //! policy: the outage shows one connection at a time. Runs beside the first sequence.
 
 use super::rows::{Drill, PoolBinRow, PoolRow};
-use super::warm::{warm_up, LEAD};
+use super::warm::{self, warm_up, LEAD};
 use super::Params;
 use crate::analysis::stats::share;
 use crate::experiments::PhaseError;
@@ -75,18 +75,13 @@ impl Pool {
             while now >= place.retire_at {
                 place.retire_at += self.max_age;
             }
-            let fresh =
-                store(&self.url, &self.limiter, self.settings).map_err(|e| e.to_string())?;
+            let fresh = warm::store(&self.url, self.limiter.clone(), self.settings)
+                .map_err(|e| e.to_string())?;
             place.store = Arc::new(fresh);
             place.replaced.push(now);
         }
         Ok((i, place.replaced.len(), Arc::clone(&place.store)))
     }
-}
-
-fn store(url: &str, limiter: &Limiter, settings: StoreSettings) -> Result<Store, PhaseError> {
-    Store::new(url, limiter.clone(), settings)
-        .map_err(|e| PhaseError::Invalid(format!("store: {}", crate::errors::one_line(&e))))
 }
 
 impl PoolDrill<'_> {
@@ -167,17 +162,12 @@ impl PoolDrill<'_> {
     async fn pool(&self, proxy: &Proxy) -> Result<Pool, PhaseError> {
         let p = self.p;
         let url = self.proxied.replace("{}", &proxy.addr().to_string());
-        let settings = StoreSettings {
-            budget: Duration::from_millis(p.flaw_timeout_ms),
-            policy: Policy::FailOpen,
-            breaker: None,
-            flaw: None,
-            reconnect: Default::default(),
-        };
+        let timeout = Duration::from_millis(p.flaw_timeout_ms);
+        let settings = warm::settings(timeout, Policy::FailOpen, None);
         let limiter = p.limiter();
         let mut places = Vec::new();
         for _ in 0..p.pool_connections {
-            let store = store(&url, &limiter, settings)?;
+            let store = warm::store(&url, limiter.clone(), settings)?;
             warm_up(&store, &format!("{}warmup", self.prefix)).await?;
             places.push(Mutex::new(Place {
                 store: Arc::new(store),

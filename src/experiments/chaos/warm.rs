@@ -1,8 +1,9 @@
-//! What every chaos drill does before its traffic: connect each client through its proxy and load
-//! the script, unrecorded.
+//! What every chaos drill does before its traffic: make each client's store, connect it through
+//! its proxy and load the script, unrecorded.
 
 use crate::experiments::PhaseError;
-use crate::store::Store;
+use crate::limiter::Limiter;
+use crate::store::{Flaw, Policy, Store, StoreSettings};
 use std::time::Duration;
 
 /// Unrecorded checks per client before traffic: connect, load the script.
@@ -20,4 +21,25 @@ pub(super) async fn warm_up(store: &Store, key: &str) -> Result<(), PhaseError> 
         }
     }
     Ok(())
+}
+
+/// A chaos client's settings: its timeout, policy and flaw; no breaker, reconnecting in the check.
+pub(super) fn settings(budget: Duration, policy: Policy, flaw: Option<Flaw>) -> StoreSettings {
+    StoreSettings {
+        budget,
+        policy,
+        breaker: None,
+        flaw,
+        reconnect: Default::default(),
+    }
+}
+
+/// A store for `url` deciding with `limiter` (it connects on its first check).
+pub(super) fn store(
+    url: &str,
+    limiter: Limiter,
+    settings: StoreSettings,
+) -> Result<Store, PhaseError> {
+    Store::new(url, limiter, settings)
+        .map_err(|e| PhaseError::Invalid(format!("store: {}", crate::errors::one_line(&e))))
 }
