@@ -178,8 +178,9 @@ pub struct TrialRow {
     pub lost_admits: u64,
     /// Keys on the replica right after its promotion (before the flush when wiped).
     pub replica_keys: u64,
-    /// The old primary's role when the load stopped (INFO replication): master (left running,
-    /// or restarted and not demoted yet), slave (demoted: what it admitted after the split was
+    /// The old primary's role when the load stopped (INFO replication; sentinel-racing: once
+    /// demoted, or 25 s after its restart, past Sentinel's bound): master (left running, or restarted
+    /// and not demoted), slave (demoted: what it admitted after the split was
     /// replaced by the promoted replica's data), or unreachable (killed).
     pub old_primary_role: String,
     /// The first check the promoted replica answered: ok, noscript or error.

@@ -269,12 +269,28 @@ impl Failover<'_> {
             + Duration::from_secs_f64(((end_unix - self.clock.unix(started)) / 1e3).max(0.0));
         tokio::time::sleep_until(end.into()).await;
         self.stopper.stop();
-        let old_primary_role = self.old_primary_role(watched).await;
+        let old_primary_role = self.settled_old_primary_role(watched, promoted).await;
         let mut n = self.notes.borrow_mut();
         n.old_primary_role = old_primary_role;
         (n.promoted, n.moved) = (Some(promoted), Some(moved));
         (n.replica_keys, n.post_windows) = (replica_keys, post_windows);
         Ok(())
+    }
+
+    /// The old primary's role once Sentinel has had its time to demote it. Sentinel sees the
+    /// restarted primary report itself a master at an INFO poll (every 10 s) and demotes it at the
+    /// first poll four publish periods (8 s) later: two polls, 20 s at most, bounded here with a
+    /// margin from the restart. The racing trial may end sooner, so it waits for the demotion.
+    async fn settled_old_primary_role(&self, watched: &Watched, restarted: Instant) -> String {
+        const DEMOTION_BOUND: Duration = Duration::from_secs(25);
+        loop {
+            let role = self.old_primary_role(watched).await;
+            let racing = self.case.variant == Variant::SentinelRacing;
+            if !racing || role != "master" || restarted.elapsed() > DEMOTION_BOUND {
+                return role;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// The old primary's role (INFO replication), or `unreachable`.
