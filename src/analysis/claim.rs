@@ -76,6 +76,11 @@ pub struct Claim {
     /// group's highest value less its lowest, its spread across the trials.
     #[serde(default)]
     pub spread_by: Vec<String>,
+    /// The step the statistic is read in (LATENCY's whole milliseconds), for a judge of every row:
+    /// a row that misses by no more than one step could be on either side of the bound, so it
+    /// makes the claim inconclusive; only a miss beyond it differs.
+    #[serde(default)]
+    pub resolution: f64,
     /// For `range`: the published interval, inclusive.
     #[serde(default)]
     pub range: Option<[f64; 2]>,

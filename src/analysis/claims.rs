@@ -517,4 +517,34 @@ mod tests {
         claim.select.clear();
         assert_eq!(judge(&claim, dir.path()).holds, Some(false));
     }
+
+    #[test]
+    fn a_miss_within_the_resolution_is_inconclusive_and_one_beyond_differs() {
+        let dir = tempfile::tempdir().unwrap();
+        let claim: Claim = toml::from_str(
+            r#"
+            id = "t"
+            experiment = "bigkey"
+            seed = "002"
+            text = "t"
+            file = "bigkey.csv"
+            statistic = "server_blocked_ms"
+            published = 0
+            resolution = 1
+            judge = "all_equal"
+            "#,
+        )
+        .unwrap();
+        let call = |rows: &str| {
+            let csv = format!("server_blocked_ms\n{rows}");
+            std::fs::write(dir.path().join("bigkey.csv"), csv).unwrap();
+            let v = judge(&claim, dir.path());
+            (Call::of(&claim, &v), v.measured)
+        };
+        assert_eq!(call("0\n0\n").0, Call::Holds);
+        let (edge, measured) = call("0\n1\n");
+        assert_eq!(edge, Call::Inconclusive, "{measured}");
+        assert!(measured.contains("within the 1 step"), "{measured}");
+        assert_eq!(call("1\n2\n").0, Call::Differs);
+    }
 }

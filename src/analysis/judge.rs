@@ -365,8 +365,15 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
         _ => true,
     };
     let inconclusive = !holds
-        && holding_region(claim, values)
-            .is_some_and(|region| straddles(region) && some_run_in(region));
+        && (holding_region(claim, values)
+            .is_some_and(|region| straddles(region) && some_run_in(region))
+            || every_miss_within_resolution(claim, values));
+    if !holds && every_miss_within_resolution(claim, values) {
+        let step = short(claim.resolution);
+        measured.push_str(&format!(
+            "; every miss within the {step} step the statistic is read in"
+        ));
+    }
     // Beside a mean the interval always shows, so a reader sees how close a call was.
     let mean_judged = claim.judge == Judge::MeanWithin;
     if let Some((lo, hi)) = ci.filter(|_| inconclusive || mean_judged) {
@@ -383,6 +390,20 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
         inconclusive,
         figures: Some(Box::new(figures(claim, values, &s, ci, &label))),
     }
+}
+
+/// Whether every row a per-row judge misses, misses by no more than the claim's resolution: read
+/// in whole steps, such a row could lie on either side of its bound.
+fn every_miss_within_resolution(claim: &Claim, values: &[Value]) -> bool {
+    let r = claim.resolution;
+    let (ok, near): (RowTest, fn(&Value, f64) -> bool) = match claim.judge {
+        Judge::AllEqual => (|v| v.got == v.want, |v, r| (v.got - v.want).abs() <= r),
+        Judge::AllAtMost => (|v| v.got <= v.want, |v, r| v.got <= v.want + r),
+        Judge::AllAtLeast => (|v| v.got >= v.want, |v, r| v.got >= v.want - r),
+        Judge::AllAbove => (|v| v.got > v.want, |v, r| v.got > v.want - r),
+        _ => return false,
+    };
+    r > 0.0 && values.iter().all(|v| ok(v) || near(v, r))
 }
 
 /// The numbers behind a verdict, for claims.json: `label` says how the values were combined.

@@ -21,6 +21,10 @@ pub struct Probe {
 pub struct Ping {
     pub sent: Instant,
     pub took_ns: u64,
+    /// Of that, the probe's own thread was runnable but waiting for a CPU (schedstat's run
+    /// delay): a reply that arrived on time but was read late is the harness's delay, not the
+    /// server's. None where the kernel keeps no schedstat.
+    pub waited_ns: Option<u64>,
 }
 
 /// Everything a probe saw.
@@ -58,12 +62,16 @@ impl Probe {
 
 fn ping_loop(mut con: redis::Connection, period: Duration, stop: &AtomicBool) -> ProbeLog {
     let mut log = ProbeLog::default();
+    let schedstat = std::fs::File::open("/proc/thread-self/schedstat").ok();
     while !stop.load(Ordering::Relaxed) {
+        let waited_before = schedstat.as_ref().and_then(run_delay_ns);
         let sent = Instant::now();
         match redis::cmd("PING").query::<String>(&mut con) {
             Ok(_) => log.pings.push(Ping {
                 sent,
                 took_ns: sent.elapsed().as_nanos() as u64,
+                waited_ns: (waited_before.zip(schedstat.as_ref().and_then(run_delay_ns)))
+                    .map(|(before, after)| after.saturating_sub(before)),
             }),
             Err(e) => {
                 log.errors += 1;
@@ -78,6 +86,15 @@ fn ping_loop(mut con: redis::Connection, period: Duration, stop: &AtomicBool) ->
     log
 }
 
+/// This thread's time runnable but waiting for a CPU so far (schedstat's second field), ns.
+fn run_delay_ns(schedstat: &std::fs::File) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 96];
+    let n = schedstat.read_at(&mut buf, 0).ok()?;
+    let text = std::str::from_utf8(&buf[..n]).ok()?;
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
 impl ProbeLog {
     /// PINGs whose round trip overlapped `[from, to]`: the ones a stall in that span delayed.
     pub fn overlapping(&self, from: Instant, to: Instant) -> impl Iterator<Item = &Ping> {
@@ -86,12 +103,14 @@ impl ProbeLog {
             .filter(move |p| p.sent <= to && p.sent + Duration::from_nanos(p.took_ns) >= from)
     }
 
+    /// The slowest PING overlapping `[from, to]`, if any did.
+    pub fn slowest_overlapping(&self, from: Instant, to: Instant) -> Option<&Ping> {
+        self.overlapping(from, to).max_by_key(|p| p.took_ns)
+    }
+
     /// The slowest PING overlapping `[from, to]`, in ns (0 if none did).
     pub fn max_overlapping_ns(&self, from: Instant, to: Instant) -> u64 {
-        self.overlapping(from, to)
-            .map(|p| p.took_ns)
-            .max()
-            .unwrap_or(0)
+        self.slowest_overlapping(from, to).map_or(0, |p| p.took_ns)
     }
 
     /// All PINGs sent in `[from, to]` as a histogram of ns.
@@ -115,6 +134,7 @@ mod tests {
         let ping = |at: u64, took: u64| Ping {
             sent: t0 + ms(at),
             took_ns: ms(took).as_nanos() as u64,
+            waited_ns: None,
         };
         let log = ProbeLog {
             // 0: quick; 1: sent before the stall, answered after it (the stall); 2: after.
@@ -129,5 +149,13 @@ mod tests {
         assert_eq!(log.max_overlapping_ns(t0 + ms(500), t0 + ms(600)), 0);
         let h = log.histogram(t0, t0 + ms(400)).unwrap();
         assert_eq!(h.len(), 3);
+    }
+
+    #[test]
+    fn this_threads_run_delay_is_read_and_counts_forward() {
+        let file = std::fs::File::open("/proc/thread-self/schedstat").unwrap();
+        let before = run_delay_ns(&file).expect("schedstat has a run delay");
+        std::thread::yield_now();
+        assert!(run_delay_ns(&file).unwrap() >= before);
     }
 }

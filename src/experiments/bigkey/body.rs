@@ -226,6 +226,9 @@ fn one(
         main_run_queue_ms: spent.main_run_queue_ms,
         lazy_free_cpu_ms: spent.lazy_free_cpu_ms,
         lazy_free_run_queue_ms: spent.lazy_free_run_queue_ms,
+        probe_run_queue_ms: (seen.slowest_overlapping(outcome.from, outcome.to))
+            .and_then(|p| p.waited_ns)
+            .map(|ns| ns as f64 / 1e6),
         build_s,
     })
 }

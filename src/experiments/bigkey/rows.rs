@@ -67,6 +67,9 @@ pub struct BigkeyRow {
     pub lazy_free_cpu_ms: Option<f64>,
     /// The lazy-free thread's time runnable but waiting for a CPU over the same span.
     pub lazy_free_run_queue_ms: Option<f64>,
+    /// Of the worst PING overlapping the operation (`probe_max_stall_ms`), the time the probe's own
+    /// thread was runnable but waiting for a CPU (schedstat): the harness's delay, not the server's.
+    pub probe_run_queue_ms: Option<f64>,
     /// How long building the log with ZADD took, before the operation.
     pub build_s: f64,
 }
