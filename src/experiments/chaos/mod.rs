@@ -233,10 +233,8 @@ mod tests {
         full.validate().unwrap();
         assert_eq!((full.workers, full.rate_per_s), (40, 800.0));
         assert_eq!(full.timeouts_ms, [5000, 30]);
-        assert_eq!(
-            (full.blackhole_drill_ms, full.latency_drill_ms),
-            (60_000, 60_000)
-        );
+        // The seed's minute: the pool's drill (the blackhole and latency drills are shorter).
+        assert_eq!((full.pool_drill_ms, full.pool_max_age_ms), (60_000, 60_000));
         assert_eq!((full.injected_ms, full.after_requests), (300, 300));
         let quick = resolve::<Chaos>(Profile::Quick, &[]).unwrap();
         quick.validate().unwrap();
