@@ -188,7 +188,7 @@ fn drill(spec: &Spec, trace: &Trace, w: &Window) -> DrillRow {
     let inside = |t: u64| t >= w.start_ns && t < w.end_ns;
     let mut served = Served::with_parts();
     let (mut offered, mut dropped, mut errors, mut completed) = (0, 0, 0, 0);
-    let (mut due, mut rejected_due) = (0, 0);
+    let (mut due, mut rejected_due, mut due_checks_ms) = (0, 0, Vec::new());
     // A check that began a timeout before the window's end was answered under its conditions;
     // one that began later (or waited for a worker past the end) may meet the next window's.
     let due_inside = |r: &Request| r.worker_ns + spec.timeout_ms * 1_000_000 <= w.end_ns;
@@ -212,6 +212,7 @@ fn drill(spec: &Spec, trace: &Trace, w: &Window) -> DrillRow {
         if let (Fate::Served(outcome), true) = (r.fate, due_inside(r)) {
             due += 1;
             rejected_due += u64::from(matches!(outcome, Outcome::Denied | Outcome::DegradedDenied));
+            due_checks_ms.push(r.answered_ns.saturating_sub(r.worker_ns) as f64 / 1e6);
         }
     }
     let samples: Vec<&Sample> = trace.samples.iter().filter(|s| inside(s.t_ns)).collect();
@@ -281,6 +282,7 @@ fn drill(spec: &Spec, trace: &Trace, w: &Window) -> DrillRow {
         errors,
         checked_due_in_window: Some(due),
         rejected_due_in_window: Some(rejected_due),
+        check_due_p50_ms: stats::quantile(&due_checks_ms, 0.5),
     }
 }
 
@@ -406,6 +408,9 @@ mod tests {
             (hole.checked_due_in_window, hole.rejected_due_in_window),
             (Some(1), Some(1))
         );
+        // The median check of the window is the due one's alone (99 ms), not the late ones'.
+        let due_p50 = hole.check_due_p50_ms.unwrap();
+        assert!((due_p50 - 99.0).abs() < 1e-9, "{due_p50}");
     }
 
     #[test]
