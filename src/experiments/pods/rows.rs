@@ -14,6 +14,8 @@ pub const RUNS: CsvFile<PodsRunRow> = CsvFile::new("runs.csv").added(&[
     "slowlog_entries",
     "slowlog_script_entries",
     "slowlog_script_slowest_us",
+    "evicted_keys",
+    "maxmemory_policy",
     "redis_off_cpu_us",
     "work_ms",
     "partner_ms",
@@ -175,6 +177,13 @@ pub struct PodsRunRow {
     /// The longest of those script runs, µs (0: none logged).
     #[serde(default)]
     pub slowlog_script_slowest_us: u64,
+    /// Keys Redis evicted during the run (INFO stats evicted_keys, after less before): seed 001
+    /// ruled eviction out as the leak's cause by this count.
+    #[serde(default)]
+    pub evicted_keys: u64,
+    /// The server's maxmemory-policy during the run (INFO memory), e.g. noeviction.
+    #[serde(default)]
+    pub maxmemory_policy: String,
     /// Redis's main thread runnable but off its CPU during the run (run queue and steal), µs:
     /// how much of any one call's wall time the machine may have taken (0 for a server the user
     /// named).

@@ -7,7 +7,7 @@ use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{unix_ms, LimitSpec, Strategy};
 use crate::load::sink::{Sink, SinkCount};
 use crate::load::{Arrivals, Fleet, KeyChoice, OpenSpec, PodFleet, PodSecond, PodTally, Start};
-use crate::server::slowlog;
+use crate::server::{admin, slowlog};
 use crate::server::{ServerCost, ServerSample};
 use std::time::Duration;
 
@@ -107,10 +107,13 @@ impl One<'_> {
         let before = ServerSample::take(&s.target).phase(what)?;
         let mut con = s.target.connection().phase(what)?;
         let slow_before = slowlog::newest_id(&mut con).phase(what)?;
+        let evicted_before = admin::info_u64(&mut con, "stats", "evicted_keys").phase(what)?;
         fleet.go().phase(what)?;
         let tally = fleet.collect_pods().phase(what)?;
         let after = ServerSample::take(&s.target).phase(what)?;
         let slow = slowlog::since(&mut con, slow_before).phase(what)?;
+        let evicted_after = admin::info_u64(&mut con, "stats", "evicted_keys").phase(what)?;
+        let memory = admin::info(&mut con, "memory").phase(what)?;
         s.fail_on_errors(&tally.open.checks).phase(what)?;
         if let Some(e) = &tally.first_send_error {
             let detail = format!("{} sends to the sink failed: {e}", tally.send_errors);
@@ -126,6 +129,11 @@ impl One<'_> {
         run.slowlog_entries = slow.entries;
         run.slowlog_script_entries = slow.script_entries;
         run.slowlog_script_slowest_us = slow.script_slowest_us;
+        run.evicted_keys = evicted_after.saturating_sub(evicted_before);
+        run.maxmemory_policy = memory
+            .get("maxmemory_policy")
+            .unwrap_or_default()
+            .to_string();
         Ok(Measured { seconds, run })
     }
 
@@ -243,6 +251,8 @@ impl One<'_> {
             slowlog_entries: 0,
             slowlog_script_entries: 0,
             slowlog_script_slowest_us: 0,
+            evicted_keys: 0,
+            maxmemory_policy: String::new(),
             redis_off_cpu_us: cost.off_cpu_us().unwrap_or(0.0),
             decide_mean_ms: decide.mean() / 1e6,
             offered_within_decide: c.offered_rps * decide.mean() / 1e9,
