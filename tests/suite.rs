@@ -37,6 +37,7 @@ mod publish;
 mod quick_profiles;
 mod race;
 mod readme;
+mod refill;
 mod replica;
 mod scripts;
 mod sentinel;

@@ -23,6 +23,7 @@ pub mod outage;
 pub mod params;
 pub mod pods;
 pub mod race;
+pub mod refill;
 pub mod registry;
 pub mod replication;
 pub mod scripts;

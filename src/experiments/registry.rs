@@ -9,7 +9,7 @@ use super::limiters::{self, Verdict};
 use super::params::{self, ExperimentInfo, ParamError};
 use super::{
     atomic, bigkey, calibrate, chaos, cluster, cost, describe, eviction, failover, latency,
-    libraries, memory, outage, pods, race, replication, scripts, tsmember, window_edge,
+    libraries, memory, outage, pods, race, refill, replication, scripts, tsmember, window_edge,
 };
 use crate::analysis::{AnalysisError, Section};
 use crate::charts::ChartError;
@@ -116,6 +116,7 @@ pub static ALL: &[&dyn Experiment] = &[
     &latency::Latency,
     &calibrate::Calibrate,
     &outage::Outage,
+    &refill::Refill,
     &tsmember::Tsmember,
     &window_edge::WindowEdge,
     &memory::Memory,
