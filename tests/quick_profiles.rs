@@ -188,8 +188,10 @@ fn progress_at_least_every_tick(stderr: &str) {
             m.parse::<u64>().unwrap() * 60 + s.parse::<u64>().unwrap()
         })
         .collect();
-    let starts = (stderr.lines()).filter(|l| l.contains("/18] ") && l.contains(" profile): "));
-    assert_eq!(starts.count(), 18, "a start line per experiment:\n{stderr}");
+    let n = ratelab::experiments::ALL.len();
+    let of_n = format!("/{n}] ");
+    let starts = (stderr.lines()).filter(|l| l.contains(&of_n) && l.contains(" profile): "));
+    assert_eq!(starts.count(), n, "a start line per experiment:\n{stderr}");
     let tick = ratelab::progress::TICK.as_secs();
     for pair in so_far.windows(2) {
         assert!(
