@@ -159,6 +159,7 @@ impl Params {
             sweep_after_checks: 0,
             fail_fast_policies: Vec::new(),
             fail_fast_checks_per_phase: self.checks_per_phase,
+            later_policy_checks_per_phase: self.checks_per_phase,
         }
     }
 }

@@ -121,6 +121,10 @@ pub struct Params {
     pub fail_fast_policies: Vec<Policy>,
     /// Checks per phase of those runs: ratelab's variation, not the seed's 300.
     pub fail_fast_checks_per_phase: u64,
+    /// Checks per phase of the in-check runs of every policy after the first, which runs
+    /// `checks_per_phase`: a hung check waits the budget whatever the policy answers, so the
+    /// other policies' runs only have to show their answers.
+    pub later_policy_checks_per_phase: u64,
 }
 
 impl Params {
@@ -137,11 +141,15 @@ impl Params {
         Limiter::new(self.strategy, self.spec())
     }
 
-    /// Checks per phase of `label`'s run: the seed's count, or the fail-fast variation's.
+    /// Checks per phase of `label`'s run: the seed's count for the first policy, the later
+    /// policies' or the fail-fast variation's.
     fn checks_per_phase(&self, label: RunLabel) -> u64 {
         match label.reconnect {
             Reconnect::Background => self.fail_fast_checks_per_phase,
-            Reconnect::InCheck => self.checks_per_phase,
+            Reconnect::InCheck if self.policies.first() == Some(&label.policy) => {
+                self.checks_per_phase
+            }
+            Reconnect::InCheck => self.later_policy_checks_per_phase,
         }
     }
 
@@ -171,6 +179,10 @@ impl Validate for Params {
         let p = self;
         let bad = [
             (p.checks_per_phase == 0, "checks_per_phase must be >= 1"),
+            (
+                p.later_policy_checks_per_phase == 0,
+                "later_policy_checks_per_phase must be >= 1",
+            ),
             (
                 p.fail_fast_checks_per_phase == 0,
                 "fail_fast_checks_per_phase must be >= 1",
