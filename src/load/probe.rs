@@ -91,8 +91,7 @@ fn run_delay_ns(schedstat: &std::fs::File) -> Option<u64> {
     use std::os::unix::fs::FileExt;
     let mut buf = [0u8; 96];
     let n = schedstat.read_at(&mut buf, 0).ok()?;
-    let text = std::str::from_utf8(&buf[..n]).ok()?;
-    text.split_whitespace().nth(1)?.parse().ok()
+    crate::server::sched::parse_run_delay(std::str::from_utf8(&buf[..n]).ok()?)
 }
 
 impl ProbeLog {

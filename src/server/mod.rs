@@ -15,7 +15,7 @@ mod persistence;
 pub mod pin;
 mod replica;
 mod reshard;
-mod sched;
+pub(crate) mod sched;
 mod sentinel;
 mod slots;
 pub mod slowlog;

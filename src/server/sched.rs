@@ -53,7 +53,7 @@ impl SchedSample {
 }
 
 /// The second field of a schedstat line: `<on-cpu ns> <run-queue wait ns> <timeslices>`.
-fn parse_run_delay(schedstat: &str) -> Option<u64> {
+pub(crate) fn parse_run_delay(schedstat: &str) -> Option<u64> {
     schedstat.split_whitespace().nth(1)?.parse().ok()
 }
 
