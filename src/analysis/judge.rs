@@ -364,11 +364,13 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
         }
         _ => true,
     };
+    let within_step =
+        !holds && per_row.is_some_and(|(_, ok)| misses_within_step(claim, values, ok));
     let inconclusive = !holds
         && (holding_region(claim, values)
             .is_some_and(|region| straddles(region) && some_run_in(region))
-            || every_miss_within_resolution(claim, values));
-    if !holds && every_miss_within_resolution(claim, values) {
+            || within_step);
+    if within_step {
         let step = short(claim.resolution);
         measured.push_str(&format!(
             "; every miss within the {step} step the statistic is read in"
@@ -392,18 +394,18 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
     }
 }
 
-/// Whether every row a per-row judge misses, misses by no more than the claim's resolution: read
-/// in whole steps, such a row could lie on either side of its bound.
-fn every_miss_within_resolution(claim: &Claim, values: &[Value]) -> bool {
+/// Whether every row a per-row judge (`ok`) misses, misses by no more than the claim's
+/// resolution: read in whole steps, such a row could lie on either side of its bound.
+fn misses_within_step(claim: &Claim, values: &[Value], ok: RowTest) -> bool {
     let r = claim.resolution;
-    let (ok, near): (RowTest, fn(&Value, f64) -> bool) = match claim.judge {
-        Judge::AllEqual => (|v| v.got == v.want, |v, r| (v.got - v.want).abs() <= r),
-        Judge::AllAtMost => (|v| v.got <= v.want, |v, r| v.got <= v.want + r),
-        Judge::AllAtLeast => (|v| v.got >= v.want, |v, r| v.got >= v.want - r),
-        Judge::AllAbove => (|v| v.got > v.want, |v, r| v.got > v.want - r),
-        _ => return false,
+    let near = |v: &Value| match claim.judge {
+        Judge::AllEqual => (v.got - v.want).abs() <= r,
+        Judge::AllAtMost => v.got <= v.want + r,
+        Judge::AllAtLeast => v.got >= v.want - r,
+        Judge::AllAbove => v.got > v.want - r,
+        _ => false,
     };
-    r > 0.0 && values.iter().all(|v| ok(v) || near(v, r))
+    r > 0.0 && values.iter().all(|v| ok(v) || near(v))
 }
 
 /// The numbers behind a verdict, for claims.json: `label` says how the values were combined.
