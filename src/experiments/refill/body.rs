@@ -93,7 +93,8 @@ fn configs(p: &Params) -> Vec<Config> {
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let mut sink = TRIALS.create(&s.run.staging)?;
     let configs = configs(p);
-    let mut rows = Vec::new();
+    // Per configuration, over its trials: (admitted, what the rate allows).
+    let mut totals = vec![(0u64, 0u64); configs.len()];
     for trial in 0..p.trials {
         let what = || format!("trial {trial} of every configuration");
         let mut cons = Vec::with_capacity(configs.len());
@@ -114,24 +115,17 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                 })
                 .collect()
         });
-        for row in results {
+        for (row, total) in results.into_iter().zip(&mut totals) {
             let row = row.phase(what)?;
             sink.write(&row)?;
-            rows.push(row);
+            total.0 += row.admitted;
+            total.1 += row.limit_admits;
         }
     }
     s.target
         .check_alive()
         .phase(|| "checking the server".into())?;
-    for c in &configs {
-        let of: Vec<&RefillRow> = (rows.iter())
-            .filter(|r| {
-                r.script == c.script.name() && r.ttl_ms == c.ttl_ms && r.skew_ms == c.skew_ms
-            })
-            .filter(|r| (r.clock == "caller") == c.caller_clock)
-            .collect();
-        let admitted: u64 = of.iter().map(|r| r.admitted).sum();
-        let allowed: u64 = of.iter().map(|r| r.limit_admits).sum();
+    for (c, (admitted, allowed)) in configs.iter().zip(totals) {
         s.note(format!(
             "{} {} ({} clock, skew {} ms, expiry {} ms): {admitted} admitted where the rate allows {allowed}.",
             c.drill,
