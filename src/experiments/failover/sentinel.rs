@@ -285,8 +285,8 @@ impl Failover<'_> {
         const DEMOTION_BOUND: Duration = Duration::from_secs(25);
         loop {
             let role = self.old_primary_role(watched).await;
-            let racing = self.case.variant == Variant::SentinelRacing;
-            if !racing || role != "master" || restarted.elapsed() > DEMOTION_BOUND {
+            let waiting = self.case.variant == Variant::SentinelRacing && role == "master";
+            if !waiting || restarted.elapsed() > DEMOTION_BOUND {
                 return role;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
