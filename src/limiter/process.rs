@@ -184,6 +184,8 @@ pub struct Process {
     name: String,
     child: Arc<Mutex<Child>>,
     lines: Mutex<Option<mpsc::Sender<String>>>,
+    /// Check lines started in the caller's current turn, not yet handed to the writer.
+    queued: Mutex<Vec<String>>,
     shared: Arc<Shared>,
     next_id: AtomicU64,
     answer: Duration,
@@ -256,6 +258,7 @@ impl Process {
             name: name.to_string(),
             child,
             lines: Mutex::new(Some(lines)),
+            queued: Mutex::new(Vec::new()),
             shared,
             next_id: AtomicU64::new(1),
             answer: Duration::from_millis(reach.answer_ms()),
@@ -320,14 +323,7 @@ impl Process {
             settled: false,
         };
         let line = serde_json::json!({"id": id, "key": check.key, "cost": check.cost}).to_string();
-        let sent = lock(&self.lines)
-            .as_ref()
-            .is_some_and(|l| l.send(line).is_ok());
-        if !sent {
-            lock(&self.shared.waiting).remove(&id);
-            pending.settled = true;
-            return Err(fail("its stdin is closed".into()));
-        }
+        self.queue(line).await;
         let reply = tokio::time::timeout(self.answer, rx).await;
         pending.settled = true;
         match reply {
@@ -346,6 +342,49 @@ impl Process {
                 Err(fail(why))
             }
         }
+    }
+}
+
+impl Process {
+    /// Queues a check's line. The first line of a turn waits for the caller's runtime to run
+    /// every other task ready now, then hands the turn's lines to the writer together: checks
+    /// started at once reach the adapter in one write, and so start in one tick of its event
+    /// loop, as a burst started by one Node handler reaches its client (seed 001's Promise.all).
+    async fn queue(&self, line: String) {
+        let opens_turn = {
+            let mut queued = lock(&self.queued);
+            queued.push(line);
+            queued.len() == 1
+        };
+        if opens_turn {
+            // Sends on drop too, so a caller that stops waiting mid-yield strands no other check.
+            let _turn = Turn(self);
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// Hands every queued line to the writer as one piece; a closed stdin breaks the adapter,
+    /// which wakes every check waiting for an answer.
+    fn send_queued(&self) {
+        let lines = std::mem::take(&mut *lock(&self.queued));
+        if lines.is_empty() {
+            return;
+        }
+        let sent = lock(&self.lines)
+            .as_ref()
+            .is_some_and(|l| l.send(lines.join("\n")).is_ok());
+        if !sent {
+            self.shared.break_with("its stdin is closed".into());
+        }
+    }
+}
+
+/// One turn's queued lines, sent when dropped.
+struct Turn<'a>(&'a Process);
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.0.send_queued();
     }
 }
 
@@ -504,7 +543,8 @@ fn keep_stderr(stderr: std::process::ChildStderr, shared: Arc<Shared>) {
 fn write_lines(stdin: ChildStdin, first: String) -> mpsc::Sender<String> {
     let (tx, rx) = mpsc::channel::<String>();
     std::thread::spawn(move || {
-        let mut stdin = std::io::BufWriter::new(stdin);
+        // Room for a burst of checks (each line is well under 200 bytes) to go out in one write.
+        let mut stdin = std::io::BufWriter::with_capacity(1 << 16, stdin);
         let mut next = Some(first);
         while let Some(line) = next.take().or_else(|| rx.recv().ok()) {
             let mut written = writeln!(stdin, "{line}");
