@@ -4,9 +4,12 @@
 use super::{Libraries, Params};
 use crate::context::Ctx;
 use crate::experiments::outage;
-use crate::experiments::race::{Trial, RACE};
-use crate::experiments::{Concurrency, Definition, ExperimentError, Session};
+use crate::experiments::race::{RaceRow, Trial, RACE};
+use crate::experiments::{Concurrency, Definition, ExperimentError, Phase, Session};
 use crate::limiter::Strategy;
+use crate::record::CsvSink;
+use crate::server::ServerError;
+use indicatif::ProgressBar;
 use std::path::Path;
 
 pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
@@ -16,8 +19,8 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let matrix = [Strategy::NaiveBucket, naive_bucket, lua_bucket];
     let burst = [Strategy::NaiveWindow, naive_window];
     let mut rows = RACE.create(&s.run.staging)?;
-    let bar =
-        s.progress((p.trials as usize * (p.configs.len() * matrix.len() + burst.len())) as u64);
+    let per_trial = p.configs.len() * matrix.len() + burst.len() + TAKE_TRIALS_PER_TRIAL;
+    let bar = s.progress((p.trials as usize * per_trial) as u64);
     for trial in 0..p.trials {
         for &config in &p.configs {
             for &strategy in &matrix {
@@ -38,9 +41,55 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             bar.inc(1);
         }
     }
+    take_bursts(s, p, adapter(&p.take_bucket)?, &mut rows, &bar)?;
     bar.finish_and_clear();
     let (queued_bucket, boundary) = (adapter(&p.queued_bucket)?, adapter(&p.boundary)?);
     outage_phases(s, p, &[lua_bucket, queued_bucket, boundary])
+}
+
+/// Take trials per trial: two scenarios by two strategies.
+const TAKE_TRIALS_PER_TRIAL: usize = 4;
+
+/// Seed 001's concurrency test: `take_checks` at once on a fresh bucket of `take_capacity`, at
+/// the seed's refill rate (`take`) and with none (`take-still`), by ratelab's lua-bucket and the
+/// seed's ioredis script (`take_bucket`). The script cache is flushed before every trial, so every
+/// trial's first call finds no script: ioredis's defineCommand must fall back to EVAL to decide.
+fn take_bursts(
+    s: &mut Session,
+    p: &Params,
+    take_bucket: Strategy,
+    rows: &mut CsvSink<RaceRow>,
+    bar: &ProgressBar,
+) -> Result<(), ExperimentError> {
+    let config = Concurrency {
+        processes: 1,
+        in_flight: p.take_checks as usize,
+    };
+    for trial in 0..p.trials {
+        for (scenario, refill_per_sec) in [("take", p.take_refill_per_s), ("take-still", 0.0)] {
+            for strategy in [Strategy::LuaBucket, take_bucket] {
+                let key = s.key(format!("t:{scenario}:{strategy}:{trial}"));
+                // A check that fails after the flush is what the seed says cannot happen: counted.
+                let t = Trial {
+                    refill_per_sec,
+                    errors_stop: false,
+                    ..Trial::starting_now(strategy, config, p.take_checks, p.take_capacity, 1, key)
+                };
+                let what = || format!("flushing the script cache before {scenario} trial {trial}");
+                flush_scripts(s).phase(what)?;
+                rows.write(&t.run(s, p.window_ms, scenario, trial)?)?;
+                bar.inc(1);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Empties the server's script cache (libraries owns its server).
+fn flush_scripts(s: &Session) -> Result<(), ServerError> {
+    let mut con = s.target.connection()?;
+    redis::cmd("SCRIPT").arg("FLUSH").query::<()>(&mut con)?;
+    Ok(())
 }
 
 /// The strategy a manifest of the parameters was registered as (the frame loaded them all).

@@ -5,7 +5,9 @@
 //! script exactly the limit; seed 001's GET then MULTI INCR EXPIRE on ioredis lets a burst of 500
 //! through a window of 100; with node-redis's offline queue disabled a dead Redis fails every check
 //! at once and a hung one makes every check wait its whole budget; with the queue left on, a dead
-//! Redis makes every check wait its budget too.
+//! Redis makes every check wait its budget too. Seed 001's concurrency test (1,000 take() calls at
+//! once on a fresh bucket of 100) admits exactly 100 with its script on ioredis, even right after the
+//! script cache was flushed (defineCommand falls back to EVAL).
 //!
 //! Method: the seeds' middlewares as limiter processes (examples/adapters/seed000-node-redis and
 //! seed001-ioredis, each on the client library its seed used, pinned by its lock file), driven by
@@ -13,9 +15,9 @@
 //! worker processes each start their own adapter; outage's store asks the adapter, whose client
 //! gets the store's budget as its timeout.
 //!
-//! Writes `libraries/race.csv` (race's rows: scenario `matrix` or `seed001`), `libraries/outage.csv`
-//! and `libraries/phases.csv` (outage's rows; `limiter` names who decided), `limiters.csv`,
-//! `libraries/meta.json`.
+//! Writes `libraries/race.csv` (race's rows: scenario `matrix`, `seed001`, `take` or `take-still`),
+//! `libraries/outage.csv` and `libraries/phases.csv` (outage's rows; `limiter` names who decided),
+//! `limiters.csv`, `libraries/meta.json`.
 
 mod body;
 
@@ -44,6 +46,7 @@ impl Definition for Libraries {
             p.lua_bucket.clone(),
             p.queued_bucket.clone(),
             p.naive_window.clone(),
+            p.take_bucket.clone(),
             p.boundary.clone(),
         ]
     }
@@ -105,6 +108,8 @@ pub struct Params {
     pub queued_bucket: PathBuf,
     /// Seed 001's GET then MULTI INCR EXPIRE on ioredis: its manifest.
     pub naive_window: PathBuf,
+    /// Seed 001's fix on ioredis: its token bucket script by defineCommand: its manifest.
+    pub take_bucket: PathBuf,
     /// The do-nothing adapter (no Redis): beside the outage runs, what the process boundary costs.
     pub boundary: PathBuf,
     /// The trials' bucket, which never refills: exactly this many checks may ever pass.
@@ -121,6 +126,13 @@ pub struct Params {
     pub burst_hits: u64,
     /// Seed 001's burst: the window's limit.
     pub burst_limit: u64,
+    /// Seed 001's concurrency test: checks at once from one process on one fresh bucket.
+    pub take_checks: u64,
+    /// Seed 001's concurrency test: the bucket's capacity.
+    pub take_capacity: u64,
+    /// Seed 001's concurrency test: the bucket's refill rate in the `take` trials (the
+    /// `take-still` trials have none).
+    pub take_refill_per_s: f64,
     /// Checks in each of outage's five phases.
     pub checks_per_phase: u64,
     /// Each outage check starts this long after the previous one started.
@@ -177,6 +189,14 @@ impl Validate for Params {
             (
                 p.burst_hits == 0 || p.burst_limit == 0,
                 "burst_hits and burst_limit must be >= 1",
+            ),
+            (
+                p.take_checks == 0 || p.take_capacity == 0,
+                "take_checks and take_capacity must be >= 1",
+            ),
+            (
+                !(p.take_refill_per_s.is_finite() && p.take_refill_per_s >= 0.0),
+                "take_refill_per_s must be a number >= 0",
             ),
         ];
         match bad.iter().find(|(is_bad, _)| *is_bad) {

@@ -87,6 +87,10 @@ pub(crate) struct Trial {
     pub(crate) key: String,
     /// Start of the trial's window, Unix ms (its start: one trial is one window).
     pub(crate) origin_ms: u64,
+    /// Tokens a bucket regains per second (0: it never refills, so exactly `limit` may pass).
+    pub(crate) refill_per_sec: f64,
+    /// Whether a failed check stops the run (else it is counted in the row, as a claim may judge).
+    pub(crate) errors_stop: bool,
 }
 
 impl Trial {
@@ -108,13 +112,15 @@ impl Trial {
             cost,
             key,
             origin_ms,
+            refill_per_sec: 0.0,
+            errors_stop: true,
         }
     }
 
     fn limit_spec(&self, window_ms: u64) -> LimitSpec {
         LimitSpec {
             capacity: self.limit,
-            refill_per_sec: 0.0,
+            refill_per_sec: self.refill_per_sec,
             window_ms,
             window_origin_ms: self.origin_ms,
             idle_ttl_ms: 600_000,
@@ -156,7 +162,11 @@ impl Trial {
                 return Err(e).phase(what);
             }
         };
-        s.fail_on_errors(&tally).phase(what)?;
+        match self.errors_stop {
+            true => s.fail_on_errors(&tally).phase(what)?,
+            // Counted, not stopped on: unless the server died.
+            false => s.target.check_alive().phase(what)?,
+        }
         let final_state = read_state(s, self.strategy, &self.key, &limit).phase(what)?;
         Ok(RaceRow {
             scenario: scenario.to_string(),
@@ -247,6 +257,8 @@ fn trace(s: &mut Session, p: &Params) -> Result<RaceRow, ExperimentError> {
         cost: 1,
         key: key.clone(),
         origin_ms: unix_ms(),
+        refill_per_sec: 0.0,
+        errors_stop: true,
     };
     let row = trial.run(s, p.window_ms, "trace", 0)?;
     let lines = capture.finish().phase(|| "reading MONITOR".into())?;

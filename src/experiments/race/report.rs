@@ -39,6 +39,7 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         let scenarios = [
             ("matrix", "race: admitted / exact"),
             ("seed001", "seed 001 burst: admitted / exact"),
+            ("take-still", "seed 001 take test: admitted / exact"),
         ];
         for (scenario, aspect) in scenarios {
             let mine = |r: &RaceRow| r.strategy == l.strategy && r.scenario == scenario;
