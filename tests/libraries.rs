@@ -4,16 +4,19 @@
 //! figures (the report judges those): an atomic script admits exactly its limit; one check at a
 //! time the naive bucket is exact; a read-then-write never admits less than its limit; a dead
 //! server answers no check, so fail-open answers each one; a stopped server answers none, so each
-//! hung check waits its whole budget.
+//! hung check waits its whole budget; seed 001's script on ioredis decides right after the script
+//! cache was flushed.
 
 use crate::common;
 
 use ratelab::experiments::outage::{Phase, PhaseRow, PHASES};
 use ratelab::experiments::race::{RaceRow, RACE};
 use ratelab::limiter::Strategy;
+use std::time::Duration;
 
 #[test]
 fn the_seeds_middlewares_run_on_their_own_clients_beside_ratelabs_emulation() {
+    let mark = common::mark_descendants();
     let out = tempfile::tempdir().unwrap();
     let dir = common::run_experiment(
         "libraries",
@@ -36,6 +39,40 @@ fn the_seeds_middlewares_run_on_their_own_clients_beside_ratelabs_emulation() {
     for name in ["naive-window", "seed001-naive"] {
         assert_eq!(of(name, "seed001").len(), 2, "{name}: one burst per trial");
     }
+    // Seed 001's concurrency test, the script cache flushed before each trial: the script is
+    // atomic, so a bucket that never refills admits its capacity; one that refills, no less.
+    for name in ["lua-bucket", "seed001-lua"] {
+        let (moving, still) = (of(name, "take"), of(name, "take-still"));
+        assert_eq!(
+            (moving.len(), still.len()),
+            (2, 2),
+            "{name}: one of each per trial"
+        );
+        for r in still {
+            assert_eq!(
+                (r.admitted, r.errors),
+                (r.limit, 0),
+                "{name} decides after a flush: {r:?}"
+            );
+        }
+        for r in moving {
+            assert!(r.admitted >= r.limit && r.errors == 0, "{name}: {r:?}");
+        }
+    }
+    let survival: Vec<ratelab::experiments::scripts::CustomSurvivalRow> =
+        ratelab::analysis::table::read_typed(&dir.join("survival_custom.csv")).unwrap();
+    let events: Vec<String> = survival.iter().map(|r| r.event.name()).collect();
+    assert_eq!(
+        events,
+        ["script-flush", "restart-no-persistence"],
+        "{survival:?}"
+    );
+    assert!(
+        survival
+            .iter()
+            .all(|r| r.strategy.to_string() == "seed001-lua"),
+        "{survival:?}"
+    );
     for r in of("seed000-lua", "matrix") {
         assert_eq!(r.admitted, r.limit, "the script is atomic: {r:?}");
     }
@@ -80,13 +117,12 @@ fn the_seeds_middlewares_run_on_their_own_clients_beside_ratelabs_emulation() {
         dead.paid_budget, dead.checks,
         "a queue holds every check of a dead server until its budget ends: {dead:?}"
     );
-    let own = std::process::id();
-    let left: Vec<_> = (common::processes_with("adapter.js", &[]).into_iter())
-        .filter(|(_, ppid, _)| *ppid == Some(own))
-        .collect();
+    // Started by this test's run or its workers, wherever they were re-parented.
+    let left = || common::marked_processes("adapter.js", &mark);
     assert!(
-        left.is_empty(),
-        "adapters this test started are gone: {left:?}"
+        common::wait_for(Duration::from_secs(2), || left().is_empty()),
+        "adapters this test started are gone: {:?}",
+        left()
     );
     let limiters = std::fs::read_to_string(dir.join("limiters.csv")).unwrap();
     for client in ["node-redis", "ioredis"] {

@@ -104,6 +104,35 @@ pub fn processes_with(needle: &str, more: &[&str]) -> Vec<(u32, Option<u32>, Str
         .collect()
 }
 
+/// Marks every process this test starts from now on, and every process those start, through an
+/// environment variable they inherit: find them with [`marked_processes`], wherever they were
+/// re-parented. Call before starting anything.
+pub fn mark_descendants() -> String {
+    // One mark per test process (set once: the environment is the process's, and `cargo test`
+    // runs tests as threads of one process, where a mark tells only this process's from others').
+    static SET: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SET.get_or_init(|| {
+        let mark = format!("{}-{}", std::process::id(), ratelab::limiter::unix_ms());
+        std::env::set_var(MARK, &mark);
+        mark
+    })
+    .clone()
+}
+
+const MARK: &str = "RATELAB_TEST_MARK";
+
+/// Live processes whose command line contains `needle` and whose environment carries `mark`.
+pub fn marked_processes(needle: &str, mark: &str) -> Vec<(u32, String)> {
+    let entry = format!("{MARK}={mark}");
+    (processes_with(needle, &[]).into_iter())
+        .filter(|(pid, _, _)| {
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            environ.split(|&b| b == 0).any(|e| e == entry.as_bytes())
+        })
+        .map(|(pid, _, cmdline)| (pid, cmdline))
+        .collect()
+}
+
 /// Polls `cond` until it holds or `timeout` passes.
 pub fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let start = Instant::now();

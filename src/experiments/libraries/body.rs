@@ -5,10 +5,10 @@ use super::{Libraries, Params};
 use crate::context::Ctx;
 use crate::experiments::outage;
 use crate::experiments::race::{RaceRow, Trial, RACE};
+use crate::experiments::scripts;
 use crate::experiments::{Concurrency, Definition, ExperimentError, Phase, Session};
-use crate::limiter::Strategy;
+use crate::limiter::{LimitSpec, Strategy};
 use crate::record::CsvSink;
-use crate::server::ServerError;
 use indicatif::ProgressBar;
 use std::path::Path;
 
@@ -41,8 +41,10 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             bar.inc(1);
         }
     }
-    take_bursts(s, p, adapter(&p.take_bucket)?, &mut rows, &bar)?;
+    let take_bucket = adapter(&p.take_bucket)?;
+    take_bursts(s, p, take_bucket, &mut rows, &bar)?;
     bar.finish_and_clear();
+    survival(s, p, take_bucket)?;
     let (queued_bucket, boundary) = (adapter(&p.queued_bucket)?, adapter(&p.boundary)?);
     outage_phases(s, p, &[lua_bucket, queued_bucket, boundary])
 }
@@ -52,8 +54,7 @@ const TAKE_TRIALS_PER_TRIAL: usize = 4;
 
 /// Seed 001's concurrency test: `take_checks` at once on a fresh bucket of `take_capacity`, at
 /// the seed's refill rate (`take`) and with none (`take-still`), by ratelab's lua-bucket and the
-/// seed's ioredis script (`take_bucket`). The script cache is flushed before every trial, so every
-/// trial's first call finds no script: ioredis's defineCommand must fall back to EVAL to decide.
+/// seed's ioredis script (`take_bucket`).
 fn take_bursts(
     s: &mut Session,
     p: &Params,
@@ -69,14 +70,10 @@ fn take_bursts(
         for (scenario, refill_per_sec) in [("take", p.take_refill_per_s), ("take-still", 0.0)] {
             for strategy in [Strategy::LuaBucket, take_bucket] {
                 let key = s.key(format!("t:{scenario}:{strategy}:{trial}"));
-                // A check that fails after the flush is what the seed says cannot happen: counted.
                 let t = Trial {
                     refill_per_sec,
-                    errors_stop: false,
                     ..Trial::starting_now(strategy, config, p.take_checks, p.take_capacity, 1, key)
                 };
-                let what = || format!("flushing the script cache before {scenario} trial {trial}");
-                flush_scripts(s).phase(what)?;
                 rows.write(&t.run(s, p.window_ms, scenario, trial)?)?;
                 bar.inc(1);
             }
@@ -85,10 +82,26 @@ fn take_bursts(
     Ok(())
 }
 
-/// Empties the server's script cache (libraries owns its server).
-fn flush_scripts(s: &Session) -> Result<(), ServerError> {
-    let mut con = s.target.connection()?;
-    redis::cmd("SCRIPT").arg("FLUSH").query::<()>(&mut con)?;
+/// Seed 001's "a Redis restart does not break the limiter": its script on ioredis through
+/// scripts' survival events (each on a fresh server: one decision, the event, the first check
+/// after it), into `survival_custom.csv`. ioredis sends a script's first call on a connection as
+/// EVAL, so only an event after that first decision makes it meet NOSCRIPT and fall back.
+fn survival(s: &mut Session, p: &Params, take_bucket: Strategy) -> Result<(), ExperimentError> {
+    let mut rows = scripts::CUSTOM_SURVIVAL.create(&s.run.staging)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .phase(|| "building the async runtime".into())?;
+    let limit = LimitSpec {
+        capacity: p.take_capacity,
+        refill_per_sec: p.take_refill_per_s,
+        ..LimitSpec::default()
+    };
+    for &event in &p.survival_events {
+        let what = || format!("survival of {take_bucket} after {}", event.name());
+        let row = scripts::process_survival(s, limit, &rt, take_bucket, event).phase(what)?;
+        rows.write(&row)?;
+    }
     Ok(())
 }
 

@@ -6,8 +6,8 @@
 //! through a window of 100; with node-redis's offline queue disabled a dead Redis fails every check
 //! at once and a hung one makes every check wait its whole budget; with the queue left on, a dead
 //! Redis makes every check wait its budget too. Seed 001's concurrency test (1,000 take() calls at
-//! once on a fresh bucket of 100) admits exactly 100 with its script on ioredis, even right after the
-//! script cache was flushed (defineCommand falls back to EVAL).
+//! once on a fresh bucket of 100) admits exactly 100 with its script on ioredis, and that script
+//! decides the first check after a script flush (defineCommand falls back to EVAL) and a restart.
 //!
 //! Method: the seeds' middlewares as limiter processes (examples/adapters/seed000-node-redis and
 //! seed001-ioredis, each on the client library its seed used, pinned by its lock file), driven by
@@ -17,7 +17,7 @@
 //!
 //! Writes `libraries/race.csv` (race's rows: scenario `matrix`, `seed001`, `take` or `take-still`),
 //! `libraries/outage.csv` and `libraries/phases.csv` (outage's rows; `limiter` names who decided),
-//! `limiters.csv`, `libraries/meta.json`.
+//! `libraries/survival_custom.csv` (scripts' rows), `limiters.csv`, `libraries/meta.json`.
 
 mod body;
 
@@ -60,6 +60,7 @@ impl Definition for Libraries {
             super::race::RACE.table(),
             super::outage::CHECKS.table(),
             super::outage::PHASES.table(),
+            super::scripts::CUSTOM_SURVIVAL.table(),
             // Its adapters, probed by the frame as --limiter's are (every run has them).
             Table::of::<super::limiters::LimiterRow>(super::limiters::LIMITERS_CSV),
         ]
@@ -133,6 +134,8 @@ pub struct Params {
     /// Seed 001's concurrency test: the bucket's refill rate in the `take` trials (the
     /// `take-still` trials have none).
     pub take_refill_per_s: f64,
+    /// scripts' survival events `take_bucket` goes through, each on a fresh server.
+    pub survival_events: Vec<super::scripts::Event>,
     /// Checks in each of outage's five phases.
     pub checks_per_phase: u64,
     /// Each outage check starts this long after the previous one started.
@@ -197,6 +200,10 @@ impl Validate for Params {
             (
                 !(p.take_refill_per_s.is_finite() && p.take_refill_per_s >= 0.0),
                 "take_refill_per_s must be a number >= 0",
+            ),
+            (
+                p.survival_events.iter().any(|e| e.needs_replica()),
+                "survival_events: an adapter is set up with one server, so no event that moves the call to a replica",
             ),
         ];
         match bad.iter().find(|(is_bad, _)| *is_bad) {

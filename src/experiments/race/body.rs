@@ -89,8 +89,6 @@ pub(crate) struct Trial {
     pub(crate) origin_ms: u64,
     /// Tokens a bucket regains per second (0: it never refills, so exactly `limit` may pass).
     pub(crate) refill_per_sec: f64,
-    /// Whether a failed check stops the run (else it is counted in the row, as a claim may judge).
-    pub(crate) errors_stop: bool,
 }
 
 impl Trial {
@@ -113,7 +111,6 @@ impl Trial {
             key,
             origin_ms,
             refill_per_sec: 0.0,
-            errors_stop: true,
         }
     }
 
@@ -162,11 +159,7 @@ impl Trial {
                 return Err(e).phase(what);
             }
         };
-        match self.errors_stop {
-            true => s.fail_on_errors(&tally).phase(what)?,
-            // Counted, not stopped on: unless the server died.
-            false => s.target.check_alive().phase(what)?,
-        }
+        s.fail_on_errors(&tally).phase(what)?;
         let final_state = read_state(s, self.strategy, &self.key, &limit).phase(what)?;
         Ok(RaceRow {
             scenario: scenario.to_string(),
@@ -258,7 +251,6 @@ fn trace(s: &mut Session, p: &Params) -> Result<RaceRow, ExperimentError> {
         key: key.clone(),
         origin_ms: unix_ms(),
         refill_per_sec: 0.0,
-        errors_stop: true,
     };
     let row = trial.run(s, p.window_ms, "trace", 0)?;
     let lines = capture.finish().phase(|| "reading MONITOR".into())?;

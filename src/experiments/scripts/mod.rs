@@ -39,6 +39,7 @@ mod survival;
 
 pub use rows::{CostRow, CustomSurvivalRow, Event, FlushRow, SurvivalRow};
 pub use rows::{COSTS, CUSTOM_SURVIVAL, FLUSH, SURVIVAL};
+pub(crate) use survival::process_survival;
 
 use super::limiters::Verdicts;
 use super::{Body, Definition, Render, Summarize, Validate};

@@ -8,7 +8,7 @@ use super::Params;
 use crate::experiments::limiters::PROCESS_INVOCATION;
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{
-    Attempt, Check, Decide, Decider, Invocation, Limiter, LimiterError, Strategy,
+    Attempt, Check, Decide, Decider, Invocation, LimitSpec, Limiter, LimiterError, Strategy,
 };
 use crate::load::ClientTimeouts;
 use crate::server::{self, Deployment, Persistence, RedisServer, Topology, ADMIN_TIMEOUT};
@@ -61,7 +61,7 @@ fn custom_run(
                 )
             };
             let row = match process {
-                true => process_case(s, p, rt, strategy, event),
+                true => process_survival(s, p.limit(), rt, strategy, event),
                 false => custom_case(s, p, rt, strategy, event),
             };
             rows.write(&row.phase(what)?)?;
@@ -84,16 +84,17 @@ const RECOVERY_WAIT: Duration = Duration::from_secs(10);
 /// A limiter process through one event: its adapter set up with a fresh primary, one decision,
 /// the event, its first check after it and, when that failed, how long its library took to decide
 /// again on its own (reconnecting, reloading its script).
-fn process_case(
+/// libraries runs the seeds' own adapters through it too.
+pub(crate) fn process_survival(
     s: &Session,
-    p: &Params,
+    limit: LimitSpec,
     rt: &tokio::runtime::Runtime,
     strategy: Strategy,
     event: Event,
 ) -> Result<CustomSurvivalRow, PhaseError> {
     let (mut primary, _) = servers(s, event)?;
     let reach = s.ctx.timeouts.reach(&primary.url());
-    let decider = Decider::reaching(strategy, p.limit(), Invocation::default(), &reach)?;
+    let decider = Decider::reaching(strategy, limit, Invocation::default(), &reach)?;
     let warm = rt.block_on(ask(&decider))?.1;
     if let Err(e) = warm.outcome {
         return Err(PhaseError::Invalid(format!(
@@ -235,7 +236,7 @@ impl Event {
         }
     }
 
-    pub(super) fn needs_replica(self) -> bool {
+    pub(crate) fn needs_replica(self) -> bool {
         matches!(self, Event::Replica | Event::Promoted)
     }
 }
