@@ -52,6 +52,25 @@ impl SchedSample {
     }
 }
 
+/// The calling thread's schedstat, opened once (`/proc/thread-self` is the thread that opens it):
+/// its time runnable but waiting for a CPU, read again and again without reopening.
+pub(crate) struct ThreadRunDelay(Option<std::fs::File>);
+
+impl ThreadRunDelay {
+    /// The calling thread's; reads nothing where there is no schedstat.
+    pub(crate) fn open() -> Self {
+        ThreadRunDelay(std::fs::File::open("/proc/thread-self/schedstat").ok())
+    }
+
+    /// Its run-queue wait so far, ns.
+    pub(crate) fn now_ns(&self) -> Option<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 96];
+        let n = self.0.as_ref()?.read_at(&mut buf, 0).ok()?;
+        parse_run_delay(std::str::from_utf8(&buf[..n]).ok()?)
+    }
+}
+
 /// The second field of a schedstat line: `<on-cpu ns> <run-queue wait ns> <timeslices>`.
 pub(crate) fn parse_run_delay(schedstat: &str) -> Option<u64> {
     schedstat.split_whitespace().nth(1)?.parse().ok()
@@ -98,6 +117,14 @@ fn clock_ticks_per_s() -> u64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn this_threads_run_delay_is_read_and_counts_forward() {
+        let waits = ThreadRunDelay::open();
+        let before = waits.now_ns().expect("schedstat has a run delay");
+        std::thread::yield_now();
+        assert!(waits.now_ns().unwrap() >= before);
+    }
+
     use super::*;
 
     #[test]

@@ -150,6 +150,7 @@ fn decider(p: &Params, limiter: Strategy, url: &str) -> Result<Decider, LimiterE
     let reach = Reach {
         redis_url: url.to_string(),
         timeout_ms: p.budget_ms,
+        cluster: false,
     };
     Decider::reaching(limiter, p.spec(), Invocation::default(), &reach)
 }

@@ -151,8 +151,12 @@ pub(crate) fn points(rows: &[SweepRow]) -> (Vec<String>, Vec<Point>) {
 
 /// Renders `dir/outage.csv` into `outage.svg/.png`, and the breaker sweep if its CSV is there.
 pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
-    let panels = panels(&read_file(&CHECKS, dir)?);
-    let mut written = write_spec(dir, "outage", &outage_chart(&panels))?;
+    let rows = read_file(&CHECKS, dir)?;
+    let mut policies: Vec<String> = Vec::new();
+    for r in rows.iter().filter(|r| r.reconnect == Reconnect::InCheck) {
+        index_of(&mut policies, crate::record::csv_text(&r.policy));
+    }
+    let mut written = write_spec(dir, "outage", &outage_chart(&panels(&rows), &policies))?;
     if SWEEP.path(dir).is_file() {
         written.extend(render_sweep(dir)?);
     }
@@ -168,7 +172,8 @@ fn render_sweep(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     write_spec(dir, "outage_sweep", &sweep_chart(&series, &points))
 }
 
-fn outage_chart(panels: &[Panel]) -> Chart {
+/// The chart of `panels`, whose runs had `policies` (each drawn over the others).
+fn outage_chart(panels: &[Panel], policies: &[String]) -> Chart {
     let all = panels.iter().flat_map(|p| p.dots.iter().map(|d| d.1));
     let (lo, hi) = all.fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
     // Headroom above the 250 ms wall so the phase names sit clear of the hung checks.
@@ -219,8 +224,14 @@ fn outage_chart(panels: &[Panel]) -> Chart {
         (plot.font_px, plot.under) = ((13, 15), under);
         plot
     });
-    let note = "every check of every run, in order; both policies drawn over each other (the policy changes the \
-answer, not the time)";
+    let note = match policies {
+        [one] => format!("every check of every run, in order; policy {one}"),
+        _ => format!(
+            "every check of every run, in order; the policies {} drawn over each other (the policy changes the \
+answer, not the time)",
+            policies.join(" and ")
+        ),
+    };
     let legend =
         (KINDS.iter().enumerate()).map(|(i, name)| (Marker::Dot(color(i)), name.to_string()));
     let title = "outage: latency of each check (log ms)";

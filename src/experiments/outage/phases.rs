@@ -8,6 +8,7 @@ use crate::experiments::PhaseError;
 use crate::limiter::Strategy;
 use crate::load::drill::{Call, Closed, Drill, Schedule, Stop, Stopper};
 use crate::record::{suspend_offset_ns, CsvSink};
+use crate::server::sched::ThreadRunDelay;
 use crate::store::{Answer, Failure, Outcome, Route, Store};
 use std::cell::Cell;
 use std::convert::Infallible;
@@ -44,6 +45,9 @@ pub struct Checked {
     pub answer: Result<Answer, String>,
     /// CLOCK_BOOTTIME - CLOCK_MONOTONIC grew during it: the machine slept.
     pub suspended: bool,
+    /// How long the checking thread waited for its CPU during the check (schedstat), µs: time the
+    /// machine, not Redis or the client, added to it. None where schedstat cannot be read.
+    pub run_queue_us: Option<f64>,
 }
 
 impl Checked {
@@ -71,17 +75,23 @@ pub fn checker(
     stopper: Stopper,
 ) -> impl Fn(Call) -> Pin<Box<dyn Future<Output = Checked>>> {
     let (store, key) = (Rc::clone(store), Rc::clone(key));
+    // The drill runs on this thread (a current-thread runtime): its schedstat, opened once.
+    let waits = Rc::new(ThreadRunDelay::open());
     move |_| {
         let (store, key, stopper) = (Rc::clone(&store), Rc::clone(&key), stopper.clone());
+        let waits = Rc::clone(&waits);
         Box::pin(async move {
-            let slept_before = suspend_offset_ns();
+            let (slept_before, waited_before) = (suspend_offset_ns(), waits.now_ns());
             let answer = store.check(&key).await.map_err(|e| e.to_string());
+            let waited = waited_before.zip(waits.now_ns());
             if answer.is_err() {
                 stopper.stop();
             }
             Checked {
                 answer,
                 suspended: suspend_offset_ns() - slept_before > SUSPEND_NS,
+                run_queue_us: waited
+                    .map(|(before, after)| after.saturating_sub(before) as f64 / 1e3),
             }
         })
     }
@@ -183,6 +193,7 @@ impl Driver<'_> {
                 reconnected: answer.reconnected,
                 script_reloaded: answer.script_reloaded,
                 suspended: r.out.suspended,
+                run_queue_us: r.out.run_queue_us,
             };
             self.checks.write(&row)?;
             acc.add(&row);

@@ -125,6 +125,11 @@ pub struct CheckRow {
     pub script_reloaded: bool,
     /// The machine slept during this check: its latency is not Redis's.
     pub suspended: bool,
+    /// How long the checking thread waited for its CPU during the check (schedstat), µs: part
+    /// of `latency_us` this machine's scheduling added. Empty where schedstat cannot be read,
+    /// and in runs before it was recorded.
+    #[serde(default)]
+    pub run_queue_us: Option<f64>,
 }
 
 /// One phase of one run, derived from its checks.
