@@ -34,6 +34,7 @@ fn reach(server: &ratelab::server::RedisServer, timeout_ms: u64) -> Reach {
     Reach {
         redis_url: server.endpoint().url(),
         timeout_ms,
+        cluster: false,
     }
 }
 
@@ -122,6 +123,50 @@ fn an_adapter_decides_checks_in_flight_at_once_and_writes_under_the_key() {
     let pid = process.pid();
     drop(process);
     assert!(gone(pid), "closing its stdin ended the adapter");
+}
+
+/// How many checks came in the same read as each of `n` checks asked at once (the turns fixture
+/// answers that as `remaining`), in the order asked.
+fn reads_of(process: &Rc<Process>, n: usize) -> Vec<i64> {
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime(), async {
+        let asks: Vec<_> = (0..n)
+            .map(|_| {
+                let process = process.clone();
+                tokio::task::spawn_local(async move {
+                    let attempt = process.decide(None, Check::one("turns")).await;
+                    attempt
+                        .outcome
+                        .expect("the fixture allows every check")
+                        .remaining
+                })
+            })
+            .collect();
+        let mut together = Vec::new();
+        for ask in asks {
+            together.push(ask.await.expect("the check's task ends"));
+        }
+        together
+    })
+}
+
+#[test]
+fn checks_asked_in_one_turn_reach_the_adapter_in_one_write_and_later_ones_wait_for_none() {
+    // A burst started at once must start at once in the adapter's event loop (seed 001's 500
+    // GETs before the first INCR): one write, so one read.
+    let server = common::start_server();
+    let process = start("turns", &server, 1_000).expect("the fixture starts");
+    let burst = 300;
+    let together = reads_of(&process, burst);
+    assert!(
+        together.iter().all(|&n| n == burst as i64),
+        "every check of the burst came in one read of {burst}: {:?}",
+        &together[..together.len().min(20)]
+    );
+    // One at a time: each goes out alone, at once.
+    for _ in 0..3 {
+        assert_eq!(reads_of(&process, 1), vec![1], "a lone check is sent alone");
+    }
 }
 
 #[test]
@@ -463,5 +508,69 @@ fn pods_run_an_adapter_in_every_pod_on_loopback_and_through_the_proxy() {
         fixtures_running("tag-pods"),
         0,
         "every pod's adapter is gone"
+    );
+}
+
+/// The cluster experiment's settings for a short bucket phase with `clients` adapters.
+const SHORT_CLUSTER: [(&str, &str); 5] = [
+    ("users", "60"),
+    ("variants", r#"["declared"]"#),
+    ("bucket_users", "30"),
+    ("bucket_requests", "15"),
+    ("bucket_clients", "3"),
+];
+
+#[test]
+fn cluster_asks_an_ioredis_adapter_through_its_own_cluster_client_and_refuses_one_that_cannot() {
+    let mark = common::mark_descendants();
+    // Seed 001's script on ioredis: told one node and that it is a cluster, its Cluster client
+    // routes every user's bucket to the node that owns it, so each admits exactly its capacity.
+    let adapter = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/adapters/seed001-ioredis/seed001-lua.toml");
+    let lua = custom::register(custom::load(&adapter).expect("the adapter's manifest loads"));
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = common::run_with_limiters("cluster", tmp.path(), vec![lua], &SHORT_CLUSTER);
+    let rows: Vec<ratelab::experiments::cluster::CustomBucketRow> =
+        ratelab::analysis::table::read_typed(&dir.join("custom.csv")).unwrap();
+    assert_eq!(rows.len(), 30, "one row per user");
+    for r in &rows {
+        assert_eq!((r.admitted, r.errors), (r.limit, 0), "{r:?}");
+    }
+    let mut nodes: Vec<&str> = rows.iter().map(|r| r.node.as_str()).collect();
+    nodes.sort();
+    nodes.dedup();
+    assert_eq!(
+        nodes.len(),
+        3,
+        "the users' buckets live on every node: {nodes:?}"
+    );
+    let limiters = std::fs::read_to_string(dir.join("limiters.csv")).unwrap();
+    assert!(limiters.contains("ioredis"), "{limiters}");
+
+    // The Python fixture knows nothing of clusters: refused before any check, saying why.
+    let window = custom::register(custom::load(&fixture("window")).unwrap());
+    let tmp = tempfile::tempdir().unwrap();
+    let mut ctx = common::ctx(tmp.path());
+    (ctx.limiters, ctx.sets) = (vec![window], common::sets(&SHORT_CLUSTER));
+    let err = ratelab::experiments::find("cluster")
+        .unwrap()
+        .run(&ctx)
+        .expect_err("an adapter that does not say it speaks to a cluster is refused");
+    let mut chain = err.to_string();
+    let mut source = std::error::Error::source(&err);
+    while let Some(e) = source {
+        chain.push_str(&format!(": {e}"));
+        source = e.source();
+    }
+    assert!(chain.contains("does not say \"cluster\": true"), "{chain}");
+    assert!(
+        !tmp.path().join("cluster").exists(),
+        "nothing partial is written"
+    );
+    let left = || common::marked_processes("fixture.py", &mark);
+    assert!(
+        common::wait_for(std::time::Duration::from_secs(2), || left().is_empty()),
+        "no adapter is left running: {:?}",
+        left()
     );
 }

@@ -43,6 +43,9 @@ pub struct Reach {
     pub redis_url: String,
     /// The response timeout ratelab's own clients use in this run.
     pub timeout_ms: u64,
+    /// `redis_url` is one node of a Redis Cluster: the adapter must use its library's cluster
+    /// client, and say so in its handshake.
+    pub cluster: bool,
 }
 
 impl Reach {
@@ -76,6 +79,9 @@ struct Setup<'a> {
     refill_per_s: f64,
     timeout_ms: u64,
     answer_ms: u64,
+    /// Said only when true: adapters written before it never see it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    cluster: bool,
 }
 
 /// What an adapter says it is, in its handshake.
@@ -92,6 +98,9 @@ pub struct Handshake {
     /// Its Redis client and version.
     #[serde(default)]
     pub client: String,
+    /// It connected its library's cluster client, as a setup naming a cluster asks.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cluster: bool,
 }
 
 /// One answer line.
@@ -249,6 +258,7 @@ impl Process {
             refill_per_s: spec.refill_per_sec,
             timeout_ms: reach.timeout_ms,
             answer_ms: reach.answer_ms(),
+            cluster: reach.cluster,
         };
         let first = serde_json::to_string(&setup).map_err(|e| fail(e.to_string()))?;
         let lines = write_lines(stdin, first);
@@ -273,6 +283,13 @@ impl Process {
                 return Err(fail(why + &process.shared.stderr_tail()));
             }
         };
+        if reach.cluster && !handshake.cluster {
+            return Err(fail(
+                "the setup named a Redis Cluster and its handshake does not say \"cluster\": true, so it \
+                 would talk to one node as to a whole server (examples/adapters/PROTOCOL.md)"
+                    .into(),
+            ));
+        }
         process.handshake = handshake;
         Ok(process)
     }
@@ -363,16 +380,19 @@ impl Process {
         }
     }
 
-    /// Hands every queued line to the writer as one piece; a closed stdin breaks the adapter,
-    /// which wakes every check waiting for an answer.
+    /// Hands every queued line to the writer as one piece (holding the queue, so pieces reach
+    /// the writer in the order their lines were queued); a closed stdin breaks the adapter, which
+    /// wakes every check waiting for an answer.
     fn send_queued(&self) {
-        let lines = std::mem::take(&mut *lock(&self.queued));
-        if lines.is_empty() {
+        let mut queued = lock(&self.queued);
+        if queued.is_empty() {
             return;
         }
+        let lines = std::mem::take(&mut *queued);
         let sent = lock(&self.lines)
             .as_ref()
             .is_some_and(|l| l.send(lines.join("\n")).is_ok());
+        drop(queued);
         if !sent {
             self.shared.break_with("its stdin is closed".into());
         }
@@ -543,7 +563,8 @@ fn keep_stderr(stderr: std::process::ChildStderr, shared: Arc<Shared>) {
 fn write_lines(stdin: ChildStdin, first: String) -> mpsc::Sender<String> {
     let (tx, rx) = mpsc::channel::<String>();
     std::thread::spawn(move || {
-        // Room for a burst of checks (each line is well under 200 bytes) to go out in one write.
+        // Room for a burst of checks (each line is well under 200 bytes) to go out in one write;
+        // the pipe itself holds 64 KiB, so a burst past that reaches the adapter in pieces.
         let mut stdin = std::io::BufWriter::with_capacity(1 << 16, stdin);
         let mut next = Some(first);
         while let Some(line) = next.take().or_else(|| rx.recv().ok()) {

@@ -185,6 +185,7 @@ impl ClientTimeouts {
         crate::limiter::process::Reach {
             redis_url: url.to_string(),
             timeout_ms: self.response_ms,
+            cluster: false,
         }
     }
 }

@@ -63,17 +63,34 @@ async function begin(adapter, start, line) {
   }
   const limiter = await start(setup);
   const { library, version, client } = limiter;
-  say({ type: 'ready', protocol: 1, adapter, library, version, client });
+  // `cluster` only when the setup named a cluster and the library got a cluster client for it.
+  const cluster = setup.cluster === true && (limiter.cluster === true || madeCluster);
+  say({ type: 'ready', protocol: 1, adapter, library, version, client, ...(cluster && { cluster }) });
   return limiter;
 }
 
+// Whether ioredisClient made a cluster client (the handshake says so).
+let madeCluster = false;
+
 // A connected ioredis client (the adapter's own installed `Redis`), the run's timeout as its
 // commandTimeout, its errors on stderr (an 'error' event with no listener would end the process).
+// When the setup names a cluster, an ioredis Cluster started from that one node: it reads the
+// slot map and routes every command to the node owning its key, as an application's would.
 async function ioredisClient(Redis, setup) {
-  const options = { lazyConnect: true, commandTimeout: setup.timeout_ms };
+  const options = { commandTimeout: setup.timeout_ms };
   const tls = tlsFiles(setup);
   if (tls) options.tls = tls;
-  const client = new Redis(setup.redis_url, options);
+  let client;
+  if (setup.cluster === true) {
+    const url = new URL(setup.redis_url);
+    if (url.username) options.username = decodeURIComponent(url.username);
+    if (url.password) options.password = decodeURIComponent(url.password);
+    const node = { host: url.hostname, port: Number(url.port || 6379) };
+    client = new Redis.Cluster([node], { lazyConnect: true, redisOptions: options });
+    madeCluster = true;
+  } else {
+    client = new Redis(setup.redis_url, { lazyConnect: true, ...options });
+  }
   client.on('error', (err) => process.stderr.write(`ioredis: ${err.message}\n`));
   await client.connect();
   return client;

@@ -13,8 +13,10 @@
 //! error text. Phases: one-redis (the run's own non-cluster server), cluster (a managed N-node
 //! cluster, `server::RedisCluster`, set-up timed), reshard (a slot range moved, then the same
 //! calls); then the token bucket with its key declared, through redis-rs's cluster client from
-//! many clients (`bucket.rs`). Against `--redis-url` naming a cluster node: the cluster phase and
-//! the bucket only, on prefixed keys, deleted on every node; the reshard skipped with its reason.
+//! many clients (`bucket.rs`); a custom limiter's script the same way, and a limiter process as
+//! `bucket_clients` adapters, each with its library's own cluster client. Against `--redis-url`
+//! naming a cluster node: the cluster phase and the bucket only, on prefixed keys, deleted on
+//! every node; the reshard skipped with its reason.
 //!
 //! Writes `cluster/cluster.csv` (one row per phase, variant and user), `cluster/nodes.csv` (the
 //! slot map per phase), `cluster/bucket.csv` (one row per bucket user), `cluster/setup.csv` (the
@@ -53,6 +55,9 @@ impl Definition for Cluster {
     );
     type Params = Params;
     const TAKES_LIMITERS: bool = true;
+    // A limiter process gets one node's URL and a setup naming a cluster: its library's own
+    // cluster client routes every check.
+    const TAKES_PROCESSES: bool = true;
     const VERDICTS: Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;
