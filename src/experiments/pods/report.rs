@@ -187,20 +187,17 @@ fn closing_note(runs: &[PodsRunRow]) -> String {
 /// The event-loop sweep's naive window, per pods x work: reached, the race window, requests open.
 fn event_loop_lines(note: &mut String, runs: &[PodsRunRow]) {
     let naive = PodStrategy::Redis(Strategy::NaiveWindow);
-    let mut configs: Vec<(u32, f64, f64)> = Vec::new();
-    for r in runs
-        .iter()
-        .filter(|r| r.strategy == naive && r.partner_ms > 0.0)
-    {
-        if !configs.contains(&(r.pods, r.work_ms, r.skew_ms)) {
-            configs.push((r.pods, r.work_ms, r.skew_ms));
+    // Each configuration's rows (pods, work, skew), in the order configurations first appear.
+    type Config = (u32, f64, f64);
+    let mut configs: Vec<(Config, Vec<&PodsRunRow>)> = Vec::new();
+    for r in (runs.iter()).filter(|r| r.strategy == naive && r.partner_ms > 0.0) {
+        let config = (r.pods, r.work_ms, r.skew_ms);
+        match configs.iter_mut().find(|(c, _)| *c == config) {
+            Some((_, rows)) => rows.push(r),
+            None => configs.push((config, vec![r])),
         }
     }
-    for (pods, work, skew) in configs {
-        let rows: Vec<&PodsRunRow> = (runs.iter())
-            .filter(|r| r.strategy == naive && r.partner_ms > 0.0)
-            .filter(|r| (r.pods, r.work_ms, r.skew_ms) == (pods, work, skew))
-            .collect();
+    for ((pods, work, skew), rows) in configs {
         let n = rows.len() as f64;
         let mean = |f: fn(&PodsRunRow) -> f64| rows.iter().map(|r| f(r)).sum::<f64>() / n;
         let clocks = match skew > 0.0 {
