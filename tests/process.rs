@@ -7,7 +7,7 @@ use crate::common;
 
 use ratelab::limiter::custom::{self, Algorithm, ProcessCommand};
 use ratelab::limiter::process::{Process, Reach};
-use ratelab::limiter::{Check, Decide, LimitSpec, LimiterError};
+use ratelab::limiter::{Check, Decide, Decision, LimitSpec, LimiterError};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::rc::Rc;
@@ -61,20 +61,20 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("a runtime")
 }
 
-/// Asks `n` checks on `key` at once; their outcomes in the order asked.
-fn ask_at_once(
+/// Asks `n` checks on `key` at once (each its own task, all spawned before any runs); their
+/// decisions in the order asked.
+fn decide_at_once(
     process: &Rc<Process>,
     key: &'static str,
     n: usize,
-) -> Vec<Result<bool, LimiterError>> {
+) -> Vec<Result<Decision, LimiterError>> {
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime(), async {
         let asks: Vec<_> = (0..n)
             .map(|_| {
                 let process = process.clone();
                 tokio::task::spawn_local(async move {
-                    let attempt = process.decide(None, Check::one(key)).await;
-                    attempt.outcome.map(|d| d.allowed)
+                    process.decide(None, Check::one(key)).await.outcome
                 })
             })
             .collect();
@@ -84,6 +84,16 @@ fn ask_at_once(
         }
         outcomes
     })
+}
+
+/// Asks `n` checks on `key` at once; their outcomes in the order asked.
+fn ask_at_once(
+    process: &Rc<Process>,
+    key: &'static str,
+    n: usize,
+) -> Vec<Result<bool, LimiterError>> {
+    let decided = decide_at_once(process, key, n).into_iter();
+    decided.map(|outcome| outcome.map(|d| d.allowed)).collect()
 }
 
 fn error_text(outcome: &Result<bool, LimiterError>) -> String {
@@ -128,26 +138,10 @@ fn an_adapter_decides_checks_in_flight_at_once_and_writes_under_the_key() {
 /// How many checks came in the same read as each of `n` checks asked at once (the turns fixture
 /// answers that as `remaining`), in the order asked.
 fn reads_of(process: &Rc<Process>, n: usize) -> Vec<i64> {
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&runtime(), async {
-        let asks: Vec<_> = (0..n)
-            .map(|_| {
-                let process = process.clone();
-                tokio::task::spawn_local(async move {
-                    let attempt = process.decide(None, Check::one("turns")).await;
-                    attempt
-                        .outcome
-                        .expect("the fixture allows every check")
-                        .remaining
-                })
-            })
-            .collect();
-        let mut together = Vec::new();
-        for ask in asks {
-            together.push(ask.await.expect("the check's task ends"));
-        }
-        together
-    })
+    let decided = decide_at_once(process, "turns", n).into_iter();
+    decided
+        .map(|outcome| outcome.expect("the fixture allows every check").remaining)
+        .collect()
 }
 
 #[test]
