@@ -44,8 +44,12 @@ fn target(claim: &Claim, want: f64, side: Side) -> f64 {
                 Side::Outside => hi + (hi - lo).max(margin(hi)),
             }
         }
-        (Judge::Below, Side::Inside) | (Judge::Above, Side::Outside) => claim.published - m,
-        (Judge::Below, Side::Outside) | (Judge::Above, Side::Inside) => claim.published + m,
+        (Judge::Below, Side::Inside) | (Judge::Above | Judge::MeanAbove, Side::Outside) => {
+            claim.published - m
+        }
+        (Judge::Below, Side::Outside) | (Judge::Above | Judge::MeanAbove, Side::Inside) => {
+            claim.published + m
+        }
         (Judge::TraceOrder | Judge::TraceWrites, _) => {
             unreachable!("a trace is mutated by command")
         }
@@ -185,7 +189,9 @@ fn mutate(claim: &Claim, rows: &[Row], side: Side) -> Vec<Row> {
             // Inside must beat every group; outside needs to lose to one.
             match (claim.judge, side) {
                 (Judge::Below, Side::Inside) => xs.fold(f64::INFINITY, f64::min),
-                (Judge::Above, Side::Inside) => xs.fold(f64::NEG_INFINITY, f64::max),
+                (Judge::Above | Judge::MeanAbove, Side::Inside) => {
+                    xs.fold(f64::NEG_INFINITY, f64::max)
+                }
                 _ => xs.fold(f64::NEG_INFINITY, f64::max),
             }
         };

@@ -141,6 +141,9 @@ pub enum Judge {
     Below,
     /// "Costs more" / "beats": as `Below`, above `published`.
     Above,
+    /// A mean effect ("burstier arrivals admit more"): the mean's whole 95% interval above
+    /// `published`; one trial on the other side is spread, not a difference.
+    MeanAbove,
     /// Seed 000's MONITOR order.
     TraceOrder,
     /// Seed 000's MONITOR writes: pairs storing one value, each a token below the pair before.

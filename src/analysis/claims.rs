@@ -547,4 +547,34 @@ mod tests {
         assert!(measured.contains("within the 1 step"), "{measured}");
         assert_eq!(call("1\n2\n").0, Call::Differs);
     }
+
+    #[test]
+    fn mean_above_reads_the_interval_not_each_trial() {
+        let dir = tempfile::tempdir().unwrap();
+        let claim: Claim = toml::from_str(
+            r#"
+            id = "t"
+            experiment = "tsmember"
+            seed = "ours"
+            text = "t"
+            file = "tsmember.csv"
+            statistic = "ratio"
+            published = 1.0
+            judge = "mean_above"
+            "#,
+        )
+        .unwrap();
+        let call = |rows: &str| {
+            std::fs::write(dir.path().join("tsmember.csv"), format!("ratio\n{rows}")).unwrap();
+            let v = judge(&claim, dir.path());
+            (Call::of(&claim, &v), v.measured)
+        };
+        // One trial a hair under 1 among four well above: the mean's interval is still above.
+        let (one_under, measured) = call("0.995\n1.08\n1.07\n1.09\n1.06\n");
+        assert_eq!(one_under, Call::Holds, "{measured}");
+        assert!(measured.contains("95% CI"), "{measured}");
+        assert_eq!(call("0.96\n1.04\n0.99\n1.02\n").0, Call::Inconclusive);
+        assert_eq!(call("0.95\n0.96\n0.94\n").0, Call::Differs);
+        assert_eq!(call("1.2\n").0, Call::Inconclusive);
+    }
 }

@@ -344,6 +344,16 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
             ));
             beyond == s.n && gap > s.sd
         }
+        Judge::MeanAbove => {
+            if s.n < 2 {
+                measured.push_str("; one run has no interval to judge a mean by");
+                return Verdict {
+                    inconclusive: s.mean > claim.published,
+                    ..Verdict::fails(measured)
+                };
+            }
+            ci.is_some_and(|(lo, _)| lo > claim.published)
+        }
         Judge::TraceOrder | Judge::TraceWrites => {
             return Verdict::no_data("a trace is not numeric")
         }
@@ -377,7 +387,7 @@ fn verdict(claim: &Claim, values: &[Value], label: &str) -> Verdict {
         ));
     }
     // Beside a mean the interval always shows, so a reader sees how close a call was.
-    let mean_judged = claim.judge == Judge::MeanWithin;
+    let mean_judged = matches!(claim.judge, Judge::MeanWithin | Judge::MeanAbove);
     if let Some((lo, hi)) = ci.filter(|_| inconclusive || mean_judged) {
         measured.push_str(&format!("; 95% CI {} to {}", short(lo), short(hi)));
         if let Some((a, b)) =
@@ -471,7 +481,7 @@ fn holding_region(claim: &Claim, values: &[Value]) -> Option<(f64, f64)> {
         }
         Judge::Range => claim.range.map(|[lo, hi]| (lo, hi)),
         Judge::Below => Some((f64::NEG_INFINITY, claim.published)),
-        Judge::Above => Some((claim.published, f64::INFINITY)),
+        Judge::Above | Judge::MeanAbove => Some((claim.published, f64::INFINITY)),
         _ => None,
     }
 }

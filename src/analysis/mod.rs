@@ -435,6 +435,9 @@ fn published(claim: &claims::Claim) -> String {
         (_, claims::Judge::Above) => {
             format!("> {} in every run, beyond its spread", claim.published)
         }
+        (_, claims::Judge::MeanAbove) => {
+            format!("> {} by the mean's 95% interval", claim.published)
+        }
         (Some(col), _) => format!("{} (= {col})", claim.published),
         (None, claims::Judge::AllAtMost) => format!("<= {} in every row", claim.published),
         (None, claims::Judge::AllAtLeast) => match &claim.percent_of {
