@@ -228,3 +228,79 @@ fn every_adapter_runs_race_as_its_library_and_shows_what_its_design_allows() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Every row of one of chaos's CSVs, each as column -> cell.
+fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let mut reader = csv::Reader::from_path(path).expect("the CSV exists");
+    reader.deserialize().map(|r| r.expect("a row")).collect()
+}
+
+/// chaos's drills through the fault proxy with two libraries' own clients (ioredis in Node,
+/// redis-py in Python), each a fail-open client of its own service beside the built-in bucket: a
+/// blackhole of the commands lets no check reach Redis, so every check of its window is answered by
+/// the store's policy within the timeout; after the drill (healed, every connection reset once)
+/// each library has reconnected by itself and enforces the limit again; no adapter is left.
+#[test]
+fn chaos_drills_each_library_through_the_fault_proxy() {
+    let mark = common::mark_descendants();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adapters");
+    let names = ["seed001-lua", "python-redis-py"];
+    let manifests = [
+        root.join("seed001-ioredis/seed001-lua.toml"),
+        root.join("python-redis-py/python-redis-py.toml"),
+    ];
+    let out = tempfile::tempdir().unwrap();
+    let mut ctx = common::ctx(out.path());
+    ctx.limiters = (manifests.iter())
+        .map(|m| ratelab::limiter::custom::register(ratelab::limiter::custom::load(m).unwrap()))
+        .collect();
+    ctx.sets = [
+        ("timeouts_ms", "[30]"),
+        ("flaws", "[]"),
+        ("fail_closed", "false"),
+        ("directions", "[]"),
+        ("pool_connections", "0"),
+        ("idle_rate_per_s", "0"),
+        ("blackhole_direction", "\"to-server\""),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let dir = ratelab::experiments::find("chaos")
+        .expect("registered")
+        .run(&ctx)
+        .unwrap_or_else(|e| panic!("chaos runs with the adapters: {e:#}"));
+    let drills = csv_rows(&dir.join("drills.csv"));
+    let afters = csv_rows(&dir.join("after.csv"));
+    let num = |row: &std::collections::HashMap<String, String>, col: &str| -> f64 {
+        row[col]
+            .parse()
+            .unwrap_or_else(|_| panic!("{col}: {row:?}"))
+    };
+    for name in names {
+        let blackhole = (drills.iter())
+            .find(|r| r["client"] == name && r["drill"] == "blackhole")
+            .unwrap_or_else(|| panic!("{name}: a blackhole row in {drills:?}"));
+        // Checks start at or after their intended instant, so after the switch: none reaches Redis.
+        let by_redis = num(blackhole, "allowed") + num(blackhole, "denied");
+        assert!(
+            num(blackhole, "degraded_allowed") > 0.0
+                && by_redis <= 0.01 * num(blackhole, "served") + 1.0,
+            "{name}: every blackholed check answered by policy: {blackhole:?}"
+        );
+        let after = (afters.iter())
+            .find(|r| r["client"] == name)
+            .unwrap_or_else(|| panic!("{name}: an after-drill row in {afters:?}"));
+        assert_eq!(after["enforced"], "true", "{name}: {after:?}");
+    }
+    let limiters = std::fs::read_to_string(dir.join("limiters.csv")).unwrap();
+    for client in ["ioredis", "redis-py"] {
+        assert!(limiters.contains(client), "{client}: {limiters}");
+    }
+    let left = || common::marked_processes("adapter", &mark);
+    assert!(
+        common::wait_for(std::time::Duration::from_secs(2), || left().is_empty()),
+        "adapters this test started are gone: {:?}",
+        left()
+    );
+}

@@ -487,7 +487,7 @@ fn the_binary_runs_a_manifest_and_refuses_a_broken_one_or_an_experiment_without_
         .failure();
     let err = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
     let takers =
-        "race, atomic, cost, latency, outage, tsmember, window-edge, scripts, cluster, pods";
+        "race, atomic, cost, latency, outage, tsmember, window-edge, scripts, cluster, chaos, pods";
     assert!(
         err.contains(&format!(
             "`memory` does not take --limiter; these do: {takers}"

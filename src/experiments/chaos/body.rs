@@ -13,6 +13,8 @@ use super::warm::{self, warm_up, LEAD};
 use super::Params;
 use crate::experiments::{ExperimentError, Phase as _, PhaseError, Session};
 use crate::fault::{Fault, Proxy};
+use crate::limiter::process::Reach;
+use crate::limiter::{Decider, Invocation, Strategy};
 use crate::load::drill::{self as engine, Ran, Schedule, When};
 use crate::load::Arrivals;
 use crate::record::CsvSink;
@@ -25,13 +27,15 @@ use tokio::time::Instant;
 /// How long a reset may take to reach every connection before the proxy heals.
 const RESET_WAIT: Duration = Duration::from_millis(200);
 
-/// One store client of a sequence, each its own service: its policy and its flaw, if any, and
-/// whether its service is idle (a trickle of requests instead of the load).
+/// One store client of a sequence, each its own service: its policy and its flaw, if any, whether
+/// its service is idle (a trickle of requests instead of the load), and the custom limiter
+/// (`--limiter`) that decides instead of the built-in bucket, if any.
 #[derive(Debug, Clone, Copy)]
 struct Client {
     policy: Policy,
     flaw: Option<Flaw>,
     idle: bool,
+    custom: Option<Strategy>,
 }
 
 impl Client {
@@ -39,12 +43,14 @@ impl Client {
         policy: Policy::FailOpen,
         flaw: None,
         idle: false,
+        custom: None,
     };
 
     /// Its name in the CSVs: `correct` (fail-open), `idle` (the correct one, idle),
-    /// `fail-closed`, or its flaw (fail-open).
+    /// `fail-closed`, its flaw (fail-open), or its custom limiter's name (fail-open).
     fn name(self) -> String {
         match (self.flaw, self.policy, self.idle) {
+            _ if self.custom.is_some() => self.custom.map(|c| c.to_string()).unwrap_or_default(),
             (Some(flaw), _, _) => crate::record::csv_text(&flaw),
             (None, _, true) => "idle".to_string(),
             (None, Policy::FailOpen, false) => "correct".to_string(),
@@ -62,8 +68,9 @@ impl Client {
 }
 
 /// Each store timeout's sequence of the correct client, then the side sequence: the misconfigured
-/// clients and the fail-closed one, side by side, with shorter drills.
-fn sequences(p: &Params) -> Vec<(u64, Vec<Client>)> {
+/// clients, the fail-closed one and each custom limiter (correct, fail-open: the library's own
+/// client through the proxy), side by side, with shorter drills.
+fn sequences(p: &Params, customs: &[Strategy]) -> Vec<(u64, Vec<Client>)> {
     let mut out: Vec<(u64, Vec<Client>)> = (p.timeouts_ms.iter())
         .map(|&t| (t, vec![Client::CORRECT]))
         .collect();
@@ -86,6 +93,10 @@ fn sequences(p: &Params) -> Vec<(u64, Vec<Client>)> {
             ..Client::CORRECT
         });
     }
+    side.extend(customs.iter().map(|&custom| Client {
+        custom: Some(custom),
+        ..Client::CORRECT
+    }));
     if !side.is_empty() {
         out.push((p.flaw_timeout_ms, side));
     }
@@ -100,7 +111,10 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         .build()
         .map_err(crate::server::ServerError::from)
         .phase(|| "building the async runtime".into())?;
-    let sequences = sequences(p);
+    let customs: Vec<Strategy> = (s.ctx.limiters.iter().copied())
+        .filter(|l| l.is_custom())
+        .collect();
+    let sequences = sequences(p, &customs);
     let mut sinks = Sinks {
         seconds: BINS.create(&s.run.staging)?,
         drills: DRILLS.create(&s.run.staging)?,
@@ -273,9 +287,12 @@ impl Sequence<'_> {
         let mut stores = Vec::new();
         for &client in self.clients {
             let settings = warm::settings(self.timeout, client.policy, client.flaw);
-            let store = warm::store(&url, p.limiter(), settings)?;
-            warm_up(&store, &format!("{}warmup", self.prefix)).await?;
-            stores.push((client.name(), Arc::new(store)));
+            let store = warm::store(&url, self.decider(client, &url).await?, settings)?;
+            // A key per client: a custom limiter's keys may hold another type than the bucket's.
+            let name = client.name();
+            (warm_up(&store, &format!("{}warmup:{name}", self.prefix)).await)
+                .map_err(|e| PhaseError::Invalid(format!("{name}: {e}")))?;
+            stores.push((name, Arc::new(store)));
         }
         let t0 = Instant::now() + LEAD;
         let timers = Watch::start(self.timeout, t0.into_std())
@@ -306,6 +323,8 @@ impl Sequence<'_> {
         for ((name, store), trace) in stores.iter().zip(traces) {
             let key = format!("{}after:{name}", self.prefix);
             let after = after_check(store, &key, name, self.timeout, p).await?;
+            // A limiter process that fell silent in the last checks stops the run here.
+            (store.settle()).map_err(|e| PhaseError::Invalid(format!("{name}: {e}")))?;
             let c = serde_json::to_string(&store.counters()).unwrap_or_default();
             counters.push(format!("{name} store counters {c}"));
             clients.push((name.clone(), trace, after));
@@ -323,6 +342,25 @@ impl Sequence<'_> {
             accepted,
             counters: counters.join("; "),
         })
+    }
+
+    /// Who decides for `client`: the built-in bucket, or its custom limiter (a limiter process's
+    /// adapter started against `url`, the proxy, with the store's timeout as its client's). The
+    /// adapter connects while its handshake is awaited: off this runtime, which runs the proxy.
+    async fn decider(&self, client: Client, url: &str) -> Result<Decider, PhaseError> {
+        let Some(custom) = client.custom else {
+            return Ok(self.p.limiter().into());
+        };
+        let reach = Reach {
+            redis_url: url.to_string(),
+            timeout_ms: self.timeout.as_millis() as u64,
+            cluster: false,
+        };
+        let spec = self.p.spec();
+        let start = move || Decider::reaching(custom, spec, Invocation::default(), &reach);
+        (tokio::task::spawn_blocking(start).await)
+            .map_err(|e| PhaseError::Invalid(format!("starting {custom}: {e}")))?
+            .map_err(PhaseError::from)
     }
 
     /// The sequence, and the pool drill beside it when there is one.

@@ -6,7 +6,9 @@
 //! the same timeout: p99 of the setup-only timeout against the correct client's, degraded answers against the
 //! fail-open counter of the unrecorded client, what the never-reconnecting client answers after
 //! the reset, the denials of the client whose error path denies against the correct one's, and
-//! what the fail-closed client rejects against what the correct one admits. `after.svg`: the
+//! what the fail-closed client rejects against what the correct one admits. `chaos_limiters.svg`
+//! (custom limiters only): each one's answers by Redis and by policy beside the built-in bucket's
+//! answers by policy. `after.svg`: the
 //! after-drill check per client, allowed / denied / admitted by policy of its 300 requests, the
 //! limit as a red line.
 
@@ -246,12 +248,7 @@ fn correct_chart(rows: &[BinRow], drills: &[DrillRow]) -> Option<Chart> {
 
 /// What the flaws chart draws of one misconfigured client (`rows`) at timeout `t`, beside the
 /// correct client: the panel's title, its y axis, its lines, and whether y is log10.
-fn flaw_panel(
-    client: &str,
-    rows: &[&BinRow],
-    correct: &[&BinRow],
-    t: u64,
-) -> Option<(String, &'static str, Vec<Line>, bool)> {
+fn flaw_panel(client: &str, rows: &[&BinRow], correct: &[&BinRow], t: u64) -> Option<SidePanel> {
     let degraded = |r: &BinRow| r.degraded as f64;
     let denied = |r: &BinRow| r.denied as f64;
     Some(match client {
@@ -334,31 +331,94 @@ fn flaw_panel(
     })
 }
 
+/// The misconfigured clients and the fail-closed one (the seed's side clients).
+const SIDE: [&str; 5] = [
+    "setup-timeout-only",
+    "unrecorded",
+    "never-reconnects",
+    "denies-on-error",
+    "fail-closed",
+];
+
+/// What one panel of a side chart draws: its title, its y axis, its lines, whether y is log10.
+type SidePanel = (String, &'static str, Vec<Line>, bool);
+
 /// The misconfigured clients and the fail-closed one beside the correct one at their timeout, a
 /// panel each.
 fn flaws_chart(rows: &[BinRow], drills: &[DrillRow]) -> Option<Chart> {
+    let note =
+        "the seed's misconfigurations and a fail-closed client, each its own service through the \
+                same drills";
+    side_chart(rows, drills, &SIDE, flaw_panel, note, |t| {
+        format!("chaos: misconfigured clients and a fail-closed one at a {t} ms timeout")
+    })
+}
+
+/// Each custom limiter (`--limiter`: a script, or a library's own client through the proxy) beside
+/// the built-in bucket's correct client at its timeout, a panel each.
+fn limiters_chart(rows: &[BinRow], drills: &[DrillRow]) -> Option<Chart> {
+    let mut customs: Vec<&str> = Vec::new();
+    for r in rows {
+        let known =
+            ["correct", "idle"].contains(&r.client.as_str()) || SIDE.contains(&r.client.as_str());
+        if !known && !customs.contains(&r.client.as_str()) {
+            customs.push(&r.client);
+        }
+    }
+    let note = "each custom limiter its own service through the same drills, fail-open, counted";
+    side_chart(rows, drills, &customs, limiter_panel, note, |t| {
+        format!("chaos: custom limiters beside the built-in bucket at a {t} ms timeout")
+    })
+}
+
+/// What a custom limiter's service had answered by Redis and by policy, beside the correct
+/// client's answers by policy.
+fn limiter_panel(client: &str, rows: &[&BinRow], correct: &[&BinRow], t: u64) -> Option<SidePanel> {
+    let by_redis = |r: &BinRow| (r.allowed + r.denied) as f64;
+    let by_policy = |r: &BinRow| r.degraded as f64;
+    let lines = vec![
+        line("answered by Redis /s", 6, false, per_s(rows, by_redis)),
+        line("answered by policy /s", 8, false, per_s(rows, by_policy)),
+        line(
+            "built-in bucket: answered by policy /s",
+            2,
+            true,
+            per_s(correct, by_policy),
+        ),
+    ];
+    Some((
+        format!("{client}, fail-open, {t} ms timeout"),
+        "requests /s",
+        lines,
+        false,
+    ))
+}
+
+/// A chart of `clients` (those that ran) beside the correct client at their timeout, a panel each
+/// from `panel_of`.
+fn side_chart(
+    rows: &[BinRow],
+    drills: &[DrillRow],
+    clients: &[&str],
+    panel_of: fn(&str, &[&BinRow], &[&BinRow], u64) -> Option<SidePanel>,
+    note: &str,
+    title: impl Fn(u64) -> String,
+) -> Option<Chart> {
     // The correct client's own sequences (the idle service's too) run longer drills: the correct
     // client drawn over the side clients' span.
-    let beside = |r: &&BinRow| r.client != "correct" && r.client != "idle";
-    let flawed = rows.iter().find(beside)?;
-    let t = flawed.timeout_ms;
+    let beside = |r: &&BinRow| clients.contains(&r.client.as_str());
+    let first = rows.iter().find(beside)?;
+    let t = first.timeout_ms;
     let span = (rows.iter().filter(beside)).fold(0.0, |hi, r| mid(r).max(hi));
     let mut correct = of(rows, "correct", t);
     correct.retain(|r| mid(r) <= span);
     let (mut plots, mut names) = (Vec::new(), Vec::new());
-    let side = [
-        "setup-timeout-only",
-        "unrecorded",
-        "never-reconnects",
-        "denies-on-error",
-        "fail-closed",
-    ];
-    for client in side {
+    for &client in clients {
         let mine = of(rows, client, t);
         if mine.is_empty() {
             continue;
         }
-        if let Some((title, y_desc, lines, log)) = flaw_panel(client, &mine, &correct, t) {
+        if let Some((title, y_desc, lines, log)) = panel_of(client, &mine, &correct, t) {
             plots.push(panel(
                 &title,
                 y_desc,
@@ -366,19 +426,25 @@ fn flaws_chart(rows: &[BinRow], drills: &[DrillRow]) -> Option<Chart> {
                 &windows(drills, client, t),
                 log,
             ));
-            names.extend(legend(&lines));
+            // A line every panel draws alike is named once.
+            for entry in legend(&lines) {
+                if !names.iter().any(|(_, name)| *name == entry.1) {
+                    names.push(entry);
+                }
+            }
         }
     }
     if plots.is_empty() {
         return None;
     }
-    let note =
-        "the seed's misconfigurations and a fail-closed client, each its own service through the \
-                same drills";
-    let title = format!("chaos: misconfigured clients and a fail-closed one at a {t} ms timeout");
     Some(
-        Chart::new((1200, 280 * plots.len() as u32 + 130), title, note, plots)
-            .legend(10 + Y_LABEL_PX as i32, names),
+        Chart::new(
+            (1200, 280 * plots.len() as u32 + 130),
+            title(t),
+            note,
+            plots,
+        )
+        .legend(10 + Y_LABEL_PX as i32, names),
     )
 }
 
@@ -487,6 +553,9 @@ pub(crate) fn render(dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     }
     if let Some(chart) = flaws_chart(&rows, &drills) {
         written.extend(write_spec(dir, "chaos_flaws", &chart)?);
+    }
+    if let Some(chart) = limiters_chart(&rows, &drills) {
+        written.extend(write_spec(dir, "chaos_limiters", &chart)?);
     }
     if AFTERS.path(dir).is_file() {
         let after = read_file(&AFTERS, dir)?;

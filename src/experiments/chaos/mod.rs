@@ -59,6 +59,11 @@ impl Definition for Chaos {
         "its fault proxy sits between client and server, where TLS would see the proxy, not the server",
     );
     type Params = Params;
+    // Every check goes through the store's one decider: a custom limiter (a process's adapter
+    // connects through the proxy) runs as one more correct client in the side sequence.
+    const TAKES_LIMITERS: bool = true;
+    const TAKES_PROCESSES: bool = true;
+    const VERDICTS: crate::experiments::limiters::Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
@@ -154,13 +159,17 @@ pub struct Params {
 }
 
 impl Params {
-    fn limiter(&self) -> Limiter {
-        let spec = LimitSpec {
+    /// Each key's bucket: the built-in limiter's, and what a custom limiter is told.
+    fn spec(&self) -> LimitSpec {
+        LimitSpec {
             capacity: self.capacity,
             refill_per_sec: self.refill_per_sec,
             ..LimitSpec::default()
-        };
-        Limiter::new(Strategy::LuaBucket, spec)
+        }
+    }
+
+    fn limiter(&self) -> Limiter {
+        Limiter::new(Strategy::LuaBucket, self.spec())
     }
 }
 

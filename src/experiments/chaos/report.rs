@@ -1,9 +1,10 @@
 //! chaos's summary for REPORT.md: per client, timeout and drill window (drills.csv), then the
-//! after-drill check (after.csv).
+//! after-drill check (after.csv); and each custom limiter's verdicts for REPORT.md's table.
 
-use super::{AfterRow, DirectionRow, DrillRow, PoolRow, AFTERS, DIRECTIONS, DRILLS, POOL};
+use super::{AfterRow, DirectionRow, Drill, DrillRow, PoolRow, AFTERS, DIRECTIONS, DRILLS, POOL};
 use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
+use crate::experiments::limiters::{self, Verdict};
 use std::path::Path;
 
 /// Per client, timeout and drill; then the after-drill check.
@@ -101,5 +102,64 @@ fn directions(dir: &Path) -> Result<String, AnalysisError> {
     let mut out =
         String::from("\nBlackhole directions (one correct client each, its own proxy):\n\n");
     out.push_str(&summary_table(&rows, &keys, &stats));
+    Ok(out)
+}
+
+/// Each custom limiter's drills beside the built-in bucket's correct client at its timeout: what
+/// its service served while the store was blackholed, what it answered by policy once that healed
+/// and once every connection was reset, and whether the limit held again after the drill.
+pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
+    let drills = DRILLS.read(dir)?;
+    let afters = AFTERS.read(dir)?;
+    let mut out = Vec::new();
+    for l in limiters::recorded(dir)? {
+        let name = l.strategy.to_string();
+        let window = |client: &str, t: u64, drill: Drill| {
+            (drills.iter()).find(|r| r.client == client && r.timeout_ms == t && r.drill == drill)
+        };
+        let Some(after) = afters.iter().find(|r| r.client == name) else {
+            continue;
+        };
+        let t = after.timeout_ms;
+        let percent = |r: Option<&DrillRow>, of: fn(&DrillRow) -> f64| {
+            r.map_or("-".to_string(), |r| format!("{:.0}%", 100.0 * of(r)))
+        };
+        let beside = |drill: Drill, of: fn(&DrillRow) -> f64| {
+            format!(
+                "{} (built-in bucket {}), {t} ms timeout",
+                percent(window(&name, t, drill), of),
+                percent(window("correct", t, drill), of)
+            )
+        };
+        out.push(Verdict {
+            limiter: name.clone(),
+            aspect: "chaos blackhole: served in window",
+            value: beside(Drill::Blackhole, |r| r.served_fraction),
+        });
+        out.push(Verdict {
+            limiter: name.clone(),
+            aspect: "chaos healed: answered by policy",
+            value: beside(Drill::AfterBlackhole, |r| r.degraded_fraction),
+        });
+        out.push(Verdict {
+            limiter: name.clone(),
+            aspect: "chaos reset: answered by policy",
+            value: beside(Drill::Reset, |r| r.degraded_fraction),
+        });
+        let enforced = match after.enforced {
+            true => "enforced",
+            false => "NOT enforced",
+        };
+        out.push(Verdict {
+            limiter: name,
+            aspect: "chaos after the drill",
+            value: format!(
+                "{enforced}: {} of {} allowed, at most {} may",
+                after.allowed + after.degraded_allowed,
+                after.requests,
+                after.max_allowed
+            ),
+        });
+    }
     Ok(out)
 }

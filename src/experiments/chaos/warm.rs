@@ -2,7 +2,7 @@
 //! its proxy and load the script, unrecorded.
 
 use crate::experiments::PhaseError;
-use crate::limiter::Limiter;
+use crate::limiter::Decider;
 use crate::store::{Flaw, Policy, Store, StoreSettings};
 use std::time::Duration;
 
@@ -37,7 +37,7 @@ pub(super) fn settings(budget: Duration, policy: Policy, flaw: Option<Flaw>) -> 
 /// A store for `url` deciding with `limiter` (it connects on its first check).
 pub(super) fn store(
     url: &str,
-    limiter: Limiter,
+    limiter: impl Into<Decider>,
     settings: StoreSettings,
 ) -> Result<Store, PhaseError> {
     Store::new(url, limiter, settings)
