@@ -304,3 +304,62 @@ fn chaos_drills_each_library_through_the_fault_proxy() {
         left()
     );
 }
+
+/// scripts' `promoted` event for limiter processes: each adapter is told three Sentinels, SENTINEL
+/// FAILOVER promotes the replica and the old primary is then killed, so a check that decides can
+/// only have gone to the promoted replica: ioredis and redis-py find it through the Sentinels by
+/// themselves (at once, or within the wait); node-redis's adapter has no Sentinel client and says
+/// so in its handshake, so it is not asked, and the run says why instead of failing.
+#[test]
+fn each_library_follows_a_sentinel_promotion_by_itself_or_says_it_cannot() {
+    let mark = common::mark_descendants();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adapters");
+    let manifests = [
+        root.join("seed001-ioredis/seed001-lua.toml"),
+        root.join("python-redis-py/python-redis-py.toml"),
+        root.join("seed000-node-redis/seed000-lua.toml"),
+    ];
+    let out = tempfile::tempdir().unwrap();
+    let mut ctx = common::ctx(out.path());
+    ctx.limiters = (manifests.iter())
+        .map(|m| ratelab::limiter::custom::register(ratelab::limiter::custom::load(m).unwrap()))
+        .collect();
+    ctx.sets = [
+        ("modes", r#"["evalsha"]"#),
+        ("runs", "1"),
+        ("flush_modes", r#"["evalsha"]"#),
+        ("survival_modes", r#"["evalsha"]"#),
+        ("events", r#"["promoted"]"#),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let dir = ratelab::experiments::find("scripts")
+        .expect("registered")
+        .run(&ctx)
+        .unwrap_or_else(|e| panic!("scripts runs with the adapters: {e:#}"));
+    let rows = csv_rows(&dir.join("survival_custom.csv"));
+    for name in ["seed001-lua", "python-redis-py"] {
+        let row = (rows.iter())
+            .find(|r| r["strategy"] == name && r["event"] == "promoted")
+            .unwrap_or_else(|| panic!("{name}: a promoted row in {rows:?}"));
+        let decided = row["ok"] == "1" || !row["recovered_ms"].is_empty();
+        assert!(decided, "{name} decides on the promoted replica: {row:?}");
+    }
+    assert!(
+        !rows.iter().any(|r| r["strategy"] == "seed000-lua"),
+        "node-redis has no Sentinel client: {rows:?}"
+    );
+    let meta = std::fs::read_to_string(dir.join("meta.json")).unwrap();
+    assert!(
+        meta.contains("seed000-lua not asked after promoted")
+            && meta.contains("\\\"sentinel\\\": true"),
+        "the run says why node-redis was not asked: {meta}"
+    );
+    let left = || common::marked_processes("adapter", &mark);
+    assert!(
+        common::wait_for(std::time::Duration::from_secs(2), || left().is_empty()),
+        "adapters this test started are gone: {:?}",
+        left()
+    );
+}

@@ -133,6 +133,10 @@ pub enum LimiterError {
     /// not an answer, answered an id not in flight, or did not answer in time. The run stops.
     #[error("limiter process {name}: {why}")]
     Process { name: String, why: String },
+    /// A limiter process's handshake did not say it uses the client the setup asked for (a
+    /// cluster's, or one that finds the primary through Sentinels): it was stopped before any check.
+    #[error("limiter process {name}: {why}")]
+    NoClientFor { name: String, why: String },
     /// The strategy cannot be invoked that way (FCALL of a strategy the library lacks).
     #[error("{strategy} cannot be invoked as {invocation}: {why}")]
     Unsupported {

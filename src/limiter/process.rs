@@ -46,9 +46,31 @@ pub struct Reach {
     /// `redis_url` is one node of a Redis Cluster: the adapter must use its library's cluster
     /// client, and say so in its handshake.
     pub cluster: bool,
+    /// The primary is found through these Sentinels: the adapter must use its library's Sentinel
+    /// client (which follows a failover by itself), and say so in its handshake.
+    pub sentinel: Option<SentinelReach>,
+}
+
+/// Where a Sentinel-watched primary is found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SentinelReach {
+    /// The name the Sentinels monitor the primary under.
+    pub name: String,
+    /// Each Sentinel's `host:port`.
+    pub addresses: Vec<String>,
 }
 
 impl Reach {
+    /// A standalone server at `redis_url`, its client's timeout `timeout_ms`.
+    pub fn to(redis_url: &str, timeout_ms: u64) -> Reach {
+        Reach {
+            redis_url: redis_url.to_string(),
+            timeout_ms,
+            cluster: false,
+            sentinel: None,
+        }
+    }
+
     /// How long ratelab waits for one answer: twice the client's own timeout, and two seconds
     /// (a library that retries once on its timeout still answers in time).
     pub fn answer_ms(&self) -> u64 {
@@ -82,6 +104,9 @@ struct Setup<'a> {
     /// Said only when true: adapters written before it never see it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     cluster: bool,
+    /// Said only when the primary is found through Sentinels (`redis_url` is where it is now).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sentinel: Option<&'a SentinelReach>,
 }
 
 /// What an adapter says it is, in its handshake.
@@ -101,6 +126,9 @@ pub struct Handshake {
     /// It connected its library's cluster client, as a setup naming a cluster asks.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cluster: bool,
+    /// It connected its library's Sentinel client, as a setup naming Sentinels asks.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sentinel: bool,
 }
 
 /// One answer line.
@@ -259,6 +287,7 @@ impl Process {
             timeout_ms: reach.timeout_ms,
             answer_ms: reach.answer_ms(),
             cluster: reach.cluster,
+            sentinel: reach.sentinel.as_ref(),
         };
         let first = serde_json::to_string(&setup).map_err(|e| fail(e.to_string()))?;
         let lines = write_lines(stdin, first);
@@ -283,11 +312,20 @@ impl Process {
                 return Err(fail(why + &process.shared.stderr_tail()));
             }
         };
+        let refuse = |why: &str| LimiterError::NoClientFor {
+            name: name.to_string(),
+            why: why.to_string(),
+        };
         if reach.cluster && !handshake.cluster {
-            return Err(fail(
+            return Err(refuse(
                 "the setup named a Redis Cluster and its handshake does not say \"cluster\": true, so it \
-                 would talk to one node as to a whole server (examples/adapters/PROTOCOL.md)"
-                    .into(),
+                 would talk to one node as to a whole server (examples/adapters/PROTOCOL.md)",
+            ));
+        }
+        if reach.sentinel.is_some() && !handshake.sentinel {
+            return Err(refuse(
+                "the setup named Sentinels and its handshake does not say \"sentinel\": true, so it \
+                 would stay on one server through a failover (examples/adapters/PROTOCOL.md)",
             ));
         }
         process.handshake = handshake;

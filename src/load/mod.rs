@@ -182,11 +182,7 @@ pub struct ClientTimeouts {
 impl ClientTimeouts {
     /// What a limiter process is told of the server at `url` and of these timeouts.
     pub fn reach(&self, url: &str) -> crate::limiter::process::Reach {
-        crate::limiter::process::Reach {
-            redis_url: url.to_string(),
-            timeout_ms: self.response_ms,
-            cluster: false,
-        }
+        crate::limiter::process::Reach::to(url, self.response_ms)
     }
 }
 

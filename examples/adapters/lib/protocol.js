@@ -63,19 +63,26 @@ async function begin(adapter, start, line) {
   }
   const limiter = await start(setup);
   const { library, version, client } = limiter;
-  // `cluster` only when the setup named a cluster and the library got a cluster client for it.
+  // `cluster` only when the setup named a cluster and the library got a cluster client for it;
+  // `sentinel` likewise for Sentinels.
   const cluster = setup.cluster === true && (limiter.cluster === true || madeCluster);
-  say({ type: 'ready', protocol: 1, adapter, library, version, client, ...(cluster && { cluster }) });
+  const sentinel = Boolean(setup.sentinel) && (limiter.sentinel === true || madeSentinel);
+  say({
+    type: 'ready', protocol: 1, adapter, library, version, client,
+    ...(cluster && { cluster }), ...(sentinel && { sentinel }),
+  });
   return limiter;
 }
 
-// Whether ioredisClient made a cluster client (the handshake says so).
+// Whether ioredisClient made a cluster client, or a Sentinel one (the handshake says so).
 let madeCluster = false;
+let madeSentinel = false;
 
 // A connected ioredis client (the adapter's own installed `Redis`), the run's timeout as its
 // commandTimeout, its errors on stderr (an 'error' event with no listener would end the process).
 // When the setup names a cluster, an ioredis Cluster started from that one node: it reads the
-// slot map and routes every command to the node owning its key, as an application's would.
+// slot map and routes every command to the node owning its key, as an application's would. When it
+// names Sentinels, a client that asks them for the primary and asks again after losing it.
 async function ioredisClient(Redis, setup) {
   const options = { commandTimeout: setup.timeout_ms };
   const tls = tlsFiles(setup);
@@ -88,6 +95,16 @@ async function ioredisClient(Redis, setup) {
     const node = { host: url.hostname, port: Number(url.port || 6379) };
     client = new Redis.Cluster([node], { lazyConnect: true, redisOptions: options });
     madeCluster = true;
+  } else if (setup.sentinel) {
+    const url = new URL(setup.redis_url);
+    if (url.username) options.username = decodeURIComponent(url.username);
+    if (url.password) options.password = decodeURIComponent(url.password);
+    const sentinels = setup.sentinel.addresses.map((address) => {
+      const at = address.lastIndexOf(':');
+      return { host: address.slice(0, at), port: Number(address.slice(at + 1)) };
+    });
+    client = new Redis({ sentinels, name: setup.sentinel.name, lazyConnect: true, ...options });
+    madeSentinel = true;
   } else {
     client = new Redis(setup.redis_url, { lazyConnect: true, ...options });
   }

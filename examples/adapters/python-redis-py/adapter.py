@@ -8,8 +8,10 @@ import asyncio
 import importlib.metadata
 import json
 import sys
+import urllib.parse
 
 import redis.asyncio as redis
+from redis.asyncio.sentinel import Sentinel
 
 
 def say(message):
@@ -49,6 +51,24 @@ async def lines():
         yield line
 
 
+def sentinel_client(setup, timeout, tls):
+    """redis-py's Sentinel client: it asks the Sentinels for the primary, and again once it lost it."""
+    url = urllib.parse.urlparse(setup["redis_url"])
+    addresses = []
+    for address in setup["sentinel"]["addresses"]:
+        host, port = address.rsplit(":", 1)
+        addresses.append((host, int(port)))
+    sentinel = Sentinel(addresses, socket_timeout=timeout, socket_connect_timeout=timeout)
+    return sentinel.master_for(
+        setup["sentinel"]["name"],
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        username=url.username,
+        password=url.password,
+        **tls,
+    )
+
+
 async def main():
     stream = lines()
     setup = json.loads(await anext(stream))
@@ -67,23 +87,29 @@ async def main():
         for name, option in [("tls_ca", "ssl_ca_certs"), ("tls_cert", "ssl_certfile"), ("tls_key", "ssl_keyfile")]
         if setup.get(name)
     }
-    pool = redis.BlockingConnectionPool.from_url(
-        setup["redis_url"],
-        max_connections=32,
-        timeout=wait,
-        socket_timeout=timeout,
-        socket_connect_timeout=timeout,
-        **tls,
-    )
-    client = redis.Redis(connection_pool=pool)
+    if setup.get("sentinel"):
+        client = sentinel_client(setup, timeout, tls)
+    else:
+        pool = redis.BlockingConnectionPool.from_url(
+            setup["redis_url"],
+            max_connections=32,
+            timeout=wait,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            **tls,
+        )
+        client = redis.Redis(connection_pool=pool)
     try:
         await client.ping()
     except Exception as err:
         say({"type": "fatal", "error": f"cannot reach Redis: {err}"})
         return
     version = importlib.metadata.version("redis")
-    say({"type": "ready", "protocol": 1, "adapter": "python-redis-py", "library": "ratelab's python window",
-         "version": "1", "client": f"redis-py {version}"})
+    ready = {"type": "ready", "protocol": 1, "adapter": "python-redis-py", "library": "ratelab's python window",
+             "version": "1", "client": f"redis-py {version}"}
+    if setup.get("sentinel"):
+        ready["sentinel"] = True
+    say(ready)
     tasks = set()
     async for line in stream:
         task = asyncio.create_task(answer(client, setup, json.loads(line)))

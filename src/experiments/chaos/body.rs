@@ -351,11 +351,7 @@ impl Sequence<'_> {
         let Some(custom) = client.custom else {
             return Ok(self.p.limiter().into());
         };
-        let reach = Reach {
-            redis_url: url.to_string(),
-            timeout_ms: self.timeout.as_millis() as u64,
-            cluster: false,
-        };
+        let reach = Reach::to(url, self.timeout.as_millis() as u64);
         let spec = self.p.spec();
         let start = move || Decider::reaching(custom, spec, Invocation::default(), &reach);
         (tokio::task::spawn_blocking(start).await)

@@ -147,12 +147,12 @@ fn runs(ctx: &Ctx, p: &Params, breaker: Breaker) -> Vec<Run> {
 /// limiter's decider (a limiter process's adapter started against the server, given the budget
 /// as its client's timeout: the timeout the store's own client has).
 fn decider(p: &Params, limiter: Strategy, url: &str) -> Result<Decider, LimiterError> {
-    let reach = Reach {
-        redis_url: url.to_string(),
-        timeout_ms: p.budget_ms,
-        cluster: false,
-    };
-    Decider::reaching(limiter, p.spec(), Invocation::default(), &reach)
+    Decider::reaching(
+        limiter,
+        p.spec(),
+        Invocation::default(),
+        &Reach::to(url, p.budget_ms),
+    )
 }
 
 /// What every main run writes into, and the run's totals.

@@ -7,6 +7,7 @@ use super::rows::{CustomSurvivalRow, Event, SurvivalRow, CUSTOM_SURVIVAL, SURVIV
 use super::Params;
 use crate::experiments::limiters::PROCESS_INVOCATION;
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
+use crate::limiter::process::{Reach, SentinelReach};
 use crate::limiter::{
     Attempt, Check, Decide, Decider, Invocation, LimitSpec, Limiter, LimiterError, Strategy,
 };
@@ -38,8 +39,8 @@ pub(super) fn run(
 
 /// Every custom limiter, in its own invocation mode, through every event: a fresh server, one
 /// decision (its fallback loads what it needs), the event, the first call after it. A limiter
-/// process is set up with one server, so it goes through the events that keep it (restarts and
-/// flushes), not those that move the call to a replica.
+/// process is set up with one server (with Sentinels, for `promoted`), so it goes through every
+/// event but the one that sends its call to a replica.
 fn custom_run(
     s: &mut Session,
     p: &Params,
@@ -51,8 +52,10 @@ fn custom_run(
     let mut rows = CUSTOM_SURVIVAL.create(&s.run.staging)?;
     for strategy in s.ctx.limiters.clone() {
         let process = strategy.is_process();
+        // A process follows a promotion through Sentinels, as its library would; it cannot be
+        // pointed at a replica.
         let (events, moved): (Vec<Event>, Vec<Event>) =
-            (p.events.iter()).partition(|e| !(process && e.needs_replica()));
+            (p.events.iter()).partition(|&&e| !(process && e == Event::Replica));
         for event in events {
             let what = || {
                 format!(
@@ -64,6 +67,13 @@ fn custom_run(
                 true => process_survival(s, p.limit(), rt, strategy, event),
                 false => custom_case(s, p, rt, strategy, event),
             };
+            if let Err(PhaseError::Limiter(LimiterError::NoClientFor { why, .. })) = &row {
+                s.note(format!(
+                    "survival: {strategy} not asked after {}: {why}",
+                    event.name()
+                ));
+                continue;
+            }
             rows.write(&row.phase(what)?)?;
         }
         if !moved.is_empty() {
@@ -92,21 +102,113 @@ pub(crate) fn process_survival(
     strategy: Strategy,
     event: Event,
 ) -> Result<CustomSurvivalRow, PhaseError> {
+    if event == Event::Promoted {
+        return promoted_by_sentinel(s, limit, rt, strategy);
+    }
     let (mut primary, _) = servers(s, event)?;
     let reach = s.ctx.timeouts.reach(&primary.url());
     let decider = Decider::reaching(strategy, limit, Invocation::default(), &reach)?;
-    let warm = rt.block_on(ask(&decider))?.1;
-    if let Err(e) = warm.outcome {
-        return Err(PhaseError::Invalid(format!(
-            "{strategy} fails on a fresh primary: {e}"
-        )));
-    }
+    warm_up(rt, &decider, strategy)?;
     let (_, called_name) = apply(event, &mut primary, None)?;
     let ended = Instant::now();
-    let (first_call_us, attempt) = rt.block_on(ask(&decider))?;
+    first_after(rt, &decider, strategy, event, called_name, ended)
+}
+
+/// One decision on a fresh primary, before the event: a limiter that cannot decide there
+/// measures nothing after it.
+fn warm_up(
+    rt: &tokio::runtime::Runtime,
+    decider: &Decider,
+    strategy: Strategy,
+) -> Result<(), PhaseError> {
+    match rt.block_on(ask(decider))?.1.outcome {
+        Ok(_) => Ok(()),
+        Err(e) => Err(PhaseError::Invalid(format!(
+            "{strategy} fails on a fresh primary: {e}"
+        ))),
+    }
+}
+
+/// A limiter process's library through a promotion it must follow by itself: a primary, its
+/// replica and three Sentinels; the adapter is told the Sentinels (its library's Sentinel client,
+/// or it is refused), one decision, SENTINEL FAILOVER, and its first check once the Sentinels name
+/// the replica and the old primary is gone.
+fn promoted_by_sentinel(
+    s: &Session,
+    limit: LimitSpec,
+    rt: &tokio::runtime::Runtime,
+    strategy: Strategy,
+) -> Result<CustomSurvivalRow, PhaseError> {
+    let topology = Topology::Sentinel {
+        replicas: 1,
+        sentinels: 3,
+        quorum: 2,
+        down_after: SENTINEL_DOWN_AFTER,
+        failover_timeout: SENTINEL_FAILOVER_TIMEOUT,
+    };
+    let Deployment::Sentinel(mut watched) = s.build_with(&topology, |_| {})? else {
+        return Err(PhaseError::Invalid(format!(
+            "{} built as something else",
+            topology.describe()
+        )));
+    };
+    let sentinel = SentinelReach {
+        name: server::SENTINEL_SERVICE.to_string(),
+        addresses: (watched.sentinels.ports().iter())
+            .map(|port| format!("127.0.0.1:{port}"))
+            .collect(),
+    };
+    let reach = Reach {
+        sentinel: Some(sentinel),
+        ..s.ctx.timeouts.reach(&watched.set.primary.url())
+    };
+    let decider = Decider::reaching(strategy, limit, Invocation::default(), &reach)?;
+    warm_up(rt, &decider, strategy)?;
+    let replica = &watched.set.replicas[0];
+    server::wait_caught_up(&watched.set.primary, replica, ADMIN_TIMEOUT)?;
+    let asked = watched.sentinels.failover()?;
+    while watched.sentinels.primary_port().ok() != Some(replica.port()) {
+        if asked.elapsed() > SENTINEL_FAILOVER_TIMEOUT {
+            return Err(PhaseError::Invalid(
+                "the Sentinels never named the replica after SENTINEL FAILOVER".into(),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Sentinel demotes the old primary only at a later poll (seconds): gone, it leaves one server
+    // to decide on, so a check that decides went to the promoted replica.
+    watched.set.primary.kill()?;
+    let ended = Instant::now();
+    first_after(
+        rt,
+        &decider,
+        strategy,
+        Event::Promoted,
+        "promoted replica",
+        ended,
+    )
+}
+
+/// A Sentinel-watched primary is down for Sentinel after this long (a planned failover does not
+/// wait for it).
+const SENTINEL_DOWN_AFTER: Duration = Duration::from_millis(1000);
+/// How long a failover may take.
+const SENTINEL_FAILOVER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The first check after an event that ended at `ended` and, when it failed, how long the library
+/// took to decide again on its own: the row.
+fn first_after(
+    rt: &tokio::runtime::Runtime,
+    decider: &Decider,
+    strategy: Strategy,
+    event: Event,
+    called_name: &'static str,
+    ended: Instant,
+) -> Result<CustomSurvivalRow, PhaseError> {
+    let (first_call_us, attempt) = rt.block_on(ask(decider))?;
     let recovered_ms = match attempt.outcome.is_ok() {
         true => None,
-        false => rt.block_on(recovery(&decider, ended))?,
+        false => rt.block_on(recovery(decider, ended))?,
     };
     let first = FirstCall {
         called: called_name,
