@@ -36,6 +36,17 @@ fn the_seeds_middlewares_run_on_their_own_clients_beside_ratelabs_emulation() {
     for name in ["naive-bucket", "seed000-naive", "seed000-lua"] {
         assert_eq!(of(name, "matrix").len(), 2 * 2, "{name}: trials x configs");
     }
+    // The in-flight configurations again in waves, by both naive buckets: a race only over-admits.
+    for name in ["naive-bucket", "seed000-naive"] {
+        let waves = of(name, "waves");
+        assert_eq!(waves.len(), 2, "{name}: 1x8 in waves per trial");
+        for r in waves {
+            assert!(
+                r.in_flight == 8 && r.admitted >= r.limit && r.errors == 0,
+                "{r:?}"
+            );
+        }
+    }
     for name in ["naive-window", "seed001-naive"] {
         assert_eq!(of(name, "seed001").len(), 2, "{name}: one burst per trial");
     }

@@ -167,6 +167,14 @@ pub async fn run_checks(
     let started = Instant::now();
     let mut tasks = Vec::new();
     for con in lanes {
+        if spec.waves {
+            tasks.push(tokio::task::spawn_local(waves(
+                shared.clone(),
+                con,
+                per_lane,
+            )));
+            continue;
+        }
         for _ in 0..per_lane {
             tasks.push(tokio::task::spawn_local(client_task(
                 shared.clone(),
@@ -176,47 +184,80 @@ pub async fn run_checks(
     }
     for task in tasks {
         if let Err(e) = task.await {
-            let mut t = shared.tally.borrow_mut();
-            t.errors += 1;
-            t.first_error
-                .get_or_insert_with(|| format!("task failed: {e}"));
+            shared.failed(format!("task failed: {e}"));
         }
     }
     Ok(shared.finish(started))
 }
 
+/// One connection's checks in waves of `size`: each wave's checks start in one turn of the
+/// runtime, and the next wave waits for all of them.
+async fn waves(shared: Rc<Shared>, con: Option<MultiplexedConnection>, size: usize) {
+    loop {
+        let n = shared.stop.take_up_to(size);
+        if n == 0 {
+            return;
+        }
+        let wave: Vec<_> = (0..n)
+            .map(|_| {
+                let (shared, mut con) = (shared.clone(), con.clone());
+                tokio::task::spawn_local(async move { check(&shared, con.as_mut()).await })
+            })
+            .collect();
+        for task in wave {
+            if let Err(e) = task.await {
+                shared.failed(format!("task failed: {e}"));
+            }
+        }
+    }
+}
+
 async fn client_task(shared: Rc<Shared>, mut con: Option<MultiplexedConnection>) {
     while shared.stop.take_one() {
-        let key = shared.next_key();
-        let start = Instant::now();
-        let check = Check {
-            key: &key,
-            cost: shared.cost,
-        };
-        let outcome = (shared.decider).decide(con.as_mut(), check).await.outcome;
-        let took = start.elapsed().as_nanos() as u64;
-        if let Some(h) = &shared.histogram {
-            // Out-of-range values (beyond 60 s) are clamped rather than lost.
-            h.borrow_mut().saturating_record(took.max(1));
-        }
-        let mut t = shared.tally.borrow_mut();
-        match outcome {
-            Ok(d) => {
-                t.retries += u64::from(d.retries);
-                t.aborted += u64::from(d.aborted);
-                t.redis_calls += u64::from(d.redis_calls);
-                t.noscript += u64::from(d.noscript);
-                if d.allowed {
-                    t.admitted += 1;
-                } else {
-                    t.denied += 1;
-                }
+        check(&shared, con.as_mut()).await;
+    }
+}
+
+/// One check, tallied.
+async fn check(shared: &Shared, con: Option<&mut MultiplexedConnection>) {
+    let key = shared.next_key();
+    let start = Instant::now();
+    let check = Check {
+        key: &key,
+        cost: shared.cost,
+    };
+    let outcome = (shared.decider).decide(con, check).await.outcome;
+    let took = start.elapsed().as_nanos() as u64;
+    if let Some(h) = &shared.histogram {
+        // Out-of-range values (beyond 60 s) are clamped rather than lost.
+        h.borrow_mut().saturating_record(took.max(1));
+    }
+    let mut t = shared.tally.borrow_mut();
+    match outcome {
+        Ok(d) => {
+            t.retries += u64::from(d.retries);
+            t.aborted += u64::from(d.aborted);
+            t.redis_calls += u64::from(d.redis_calls);
+            t.noscript += u64::from(d.noscript);
+            if d.allowed {
+                t.admitted += 1;
+            } else {
+                t.denied += 1;
             }
-            Err(e) => {
-                t.errors += 1;
-                t.first_error.get_or_insert_with(|| e.to_string());
-            }
         }
+        Err(e) => {
+            t.errors += 1;
+            t.first_error.get_or_insert_with(|| e.to_string());
+        }
+    }
+}
+
+impl Shared {
+    /// Counts an error that is not a check's answer (a task that failed).
+    fn failed(&self, why: String) {
+        let mut t = self.tally.borrow_mut();
+        t.errors += 1;
+        t.first_error.get_or_insert(why);
     }
 }
 

@@ -59,6 +59,11 @@ pub struct WorkerSpec {
     pub connections: usize,
     /// Requests in flight per connection.
     pub in_flight: usize,
+    /// The `in_flight` requests of a connection go in waves: they start together, and the next
+    /// wave starts once the last of them is answered (a check's own loop, when false: each
+    /// request is replaced as soon as it is answered). Absent in older specs: off.
+    #[serde(default)]
+    pub waves: bool,
     /// Record each check's latency into a histogram.
     pub record_latency: bool,
     /// Run on the lean pipelined client (`pipelined`) where it serves the strategy and URL:
@@ -87,6 +92,7 @@ impl WorkerSpec {
             stop,
             connections: 1,
             in_flight: 1,
+            waves: false,
             record_latency: false,
             pipelined: false,
             seed: 0,

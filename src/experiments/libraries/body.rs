@@ -19,7 +19,8 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let matrix = [Strategy::NaiveBucket, naive_bucket, lua_bucket];
     let burst = [Strategy::NaiveWindow, naive_window];
     let mut rows = RACE.create(&s.run.staging)?;
-    let per_trial = p.configs.len() * matrix.len() + burst.len() + TAKE_TRIALS_PER_TRIAL;
+    let waved = p.configs.iter().filter(|c| c.in_flight > 1).count() * 2;
+    let per_trial = p.configs.len() * matrix.len() + waved + burst.len() + TAKE_TRIALS_PER_TRIAL;
     let bar = s.progress((p.trials as usize * per_trial) as u64);
     for trial in 0..p.trials {
         for &config in &p.configs {
@@ -27,6 +28,19 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                 let key = s.key(format!("m:{strategy}:{config}:{trial}"));
                 let t = Trial::starting_now(strategy, config, p.checks, p.capacity, 1, key);
                 rows.write(&t.run(s, p.window_ms, "matrix", trial)?)?;
+                bar.inc(1);
+            }
+        }
+        // The same in-flight checks in waves: does keeping them together restore the seed's
+        // pairs through the adapter (the drift the matrix's reason supposes)?
+        for &config in p.configs.iter().filter(|c| c.in_flight > 1) {
+            for strategy in [Strategy::NaiveBucket, naive_bucket] {
+                let key = s.key(format!("w:{strategy}:{config}:{trial}"));
+                let t = Trial {
+                    waves: true,
+                    ..Trial::starting_now(strategy, config, p.checks, p.capacity, 1, key)
+                };
+                rows.write(&t.run(s, p.window_ms, "waves", trial)?)?;
                 bar.inc(1);
             }
         }

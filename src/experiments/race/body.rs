@@ -89,6 +89,9 @@ pub(crate) struct Trial {
     pub(crate) origin_ms: u64,
     /// Tokens a bucket regains per second (0: it never refills, so exactly `limit` may pass).
     pub(crate) refill_per_sec: f64,
+    /// Each process's checks in flight go in waves (start together, the next wave after the last
+    /// answer) instead of each being replaced as soon as it is answered.
+    pub(crate) waves: bool,
 }
 
 impl Trial {
@@ -111,6 +114,7 @@ impl Trial {
             key,
             origin_ms,
             refill_per_sec: 0.0,
+            waves: false,
         }
     }
 
@@ -143,6 +147,7 @@ impl Trial {
         let limit = self.limit_spec(window_ms);
         let spec = WorkerSpec {
             cost: self.cost,
+            waves: self.waves,
             ..WorkerSpec::one_key(
                 self.strategy,
                 limit,
@@ -242,16 +247,14 @@ fn trace(s: &mut Session, p: &Params) -> Result<RaceRow, ExperimentError> {
         processes: 1,
         in_flight: p.trace_in_flight,
     };
-    let trial = Trial {
-        strategy: Strategy::NaiveBucket,
+    let trial = Trial::starting_now(
+        Strategy::NaiveBucket,
         config,
-        checks: p.trace_checks,
-        limit: p.trace_capacity,
-        cost: 1,
-        key: key.clone(),
-        origin_ms: unix_ms(),
-        refill_per_sec: 0.0,
-    };
+        p.trace_checks,
+        p.trace_capacity,
+        1,
+        key.clone(),
+    );
     let row = trial.run(s, p.window_ms, "trace", 0)?;
     let lines = capture.finish().phase(|| "reading MONITOR".into())?;
     let mut sink = TRACE.create(&s.run.staging)?;
