@@ -49,8 +49,10 @@ impl Client {
     /// Its name in the CSVs: `correct` (fail-open), `idle` (the correct one, idle),
     /// `fail-closed`, its flaw (fail-open), or its custom limiter's name (fail-open).
     fn name(self) -> String {
+        if let Some(custom) = self.custom {
+            return custom.to_string();
+        }
         match (self.flaw, self.policy, self.idle) {
-            _ if self.custom.is_some() => self.custom.map(|c| c.to_string()).unwrap_or_default(),
             (Some(flaw), _, _) => crate::record::csv_text(&flaw),
             (None, _, true) => "idle".to_string(),
             (None, Policy::FailOpen, false) => "correct".to_string(),
