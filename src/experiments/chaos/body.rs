@@ -70,8 +70,8 @@ impl Client {
 }
 
 /// Each store timeout's sequence of the correct client, then the side sequence: the misconfigured
-/// clients, the fail-closed one and each custom limiter (correct, fail-open: the library's own
-/// client through the proxy), side by side, with shorter drills.
+/// clients, the fail-closed one and each custom limiter beside the built-in bucket (correct,
+/// fail-open: a library's own client through the proxy), side by side, with shorter drills.
 fn sequences(p: &Params, customs: &[Strategy]) -> Vec<(u64, Vec<Client>)> {
     let mut out: Vec<(u64, Vec<Client>)> = (p.timeouts_ms.iter())
         .map(|&t| (t, vec![Client::CORRECT]))
@@ -95,10 +95,15 @@ fn sequences(p: &Params, customs: &[Strategy]) -> Vec<(u64, Vec<Client>)> {
             ..Client::CORRECT
         });
     }
-    side.extend(customs.iter().map(|&custom| Client {
-        custom: Some(custom),
-        ..Client::CORRECT
-    }));
+    // The custom limiters beside the built-in bucket, both as the correct client, in one sequence:
+    // compared side by side, not with another sequence's run.
+    if !customs.is_empty() {
+        let beside = std::iter::once(&Strategy::LuaBucket).chain(customs);
+        side.extend(beside.map(|&custom| Client {
+            custom: Some(custom),
+            ..Client::CORRECT
+        }));
+    }
     if !side.is_empty() {
         out.push((p.flaw_timeout_ms, side));
     }

@@ -14,6 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::report::BESIDE;
 use super::{AfterRow, BinRow, Drill, DrillRow, PoolBinRow, AFTERS, BINS, DRILLS, POOL_BINS};
 use crate::charts::axes::log_points;
 use crate::charts::bars::{self, si, BarChart};
@@ -349,24 +350,24 @@ fn flaws_chart(rows: &[BinRow], drills: &[DrillRow]) -> Option<Chart> {
     let note =
         "the seed's misconfigurations and a fail-closed client, each its own service through the \
                 same drills";
-    side_chart(rows, drills, &SIDE, flaw_panel, note, |t| {
+    side_chart(rows, drills, (&SIDE, "correct"), flaw_panel, note, |t| {
         format!("chaos: misconfigured clients and a fail-closed one at a {t} ms timeout")
     })
 }
 
 /// Each custom limiter (`--limiter`: a script, or a library's own client through the proxy) beside
-/// the built-in bucket's correct client at its timeout, a panel each.
+/// the built-in bucket's client of the same sequence, a panel each.
 fn limiters_chart(rows: &[BinRow], drills: &[DrillRow]) -> Option<Chart> {
     let mut customs: Vec<&str> = Vec::new();
     for r in rows {
-        let known =
-            ["correct", "idle"].contains(&r.client.as_str()) || SIDE.contains(&r.client.as_str());
+        let known = ["correct", "idle", BESIDE].contains(&r.client.as_str())
+            || SIDE.contains(&r.client.as_str());
         if !known && !customs.contains(&r.client.as_str()) {
             customs.push(&r.client);
         }
     }
     let note = "each custom limiter its own service through the same drills, fail-open, counted";
-    side_chart(rows, drills, &customs, limiter_panel, note, |t| {
+    side_chart(rows, drills, (&customs, BESIDE), limiter_panel, note, |t| {
         format!("chaos: custom limiters beside the built-in bucket at a {t} ms timeout")
     })
 }
@@ -394,12 +395,12 @@ fn limiter_panel(client: &str, rows: &[&BinRow], correct: &[&BinRow], t: u64) ->
     ))
 }
 
-/// A chart of `clients` (those that ran) beside the correct client at their timeout, a panel each
-/// from `panel_of`.
+/// A chart of `clients` (those that ran) beside the client `reference` at their timeout, a panel
+/// each from `panel_of`.
 fn side_chart(
     rows: &[BinRow],
     drills: &[DrillRow],
-    clients: &[&str],
+    (clients, reference): (&[&str], &str),
     panel_of: fn(&str, &[&BinRow], &[&BinRow], u64) -> Option<SidePanel>,
     note: &str,
     title: impl Fn(u64) -> String,
@@ -410,7 +411,7 @@ fn side_chart(
     let first = rows.iter().find(beside)?;
     let t = first.timeout_ms;
     let span = (rows.iter().filter(beside)).fold(0.0, |hi, r| mid(r).max(hi));
-    let mut correct = of(rows, "correct", t);
+    let mut correct = of(rows, reference, t);
     correct.retain(|r| mid(r) <= span);
     let (mut plots, mut names) = (Vec::new(), Vec::new());
     for &client in clients {

@@ -105,7 +105,10 @@ fn directions(dir: &Path) -> Result<String, AnalysisError> {
     Ok(out)
 }
 
-/// Each custom limiter's drills beside the built-in bucket's correct client at its timeout: what
+/// The built-in bucket's client that runs beside the custom limiters, in their sequence.
+pub(super) const BESIDE: &str = "lua-bucket";
+
+/// Each custom limiter's drills beside the built-in bucket's client of its sequence: what
 /// its service served while the store was blackholed, what it answered by policy once that healed
 /// and once every connection was reset, and whether the limit held again after the drill.
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
@@ -128,7 +131,7 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
             format!(
                 "{} (built-in bucket {}), {t} ms timeout",
                 percent(window(&name, t, drill), of),
-                percent(window("correct", t, drill), of)
+                percent(window(BESIDE, t, drill), of)
             )
         };
         out.push(Verdict {
