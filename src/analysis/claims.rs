@@ -250,7 +250,13 @@ pub fn why(claim: &Claim, experiment_dir: &Path) -> String {
             true => selected.clone(),
             false => rows.iter().filter(|r| matches(r, &variation)).collect(),
         };
-        let values: Vec<f64> = rows_of.iter().filter_map(|r| number(r, column)).collect();
+        // `{a?b}`: column a, or b where the rows have no a (a run measures one or the other).
+        let values_of = |column: &str| -> Vec<f64> {
+            rows_of.iter().filter_map(|r| number(r, column)).collect()
+        };
+        let values = (column.split('?').map(values_of))
+            .find(|v| !v.is_empty())
+            .unwrap_or_default();
         match Summary::of(&values) {
             Some(s) => out.push_str(&short(s.mean)),
             None => out.push_str(&format!("({column}: not measured)")),
@@ -576,5 +582,31 @@ mod tests {
         assert_eq!(call("0.96\n1.04\n0.99\n1.02\n").0, Call::Inconclusive);
         assert_eq!(call("0.95\n0.96\n0.94\n").0, Call::Differs);
         assert_eq!(call("1.2\n").0, Call::Inconclusive);
+    }
+
+    #[test]
+    fn a_reason_reads_the_first_of_two_columns_that_has_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let claim: Claim = toml::from_str(
+            r#"
+            id = "t"
+            experiment = "x"
+            seed = "ours"
+            text = "t"
+            file = "t.csv"
+            statistic = "a"
+            published = 0
+            judge = "all_equal"
+            why = "came back after {first?later} ms"
+            "#,
+        )
+        .unwrap();
+        let write = |csv: &str| std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+        write("a,first,later\n1,,90\n");
+        assert_eq!(why(&claim, dir.path()), "came back after 90 ms");
+        write("a,first,later\n1,42,\n");
+        assert_eq!(why(&claim, dir.path()), "came back after 42 ms");
+        write("a,first,later\n1,,\n");
+        assert!(why(&claim, dir.path()).contains("not measured"));
     }
 }
