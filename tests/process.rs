@@ -568,3 +568,34 @@ fn cluster_asks_an_ioredis_adapter_through_its_own_cluster_client_and_refuses_on
         left()
     );
 }
+
+/// `--redis-url` naming one node of the user's cluster: the adapter is probed through its
+/// library's cluster client too (a plain client there meets MOVED for every key another node
+/// owns), the bucket phase admits every user's capacity, and no key of the run is left on any node.
+#[test]
+fn a_users_cluster_node_probes_an_adapter_as_a_cluster_client() {
+    let cluster = ratelab::server::RedisCluster::start(&Default::default()).expect("a cluster");
+    let adapter = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/adapters/seed001-ioredis/seed001-lua.toml");
+    let lua = custom::register(custom::load(&adapter).expect("the adapter's manifest loads"));
+    let tmp = tempfile::tempdir().unwrap();
+    let mut ctx = common::ctx(tmp.path());
+    (ctx.limiters, ctx.sets) = (vec![lua], common::sets(&SHORT_CLUSTER));
+    ctx.redis_url = Some(cluster.nodes()[1].url());
+    let dir = ratelab::experiments::find("cluster")
+        .unwrap()
+        .run(&ctx)
+        .unwrap_or_else(|e| panic!("cluster runs an adapter on the user's cluster: {e:#}"));
+    let rows: Vec<ratelab::experiments::cluster::CustomBucketRow> =
+        ratelab::analysis::table::read_typed(&dir.join("custom.csv")).unwrap();
+    assert_eq!(rows.len(), 30, "one row per user");
+    for r in &rows {
+        assert_eq!((r.admitted, r.errors), (r.limit, 0), "{r:?}");
+    }
+    for node in cluster.nodes() {
+        let keys: u64 = redis::cmd("DBSIZE")
+            .query(&mut node.connection().unwrap())
+            .unwrap();
+        assert_eq!(keys, 0, "node {} keeps {keys} keys", node.port());
+    }
+}

@@ -11,7 +11,7 @@ use super::params::{self, ParamError};
 use super::session::{Parts, Session};
 use crate::context::Ctx;
 use crate::limiter::custom::{CustomLimiter, Probe};
-use crate::limiter::process::Handshake;
+use crate::limiter::process::{Handshake, Reach};
 use crate::limiter::Strategy;
 use crate::record::RunRecord;
 use crate::server::{RedisMeta, ServerError, Target, Topology};
@@ -133,7 +133,12 @@ pub fn run<D: Definition>(
     };
     let redis = describe(ctx, target).phase(|| "reading the server's INFO and CONFIG".into())?;
     // Before anything is recorded: a manifest that cannot work leaves no partial results.
-    let probes = probe_limiters(ctx, target, &prefix);
+    // A user's cluster node: a limiter process is probed through its library's cluster client,
+    // as the run will ask it (a plain client there meets MOVED for another node's keys).
+    let cluster_node = D::ON_CLUSTER_NODE
+        && matches!(target, Target::External { .. })
+        && (target.info("cluster")).is_ok_and(|i| i.get("cluster_enabled") == Some("1"));
+    let probes = probe_limiters(ctx, target, &prefix, cluster_node);
     let cleaned = delete_keys(target, &prefix);
     let probes = probes?;
     cleaned.phase(|| "deleting the probes' keys".into())?;
@@ -326,6 +331,7 @@ fn probe_limiters(
     ctx: &Ctx,
     target: &Target,
     prefix: &str,
+    cluster_node: bool,
 ) -> Result<Vec<(LimiterRow, String)>, ExperimentError> {
     if ctx.limiters.is_empty() {
         return Ok(Vec::new());
@@ -347,7 +353,10 @@ fn probe_limiters(
         };
         let key = format!("{prefix}probe:{limiter}");
         if d.process.is_some() {
-            let reach = ctx.timeouts.reach(&endpoint.url());
+            let reach = Reach {
+                cluster: cluster_node,
+                ..ctx.timeouts.reach(&endpoint.url())
+            };
             let probed =
                 runtime.block_on(crate::limiter::process::probe(name.as_str(), &reach, &key))?;
             out.push(limiter_row(limiter, &d, probed.0, Some(&probed.1)));
