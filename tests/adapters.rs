@@ -229,6 +229,15 @@ fn every_adapter_runs_race_as_its_library_and_shows_what_its_design_allows() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The adapters' manifests (paths under examples/adapters/), loaded and registered.
+fn adapters(paths: &[&str]) -> Vec<ratelab::limiter::Strategy> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adapters");
+    (paths.iter())
+        .map(|p| ratelab::limiter::custom::load(&root.join(p)).expect("the manifest loads"))
+        .map(ratelab::limiter::custom::register)
+        .collect()
+}
+
 /// Every row of one of chaos's CSVs, each as column -> cell.
 fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
     let mut reader = csv::Reader::from_path(path).expect("the CSV exists");
@@ -243,18 +252,13 @@ fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
 #[test]
 fn chaos_drills_each_library_through_the_fault_proxy() {
     let mark = common::mark_descendants();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adapters");
     let names = ["seed001-lua", "python-redis-py"];
-    let manifests = [
-        root.join("seed001-ioredis/seed001-lua.toml"),
-        root.join("python-redis-py/python-redis-py.toml"),
-    ];
+    let limiters = adapters(&[
+        "seed001-ioredis/seed001-lua.toml",
+        "python-redis-py/python-redis-py.toml",
+    ]);
     let out = tempfile::tempdir().unwrap();
-    let mut ctx = common::ctx(out.path());
-    ctx.limiters = (manifests.iter())
-        .map(|m| ratelab::limiter::custom::register(ratelab::limiter::custom::load(m).unwrap()))
-        .collect();
-    ctx.sets = [
+    let sets = [
         ("timeouts_ms", "[30]"),
         ("flaws", "[]"),
         ("fail_closed", "false"),
@@ -262,14 +266,8 @@ fn chaos_drills_each_library_through_the_fault_proxy() {
         ("pool_connections", "0"),
         ("idle_rate_per_s", "0"),
         ("blackhole_direction", "\"to-server\""),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    let dir = ratelab::experiments::find("chaos")
-        .expect("registered")
-        .run(&ctx)
-        .unwrap_or_else(|e| panic!("chaos runs with the adapters: {e:#}"));
+    ];
+    let dir = common::run_with_limiters("chaos", out.path(), limiters, &sets);
     let drills = csv_rows(&dir.join("drills.csv"));
     let afters = csv_rows(&dir.join("after.csv"));
     let num = |row: &std::collections::HashMap<String, String>, col: &str| -> f64 {
@@ -298,12 +296,7 @@ fn chaos_drills_each_library_through_the_fault_proxy() {
     for client in ["ioredis", "redis-py"] {
         assert!(limiters.contains(client), "{client}: {limiters}");
     }
-    let left = || common::marked_processes("adapter", &mark);
-    assert!(
-        common::wait_for(std::time::Duration::from_secs(2), || left().is_empty()),
-        "adapters this test started are gone: {:?}",
-        left()
-    );
+    common::assert_marked_gone("adapter", &mark);
 }
 
 /// scripts' `promoted` event for limiter processes: each adapter is told three Sentinels, SENTINEL
@@ -314,31 +307,20 @@ fn chaos_drills_each_library_through_the_fault_proxy() {
 #[test]
 fn each_library_follows_a_sentinel_promotion_by_itself_or_says_it_cannot() {
     let mark = common::mark_descendants();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adapters");
-    let manifests = [
-        root.join("seed001-ioredis/seed001-lua.toml"),
-        root.join("python-redis-py/python-redis-py.toml"),
-        root.join("seed000-node-redis/seed000-lua.toml"),
-    ];
+    let limiters = adapters(&[
+        "seed001-ioredis/seed001-lua.toml",
+        "python-redis-py/python-redis-py.toml",
+        "seed000-node-redis/seed000-lua.toml",
+    ]);
     let out = tempfile::tempdir().unwrap();
-    let mut ctx = common::ctx(out.path());
-    ctx.limiters = (manifests.iter())
-        .map(|m| ratelab::limiter::custom::register(ratelab::limiter::custom::load(m).unwrap()))
-        .collect();
-    ctx.sets = [
+    let sets = [
         ("modes", r#"["evalsha"]"#),
         ("runs", "1"),
         ("flush_modes", r#"["evalsha"]"#),
         ("survival_modes", r#"["evalsha"]"#),
         ("events", r#"["promoted"]"#),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    let dir = ratelab::experiments::find("scripts")
-        .expect("registered")
-        .run(&ctx)
-        .unwrap_or_else(|e| panic!("scripts runs with the adapters: {e:#}"));
+    ];
+    let dir = common::run_with_limiters("scripts", out.path(), limiters, &sets);
     let rows = csv_rows(&dir.join("survival_custom.csv"));
     for name in ["seed001-lua", "python-redis-py"] {
         let row = (rows.iter())
@@ -357,10 +339,5 @@ fn each_library_follows_a_sentinel_promotion_by_itself_or_says_it_cannot() {
             && meta.contains("\\\"sentinel\\\": true"),
         "the run says why node-redis was not asked: {meta}"
     );
-    let left = || common::marked_processes("adapter", &mark);
-    assert!(
-        common::wait_for(std::time::Duration::from_secs(2), || left().is_empty()),
-        "adapters this test started are gone: {:?}",
-        left()
-    );
+    common::assert_marked_gone("adapter", &mark);
 }

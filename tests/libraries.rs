@@ -12,7 +12,6 @@ use crate::common;
 use ratelab::experiments::outage::{Phase, PhaseRow, PHASES};
 use ratelab::experiments::race::{RaceRow, RACE};
 use ratelab::limiter::Strategy;
-use std::time::Duration;
 
 #[test]
 fn the_seeds_middlewares_run_on_their_own_clients_beside_ratelabs_emulation() {
@@ -129,12 +128,7 @@ fn the_seeds_middlewares_run_on_their_own_clients_beside_ratelabs_emulation() {
         "a queue holds every check of a dead server until its budget ends: {dead:?}"
     );
     // Started by this test's run or its workers, wherever they were re-parented.
-    let left = || common::marked_processes("adapter.js", &mark);
-    assert!(
-        common::wait_for(Duration::from_secs(2), || left().is_empty()),
-        "adapters this test started are gone: {:?}",
-        left()
-    );
+    common::assert_marked_gone("adapter.js", &mark);
     let limiters = std::fs::read_to_string(dir.join("limiters.csv")).unwrap();
     for client in ["node-redis", "ioredis"] {
         assert!(

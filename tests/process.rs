@@ -561,12 +561,7 @@ fn cluster_asks_an_ioredis_adapter_through_its_own_cluster_client_and_refuses_on
         !tmp.path().join("cluster").exists(),
         "nothing partial is written"
     );
-    let left = || common::marked_processes("fixture.py", &mark);
-    assert!(
-        common::wait_for(std::time::Duration::from_secs(2), || left().is_empty()),
-        "no adapter is left running: {:?}",
-        left()
-    );
+    common::assert_marked_gone("fixture.py", &mark);
 }
 
 /// `--redis-url` naming one node of the user's cluster: the adapter is probed through its

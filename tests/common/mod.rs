@@ -133,6 +133,17 @@ pub fn marked_processes(needle: &str, mark: &str) -> Vec<(u32, String)> {
         .collect()
 }
 
+/// Fails unless every live process whose command line contains `needle` and that carries `mark`
+/// is gone within two seconds: what a test started, its run's workers too, left nothing behind.
+pub fn assert_marked_gone(needle: &str, mark: &str) {
+    let left = || marked_processes(needle, mark);
+    assert!(
+        wait_for(Duration::from_secs(2), || left().is_empty()),
+        "processes this test started are gone: {:?}",
+        left()
+    );
+}
+
 /// Polls `cond` until it holds or `timeout` passes.
 pub fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
