@@ -133,12 +133,7 @@ pub fn run<D: Definition>(
     };
     let redis = describe(ctx, target).phase(|| "reading the server's INFO and CONFIG".into())?;
     // Before anything is recorded: a manifest that cannot work leaves no partial results.
-    // A user's cluster node: a limiter process is probed through its library's cluster client,
-    // as the run will ask it (a plain client there meets MOVED for another node's keys).
-    let cluster_node = D::ON_CLUSTER_NODE
-        && matches!(target, Target::External { .. })
-        && (target.info("cluster")).is_ok_and(|i| i.get("cluster_enabled") == Some("1"));
-    let probes = probe_limiters(ctx, target, &prefix, cluster_node);
+    let probes = probe_limiters(ctx, target, &prefix, D::ON_CLUSTER_NODE);
     let cleaned = delete_keys(target, &prefix);
     let probes = probes?;
     cleaned.phase(|| "deleting the probes' keys".into())?;
@@ -331,11 +326,16 @@ fn probe_limiters(
     ctx: &Ctx,
     target: &Target,
     prefix: &str,
-    cluster_node: bool,
+    on_cluster_node: bool,
 ) -> Result<Vec<(LimiterRow, String)>, ExperimentError> {
     if ctx.limiters.is_empty() {
         return Ok(Vec::new());
     }
+    // A user's cluster node: a limiter process is probed through its library's cluster client,
+    // as the run will ask it (a plain client there meets MOVED for another node's keys).
+    let cluster_node = on_cluster_node
+        && matches!(target, Target::External { .. })
+        && (target.info("cluster")).is_ok_and(|i| i.get("cluster_enabled") == Some("1"));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
