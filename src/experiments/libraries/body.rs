@@ -18,9 +18,12 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let naive_window = adapter(&p.naive_window)?;
     let matrix = [Strategy::NaiveBucket, naive_bucket, lua_bucket];
     let burst = [Strategy::NaiveWindow, naive_window];
+    let waved = [Strategy::NaiveBucket, naive_bucket];
+    let in_flight = || p.configs.iter().filter(|c| c.in_flight > 1);
     let mut rows = RACE.create(&s.run.staging)?;
-    let waved = p.configs.iter().filter(|c| c.in_flight > 1).count() * 2;
-    let per_trial = p.configs.len() * matrix.len() + waved + burst.len() + TAKE_TRIALS_PER_TRIAL;
+    let waved_trials = in_flight().count() * waved.len();
+    let per_trial =
+        p.configs.len() * matrix.len() + waved_trials + burst.len() + TAKE_TRIALS_PER_TRIAL;
     let bar = s.progress((p.trials as usize * per_trial) as u64);
     for trial in 0..p.trials {
         for &config in &p.configs {
@@ -33,8 +36,8 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         }
         // The same in-flight checks in waves: does keeping them together restore the seed's
         // pairs through the adapter (the drift the matrix's reason supposes)?
-        for &config in p.configs.iter().filter(|c| c.in_flight > 1) {
-            for strategy in [Strategy::NaiveBucket, naive_bucket] {
+        for &config in in_flight() {
+            for &strategy in &waved {
                 let key = s.key(format!("w:{strategy}:{config}:{trial}"));
                 let t = Trial {
                     waves: true,
