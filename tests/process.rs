@@ -594,3 +594,86 @@ fn a_users_cluster_node_probes_an_adapter_as_a_cluster_client() {
         assert_eq!(keys, 0, "node {} keeps {keys} keys", node.port());
     }
 }
+
+/// tsmember with only unique members scored by Redis, at 1,000/s and flat out: the built-in rows
+/// beside the custom limiter's are quick.
+fn tsmember_with(manifest: &Path, out: &Path) -> std::process::Output {
+    ratelab(&[
+        "run",
+        "tsmember",
+        "--profile",
+        "quick",
+        "--limiter",
+        manifest.to_str().unwrap(),
+        "--set",
+        "rates=[1000.0]",
+        "--set",
+        "batch_members=[]",
+        "--set",
+        "members=[\"unique-id\"]",
+        "--set",
+        "clocks=[\"redis\"]",
+        "--set",
+        "flat_out_members=[\"unique-id\"]",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
+#[test]
+fn tsmember_records_the_checks_a_library_fails_and_stops_on_an_adapter_that_breaks() {
+    let out = tempfile::tempdir().unwrap();
+    let run = tsmember_with(&fixture("time-out-every"), out.path());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success(),
+        "a library's timeouts are measured: {stderr}"
+    );
+    let rows: Vec<ratelab::experiments::tsmember::CustomRow> =
+        ratelab::analysis::table::read_typed(&out.path().join("tsmember/tsmember_custom.csv"))
+            .unwrap();
+    assert_eq!(rows.len(), 2, "one run at 1,000/s, one flat out: {rows:?}");
+    for r in &rows {
+        // Each run's worker starts its own adapter, which fails every 7th check it is sent.
+        assert_eq!(r.failed, r.offered / 7, "{r:?}");
+        assert_eq!(
+            r.first_failure, "redis: fixture: timed out as told",
+            "{r:?}"
+        );
+        assert_eq!(r.admitted + r.denied + r.failed, r.offered, "{r:?}");
+        assert!(
+            r.admitted <= r.limit,
+            "a failed check admits nothing: {r:?}"
+        );
+    }
+    let cell = common::custom_limiter_cell(
+        out.path(),
+        "fixture-time-out-every",
+        "colliding timestamps: admitted / exact",
+    );
+    let most = rows.iter().map(|r| r.failed).max().unwrap_or_default();
+    assert!(cell.contains(&format!("; failed {most} of ")), "{cell}");
+
+    let broken = tempfile::tempdir().unwrap();
+    let run = tsmember_with(&fixture("crash-mid"), broken.path());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "a crashed adapter stops the run");
+    assert!(
+        stderr.contains("limiter process fixture-crash-mid"),
+        "{stderr}"
+    );
+    assert!(
+        !broken.path().join("tsmember").exists(),
+        "nothing partial is written"
+    );
+    assert_eq!(
+        fixtures_running("crash-after"),
+        0,
+        "no adapter is left running"
+    );
+    assert_eq!(
+        fixtures_running("time-out-every"),
+        0,
+        "no adapter is left running"
+    );
+}

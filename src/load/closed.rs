@@ -245,10 +245,7 @@ async fn check(shared: &Shared, con: Option<&mut MultiplexedConnection>) {
                 t.denied += 1;
             }
         }
-        Err(e) => {
-            t.errors += 1;
-            t.first_error.get_or_insert_with(|| e.to_string());
-        }
+        Err(e) => t.failed(&e),
     }
 }
 

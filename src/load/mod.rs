@@ -238,6 +238,10 @@ pub struct CheckTally {
     /// Per-check latency in ns as (highest equivalent value, count) buckets, when recorded.
     #[serde(default)]
     pub latency_ns: Vec<(u64, u64)>,
+    /// Why a limiter process could not decide (it exited, wrote what is not an answer, fell
+    /// silent): unlike its library's own errors, never a measurement, so the run must stop.
+    #[serde(default)]
+    pub broken: Option<String>,
 }
 
 impl CheckTally {
@@ -253,6 +257,9 @@ impl CheckTally {
         if self.first_error.is_none() {
             self.first_error = other.first_error;
         }
+        if self.broken.is_none() {
+            self.broken = other.broken;
+        }
         self.elapsed_ns = self.elapsed_ns.max(other.elapsed_ns);
         self.latency_ns.extend(other.latency_ns);
     }
@@ -260,6 +267,15 @@ impl CheckTally {
     /// The recorded latencies as one histogram (ns).
     pub fn latency_histogram(&self) -> Result<Histogram<u64>, LoadError> {
         latency::from_buckets(&self.latency_ns)
+    }
+
+    /// Counts a check that made no decision.
+    pub fn failed(&mut self, e: &LimiterError) {
+        self.errors += 1;
+        self.first_error.get_or_insert_with(|| e.to_string());
+        if let LimiterError::Process { .. } = e {
+            self.broken.get_or_insert_with(|| e.to_string());
+        }
     }
 
     /// Checks made.
@@ -322,8 +338,10 @@ mod tests {
             noscript: 2,
             elapsed_ns: 7,
             latency_ns: vec![(100, 1), (300, 1)],
+            broken: Some("it exited".into()),
         };
         a.merge(b);
+        assert_eq!(a.broken.as_deref(), Some("it exited"));
         assert_eq!(
             (a.admitted, a.denied, a.errors, a.elapsed_ns),
             (5, 1, 1, 10)

@@ -329,10 +329,7 @@ impl Recorder {
                     });
                 }
             }
-            Err(e) => {
-                t.errors += 1;
-                t.first_error.get_or_insert_with(|| e.to_string());
-            }
+            Err(e) => t.failed(&e),
         }
     }
 }

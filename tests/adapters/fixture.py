@@ -8,6 +8,8 @@ argv[1] picks how it behaves:
 
   window          a correct adapter
   crash-after N   answers N checks, then exits with status 3
+  time-out-every K  answers every K-th check it is sent with an error of kind `timeout`, as a
+                  library's client that gave up (it does not ask Redis), and decides the others
   garbage         answers the first check with a line that is not JSON
   unknown-id      answers the first check with an id that was never sent
   silent          never answers a check
@@ -122,7 +124,7 @@ async def main():
          "version": "1." + mode, "client": "raw RESP"})
     limit, window_ms = setup["limit"], setup["window_ms"]
     timeout_s = setup["timeout_ms"] / 1000
-    answered = 0
+    answered = sent = 0
 
     async def count(msg):
         redis = await client.connection()
@@ -131,7 +133,11 @@ async def main():
         return await redis.send("INCRBY", msg["key"], msg["cost"])
 
     async def check(msg):
-        nonlocal answered
+        nonlocal answered, sent
+        sent += 1
+        if mode == "time-out-every" and sent % int(sys.argv[2]) == 0:
+            say({"id": msg["id"], "error": "fixture: timed out as told", "kind": "timeout"})
+            return
         if mode == "silent" or (mode == "silent-after" and answered >= int(sys.argv[2])):
             return
         if mode == "garbage":

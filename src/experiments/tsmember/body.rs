@@ -68,7 +68,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                         key: s.key(format!("{}:{rate}:{batch}:{trial}", label(v))),
                         seed,
                     };
-                    rows.write(&one.measure(s, p)?)?;
+                    rows.write(&one.measure(s, p)?.0)?;
                     bar.inc(1);
                 }
             }
@@ -102,7 +102,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
                 key: s.key(format!("{}:flat:{trial}", label(v))),
                 seed: s.ctx.seed,
             };
-            rows.write(&one.measure(s, p)?)?;
+            rows.write(&one.measure(s, p)?.0)?;
             bar.inc(1);
         }
         for &strategy in &customs {
@@ -131,7 +131,7 @@ fn write_custom(
     one: &One,
     sink: Option<&mut crate::record::CsvSink<CustomRow>>,
 ) -> Result<(), ExperimentError> {
-    let row = one.measure(s, p)?;
+    let (row, failed) = one.measure(s, p)?;
     let Strategy::Custom(name) = one.strategy else {
         return Ok(());
     };
@@ -152,6 +152,7 @@ fn write_custom(
             d.uses_caller_clock(),
             ideal,
             &row,
+            failed,
         ))?;
     }
     Ok(())

@@ -34,8 +34,9 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
             ("rate", |r| r.rate.clone()),
             ("limit", |r| r.limit.to_string()),
         ];
-        let stats: [Stat<CustomRow>; 3] = [
+        let stats: [Stat<CustomRow>; 4] = [
             ("offered", |r| Some(r.offered as f64)),
+            ("failed", |r| Some(r.failed as f64)),
             ("admitted", |r| Some(r.admitted as f64)),
             ("admitted / limit", |r| Some(r.admitted_per_limit)),
         ];
@@ -46,7 +47,8 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
 }
 
 /// Over-admission with colliding timestamps: each custom limiter's most admitted over what an
-/// exact limiter of its algorithm could admit in the run, at any rate or flat out.
+/// exact limiter of its algorithm could admit in the run, at any rate or flat out; and the run
+/// where its library failed the most checks, if any.
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     let path = CUSTOM.path(dir);
     if !path.is_file() {
@@ -57,8 +59,12 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     for l in limiters::recorded(dir)? {
         let mine = |r: &CustomRow| r.strategy == l.strategy;
         // At least the limit (or every request) from a fresh key; at most the ideal of the span.
+        // A check the library failed may have been counted all the same: then no least.
         let exact = |r: &CustomRow| {
-            let least = r.limit.min(r.offered) as f64;
+            let least = match r.failed {
+                0 => r.limit.min(r.offered) as f64,
+                _ => 0.0,
+            };
             let most = r.ideal.max(least);
             (r.admitted as f64, Exact { least, most })
         };
@@ -66,10 +72,7 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
             continue;
         };
         let value = limiters::judged(admitted, bound);
-        let rate = match worst.rate.as_str() {
-            "flat-out" => "flat out".to_string(),
-            r => format!("at {r}/s"),
-        };
+        let rate = rate_text(&worst.rate);
         let clock = if l.caller_clock {
             ", caller's clock"
         } else {
@@ -78,8 +81,31 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         out.push(Verdict {
             limiter: l.strategy.to_string(),
             aspect: "colliding timestamps: admitted / exact",
-            value: format!("{value} {rate}{clock}"),
+            value: format!("{value} {rate}{clock}{}", most_failed(&rows, mine)),
         });
     }
     Ok(out)
+}
+
+/// "; failed N of M checks at R/s (its error)" for the run whose checks the library failed most.
+fn most_failed(rows: &[CustomRow], mine: impl Fn(&CustomRow) -> bool) -> String {
+    let worst = rows.iter().filter(|r| mine(r)).max_by_key(|r| r.failed);
+    match worst {
+        Some(r) if r.failed > 0 => format!(
+            "; failed {} of {} checks {} ({})",
+            r.failed,
+            r.offered,
+            rate_text(&r.rate),
+            r.first_failure
+        ),
+        _ => String::new(),
+    }
+}
+
+/// "flat out", or "at R/s".
+fn rate_text(rate: &str) -> String {
+    match rate {
+        "flat-out" => "flat out".to_string(),
+        r => format!("at {r}/s"),
+    }
 }

@@ -1,5 +1,6 @@
 //! tsmember's CSV schema.
 
+use super::runs::Failed;
 use crate::limiter::{LogClock, LogMember, Strategy};
 use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
@@ -65,6 +66,11 @@ pub struct CustomRow {
     pub offered: u64,
     pub admitted: u64,
     pub denied: u64,
+    /// Checks a limiter process's library answered with its own error (its client timed out or
+    /// lost the connection): no decision, the library not keeping the offered rate.
+    pub failed: u64,
+    /// The first failed check's error, or empty.
+    pub first_failure: String,
     pub limit: u64,
     /// admitted / limit.
     pub admitted_per_limit: f64,
@@ -78,8 +84,15 @@ pub struct CustomRow {
 }
 
 impl CustomRow {
-    /// The custom limiter's row from the row its run would have as a built-in variant.
-    pub fn of(strategy: Strategy, caller_clock: bool, ideal: f64, r: &TsmemberRow) -> Self {
+    /// The custom limiter's row from the row its run would have as a built-in variant, and the
+    /// checks its library failed.
+    pub(super) fn of(
+        strategy: Strategy,
+        caller_clock: bool,
+        ideal: f64,
+        r: &TsmemberRow,
+        failed: Failed,
+    ) -> Self {
         CustomRow {
             strategy,
             caller_clock,
@@ -89,6 +102,8 @@ impl CustomRow {
             offered: r.offered,
             admitted: r.admitted,
             denied: r.denied,
+            failed: failed.count,
+            first_failure: failed.first,
             limit: r.limit,
             admitted_per_limit: r.admitted_per_limit,
             ideal,

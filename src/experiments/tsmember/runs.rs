@@ -8,6 +8,22 @@ use crate::load::{run_closed_loop, run_open_loop, Arrivals, CheckTally, ClosedLo
 use crate::load::{OpenLoop, OpenSpec, Start, Stop, WorkerSpec};
 use crate::server::Target;
 
+/// The checks a run's limiter answered with its library's error, and the first one's text.
+#[derive(Default)]
+pub(super) struct Failed {
+    pub count: u64,
+    pub first: String,
+}
+
+impl Failed {
+    fn of(t: &CheckTally) -> Self {
+        Failed {
+            count: t.errors,
+            first: t.first_error.clone().unwrap_or_default(),
+        }
+    }
+}
+
 /// One run: a variant, at an arrival rate (open loop) or flat out (`rate: None`).
 pub(super) struct One {
     /// lua-log for the built-in variants, or a custom limiter (then `v` is unused).
@@ -48,16 +64,23 @@ impl One {
         }
     }
 
-    /// Runs it; open-loop runs also count towards meta.json's verdict on the generator.
-    pub fn measure(&self, s: &mut Session, p: &Params) -> Result<TsmemberRow, ExperimentError> {
+    /// Runs it, and the checks its limiter failed (a limiter process's library only: see
+    /// [`One::stop_on_errors`]); open-loop runs also count towards meta.json's verdict on the
+    /// generator.
+    pub fn measure(
+        &self,
+        s: &mut Session,
+        p: &Params,
+    ) -> Result<(TsmemberRow, Failed), ExperimentError> {
         let what = || self.name();
         let Some(rate) = self.rate else {
             let tally = run_closed_loop(&self.flat_out_plan(s, p)).phase(what)?;
-            s.fail_on_errors(&tally).phase(what)?;
-            return self.row(&s.target, "flat-out".into(), &tally).phase(what);
+            self.stop_on_errors(s, &tally).phase(what)?;
+            let row = self.row(&s.target, "flat-out".into(), &tally).phase(what)?;
+            return Ok((row, Failed::of(&tally)));
         };
         let tally = run_open_loop(&self.open_plan(s, p, rate)).phase(what)?;
-        s.fail_on_errors(&tally.checks).phase(what)?;
+        self.stop_on_errors(s, &tally.checks).phase(what)?;
         s.run.open_loop_run(&what(), &tally);
         let mut row = self
             .row(&s.target, format!("{rate}"), &tally.checks)
@@ -70,7 +93,21 @@ impl One {
         row.max_late_us = tally.max_lateness_ns as f64 / 1e3;
         row.late_starts = tally.late_starts;
         row.generator_cpu_s = tally.cpu_s;
-        Ok(row)
+        Ok((row, Failed::of(&tally.checks)))
+    }
+
+    /// Stops on a check that made no decision, except where a limiter process's library answered
+    /// it with its own error (its client timed out or lost the connection) on a live server: the
+    /// library not keeping the offered rate is what the run measures of it. A process that broke
+    /// (exited, wrote garbage, fell silent) stops the run.
+    fn stop_on_errors(&self, s: &Session, tally: &CheckTally) -> Result<(), PhaseError> {
+        if let Some(why) = &tally.broken {
+            return Err(PhaseError::Invalid(why.clone()));
+        }
+        if !self.strategy.is_process() || tally.errors == 0 {
+            return s.fail_on_errors(tally);
+        }
+        Ok(s.target.check_alive()?)
     }
 
     fn open_plan<'a>(&self, s: &Session<'a>, p: &Params, rate: f64) -> OpenLoop<'a> {
