@@ -301,17 +301,21 @@ fn chaos_drills_each_library_through_the_fault_proxy() {
 
 /// scripts' `promoted` event for limiter processes: each adapter is told three Sentinels, SENTINEL
 /// FAILOVER promotes the replica and the old primary is then killed, so a check that decides can
-/// only have gone to the promoted replica: ioredis and redis-py find it through the Sentinels by
-/// themselves (at once, or within the wait); node-redis's adapter has no Sentinel client and says
-/// so in its handshake, so it is not asked, and the run says why instead of failing.
+/// only have gone to the promoted replica: ioredis, node-redis and redis-py find it through the
+/// Sentinels by themselves (at once, or within the wait); the protocol tests' fixture has no
+/// Sentinel client and says so in its handshake, so it is not asked, and the run says why instead
+/// of failing.
 #[test]
 fn each_library_follows_a_sentinel_promotion_by_itself_or_says_it_cannot() {
     let mark = common::mark_descendants();
-    let limiters = adapters(&[
+    let mut limiters = adapters(&[
         "seed001-ioredis/seed001-lua.toml",
         "python-redis-py/python-redis-py.toml",
         "seed000-node-redis/seed000-lua.toml",
     ]);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/adapters/window.toml");
+    let fixture = ratelab::limiter::custom::load(&fixture).expect("the fixture's manifest loads");
+    limiters.push(ratelab::limiter::custom::register(fixture));
     let out = tempfile::tempdir().unwrap();
     let sets = [
         ("modes", r#"["evalsha"]"#),
@@ -322,7 +326,7 @@ fn each_library_follows_a_sentinel_promotion_by_itself_or_says_it_cannot() {
     ];
     let dir = common::run_with_limiters("scripts", out.path(), limiters, &sets);
     let rows = csv_rows(&dir.join("survival_custom.csv"));
-    for name in ["seed001-lua", "python-redis-py"] {
+    for name in ["seed001-lua", "python-redis-py", "seed000-lua"] {
         let row = (rows.iter())
             .find(|r| r["strategy"] == name && r["event"] == "promoted")
             .unwrap_or_else(|| panic!("{name}: a promoted row in {rows:?}"));
@@ -330,14 +334,14 @@ fn each_library_follows_a_sentinel_promotion_by_itself_or_says_it_cannot() {
         assert!(decided, "{name} decides on the promoted replica: {row:?}");
     }
     assert!(
-        !rows.iter().any(|r| r["strategy"] == "seed000-lua"),
-        "node-redis has no Sentinel client: {rows:?}"
+        !rows.iter().any(|r| r["strategy"] == "fixture-window"),
+        "the fixture has no Sentinel client: {rows:?}"
     );
     let meta = std::fs::read_to_string(dir.join("meta.json")).unwrap();
     assert!(
-        meta.contains("seed000-lua not asked after promoted")
+        meta.contains("fixture-window not asked after promoted")
             && meta.contains("\\\"sentinel\\\": true"),
-        "the run says why node-redis was not asked: {meta}"
+        "the run says why the fixture was not asked: {meta}"
     );
     common::assert_marked_gone("adapter", &mark);
 }

@@ -514,32 +514,49 @@ const SHORT_CLUSTER: [(&str, &str); 5] = [
     ("bucket_clients", "3"),
 ];
 
+/// The adapters' manifests `paths` (under examples/adapters/), registered.
+fn example_adapters(paths: &[&str]) -> Vec<ratelab::limiter::Strategy> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adapters");
+    (paths.iter())
+        .map(|p| custom::load(&root.join(p)).expect("the adapter's manifest loads"))
+        .map(custom::register)
+        .collect()
+}
+
 #[test]
-fn cluster_asks_an_ioredis_adapter_through_its_own_cluster_client_and_refuses_one_that_cannot() {
+fn cluster_asks_each_library_through_its_own_cluster_client_and_refuses_one_that_cannot() {
     let mark = common::mark_descendants();
-    // Seed 001's script on ioredis: told one node and that it is a cluster, its Cluster client
-    // routes every user's bucket to the node that owns it, so each admits exactly its capacity.
-    let adapter = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples/adapters/seed001-ioredis/seed001-lua.toml");
-    let lua = custom::register(custom::load(&adapter).expect("the adapter's manifest loads"));
+    // Seed 001's script on ioredis, seed 000's on node-redis, the Python window on redis-py: each
+    // told one node and that it is a cluster, its library's cluster client routes every user's key
+    // to the node that owns it, so each admits exactly its limit.
+    let limiters = example_adapters(&[
+        "seed001-ioredis/seed001-lua.toml",
+        "seed000-node-redis/seed000-lua.toml",
+        "python-redis-py/python-redis-py.toml",
+    ]);
     let tmp = tempfile::tempdir().unwrap();
-    let dir = common::run_with_limiters("cluster", tmp.path(), vec![lua], &SHORT_CLUSTER);
+    let dir = common::run_with_limiters("cluster", tmp.path(), limiters, &SHORT_CLUSTER);
     let rows: Vec<ratelab::experiments::cluster::CustomBucketRow> =
         ratelab::analysis::table::read_typed(&dir.join("custom.csv")).unwrap();
-    assert_eq!(rows.len(), 30, "one row per user");
-    for r in &rows {
-        assert_eq!((r.admitted, r.errors), (r.limit, 0), "{r:?}");
+    for name in ["seed001-lua", "seed000-lua", "python-redis-py"] {
+        let mine: Vec<_> = rows.iter().filter(|r| r.strategy.name() == name).collect();
+        assert_eq!(mine.len(), 30, "{name}: one row per user");
+        for r in &mine {
+            assert_eq!((r.admitted, r.errors), (r.limit, 0), "{r:?}");
+        }
+        let mut nodes: Vec<&str> = mine.iter().map(|r| r.node.as_str()).collect();
+        nodes.sort();
+        nodes.dedup();
+        assert_eq!(
+            nodes.len(),
+            3,
+            "{name}: the users' keys live on every node: {nodes:?}"
+        );
     }
-    let mut nodes: Vec<&str> = rows.iter().map(|r| r.node.as_str()).collect();
-    nodes.sort();
-    nodes.dedup();
-    assert_eq!(
-        nodes.len(),
-        3,
-        "the users' buckets live on every node: {nodes:?}"
-    );
     let limiters = std::fs::read_to_string(dir.join("limiters.csv")).unwrap();
-    assert!(limiters.contains("ioredis"), "{limiters}");
+    for client in ["ioredis", "node-redis", "redis-py"] {
+        assert!(limiters.contains(client), "{client}: {limiters}");
+    }
 
     // The Python fixture knows nothing of clusters: refused before any check, saying why.
     let window = custom::register(custom::load(&fixture("window")).unwrap());

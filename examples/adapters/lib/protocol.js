@@ -90,20 +90,13 @@ async function ioredisClient(Redis, setup) {
   let client;
   if (setup.cluster === true) {
     const url = new URL(setup.redis_url);
-    if (url.username) options.username = decodeURIComponent(url.username);
-    if (url.password) options.password = decodeURIComponent(url.password);
     const node = { host: url.hostname, port: Number(url.port || 6379) };
-    client = new Redis.Cluster([node], { lazyConnect: true, redisOptions: options });
+    const redisOptions = { ...options, ...credentials(setup) };
+    client = new Redis.Cluster([node], { lazyConnect: true, redisOptions });
     madeCluster = true;
   } else if (setup.sentinel) {
-    const url = new URL(setup.redis_url);
-    if (url.username) options.username = decodeURIComponent(url.username);
-    if (url.password) options.password = decodeURIComponent(url.password);
-    const sentinels = setup.sentinel.addresses.map((address) => {
-      const at = address.lastIndexOf(':');
-      return { host: address.slice(0, at), port: Number(address.slice(at + 1)) };
-    });
-    client = new Redis({ sentinels, name: setup.sentinel.name, lazyConnect: true, ...options });
+    const sentinels = sentinelNodes(setup);
+    client = new Redis({ sentinels, name: setup.sentinel.name, lazyConnect: true, ...options, ...credentials(setup) });
     madeSentinel = true;
   } else {
     client = new Redis(setup.redis_url, { lazyConnect: true, ...options });
@@ -111,6 +104,23 @@ async function ioredisClient(Redis, setup) {
   client.on('error', (err) => process.stderr.write(`ioredis: ${err.message}\n`));
   await client.connect();
   return client;
+}
+
+// The user name and password in the setup's URL, as a client's options name them (none when absent).
+function credentials(setup) {
+  const url = new URL(setup.redis_url);
+  const out = {};
+  if (url.username) out.username = decodeURIComponent(url.username);
+  if (url.password) out.password = decodeURIComponent(url.password);
+  return out;
+}
+
+// The Sentinels the setup names, as { host, port }.
+function sentinelNodes(setup) {
+  return setup.sentinel.addresses.map((address) => {
+    const at = address.lastIndexOf(':');
+    return { host: address.slice(0, at), port: Number(address.slice(at + 1)) };
+  });
 }
 
 // The TLS files the setup names ({ ca, cert, key } as Node's tls options take them), or null: a
@@ -148,4 +158,4 @@ function serve(adapter, start) {
   });
 }
 
-module.exports = { serve, installedVersion, within, ioredisClient, tlsFiles };
+module.exports = { serve, installedVersion, within, ioredisClient, tlsFiles, credentials, sentinelNodes };

@@ -11,6 +11,7 @@ import sys
 import urllib.parse
 
 import redis.asyncio as redis
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.sentinel import Sentinel
 
 
@@ -89,6 +90,12 @@ async def main():
     }
     if setup.get("sentinel"):
         client = sentinel_client(setup, timeout, tls)
+    elif setup.get("cluster"):
+        # redis-py's cluster client, started from the one node it was told: it reads the slot map
+        # and sends each check's MULTI to the node owning its key.
+        client = RedisCluster.from_url(
+            setup["redis_url"], socket_timeout=timeout, socket_connect_timeout=timeout, **tls
+        )
     else:
         pool = redis.BlockingConnectionPool.from_url(
             setup["redis_url"],
@@ -107,8 +114,9 @@ async def main():
     version = importlib.metadata.version("redis")
     ready = {"type": "ready", "protocol": 1, "adapter": "python-redis-py", "library": "ratelab's python window",
              "version": "1", "client": f"redis-py {version}"}
-    if setup.get("sentinel"):
-        ready["sentinel"] = True
+    for topology in ("sentinel", "cluster"):
+        if setup.get(topology):
+            ready[topology] = True
     say(ready)
     tasks = set()
     async for line in stream:

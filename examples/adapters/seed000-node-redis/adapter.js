@@ -13,8 +13,8 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { createHash } = require('node:crypto');
-const { createClient } = require('redis');
-const { serve, installedVersion, within, tlsFiles } = require('../lib/protocol');
+const { createClient, createCluster, createSentinel } = require('redis');
+const { serve, installedVersion, within, tlsFiles, credentials, sentinelNodes } = require('../lib/protocol');
 
 const BUCKET = fs.readFileSync(path.join(__dirname, '../../../src/limiter/lua/token_bucket.lua'), 'utf8');
 const BUCKET_SHA = createHash('sha1').update(BUCKET).digest('hex');
@@ -53,18 +53,37 @@ const limiters = { lua: luaCheck, naive: naiveCheck };
 const mode = process.argv[2];
 const queue = process.argv[3] === 'queue';
 
+// node-redis's client for what the setup names: a cluster's, started from the one node it was told
+// (it reads the slot map and sends each key's commands to the node owning it, every node's client
+// with the same options); one that asks the Sentinels for the primary, and again after losing it; or
+// a plain one.
+async function connect(setup) {
+  const tls = tlsFiles(setup);
+  const options = { disableOfflineQueue: !queue, socket: tls ? { tls: true, ...tls } : undefined };
+  let client;
+  if (setup.cluster === true) {
+    client = createCluster({ rootNodes: [{ url: setup.redis_url }], defaults: { ...options, ...credentials(setup) } });
+  } else if (setup.sentinel) {
+    const nodeClientOptions = { ...options, ...credentials(setup) };
+    client = createSentinel({ name: setup.sentinel.name, sentinelRootNodes: sentinelNodes(setup), nodeClientOptions });
+  } else {
+    client = createClient({ url: setup.redis_url, ...options });
+  }
+  client.on('error', (err) => process.stderr.write(`node-redis: ${err.message}\n`));
+  await client.connect();
+  return client;
+}
+
 serve(`seed000 ${mode}${queue ? ' queue' : ''}`, async (setup) => {
   const decide = limiters[mode];
   if (!decide) throw new Error(`argv[2] must be lua or naive, not ${mode}`);
-  const tls = tlsFiles(setup);
-  const socket = tls ? { tls: true, ...tls } : undefined;
-  const client = createClient({ url: setup.redis_url, disableOfflineQueue: !queue, socket });
-  client.on('error', (err) => process.stderr.write(`node-redis: ${err.message}\n`));
-  await client.connect();
+  const client = await connect(setup);
   return {
     library: 'seed 000 middleware',
     version: queue ? `${mode}, offline queue on` : mode,
     client: `node-redis ${installedVersion(__dirname, 'redis')}`,
+    cluster: setup.cluster === true,
+    sentinel: Boolean(setup.sentinel),
     check: (key, cost) => within(setup.timeout_ms, decide(client, setup, key, cost)),
     close: () => client.close(),
   };
