@@ -229,15 +229,6 @@ fn every_adapter_runs_race_as_its_library_and_shows_what_its_design_allows() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// The adapters' manifests (paths under examples/adapters/), loaded and registered.
-fn adapters(paths: &[&str]) -> Vec<ratelab::limiter::Strategy> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adapters");
-    (paths.iter())
-        .map(|p| ratelab::limiter::custom::load(&root.join(p)).expect("the manifest loads"))
-        .map(ratelab::limiter::custom::register)
-        .collect()
-}
-
 /// Every row of one of chaos's CSVs, each as column -> cell.
 fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
     let mut reader = csv::Reader::from_path(path).expect("the CSV exists");
@@ -253,7 +244,7 @@ fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
 fn chaos_drills_each_library_through_the_fault_proxy() {
     let mark = common::mark_descendants();
     let names = ["seed001-lua", "python-redis-py"];
-    let limiters = adapters(&[
+    let limiters = common::example_adapters(&[
         "seed001-ioredis/seed001-lua.toml",
         "python-redis-py/python-redis-py.toml",
     ]);
@@ -308,7 +299,7 @@ fn chaos_drills_each_library_through_the_fault_proxy() {
 #[test]
 fn each_library_follows_a_sentinel_promotion_by_itself_or_says_it_cannot() {
     let mark = common::mark_descendants();
-    let mut limiters = adapters(&[
+    let mut limiters = common::example_adapters(&[
         "seed001-ioredis/seed001-lua.toml",
         "python-redis-py/python-redis-py.toml",
         "seed000-node-redis/seed000-lua.toml",

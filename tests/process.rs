@@ -514,22 +514,13 @@ const SHORT_CLUSTER: [(&str, &str); 5] = [
     ("bucket_clients", "3"),
 ];
 
-/// The adapters' manifests `paths` (under examples/adapters/), registered.
-fn example_adapters(paths: &[&str]) -> Vec<ratelab::limiter::Strategy> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adapters");
-    (paths.iter())
-        .map(|p| custom::load(&root.join(p)).expect("the adapter's manifest loads"))
-        .map(custom::register)
-        .collect()
-}
-
 #[test]
 fn cluster_asks_each_library_through_its_own_cluster_client_and_refuses_one_that_cannot() {
     let mark = common::mark_descendants();
     // Seed 001's script on ioredis, seed 000's on node-redis, the Python window on redis-py: each
     // told one node and that it is a cluster, its library's cluster client routes every user's key
     // to the node that owns it, so each admits exactly its limit.
-    let limiters = example_adapters(&[
+    let limiters = common::example_adapters(&[
         "seed001-ioredis/seed001-lua.toml",
         "seed000-node-redis/seed000-lua.toml",
         "python-redis-py/python-redis-py.toml",
@@ -587,12 +578,10 @@ fn cluster_asks_each_library_through_its_own_cluster_client_and_refuses_one_that
 #[test]
 fn a_users_cluster_node_probes_an_adapter_as_a_cluster_client() {
     let cluster = ratelab::server::RedisCluster::start(&Default::default()).expect("a cluster");
-    let adapter = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples/adapters/seed001-ioredis/seed001-lua.toml");
-    let lua = custom::register(custom::load(&adapter).expect("the adapter's manifest loads"));
+    let lua = common::example_adapters(&["seed001-ioredis/seed001-lua.toml"]);
     let tmp = tempfile::tempdir().unwrap();
     let mut ctx = common::ctx(tmp.path());
-    (ctx.limiters, ctx.sets) = (vec![lua], common::sets(&SHORT_CLUSTER));
+    (ctx.limiters, ctx.sets) = (lua, common::sets(&SHORT_CLUSTER));
     ctx.redis_url = Some(cluster.nodes()[1].url());
     let dir = ratelab::experiments::find("cluster")
         .unwrap()

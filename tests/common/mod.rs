@@ -209,3 +209,14 @@ pub fn run_with_limiters(
         .run(&c)
         .unwrap_or_else(|e| panic!("{id}: {e:#}"))
 }
+
+/// The adapters' manifests `paths` (under examples/adapters/), registered.
+pub fn example_adapters(paths: &[&str]) -> Vec<ratelab::limiter::Strategy> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adapters");
+    (paths.iter())
+        .map(|p| {
+            ratelab::limiter::custom::load(&root.join(p)).expect("the adapter's manifest loads")
+        })
+        .map(ratelab::limiter::custom::register)
+        .collect()
+}
