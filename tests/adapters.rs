@@ -336,3 +336,88 @@ fn each_library_follows_a_sentinel_promotion_by_itself_or_says_it_cannot() {
     );
     common::assert_marked_gone("adapter", &mark);
 }
+
+/// failover's sentinel-crash trial for limiter processes: the primary is SIGKILLed and each
+/// library finds the replica the Sentinels promote with its own client. Physics, not times: no
+/// library decides again before the promotion (no primary exists in between), which comes no
+/// sooner than down-after; a check either failed or was held until then. The protocol fixture has
+/// no Sentinel client and is not run, saying why; a script is refused, as failover runs processes
+/// only; no adapter is left.
+#[test]
+fn a_crashed_primary_is_found_again_by_each_library_itself() {
+    let mark = common::mark_descendants();
+    let mut limiters = common::example_adapters(&[
+        "seed001-ioredis/seed001-lua.toml",
+        "python-redis-py/python-redis-py.toml",
+    ]);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/adapters/window.toml");
+    let fixture = ratelab::limiter::custom::load(&fixture).expect("the fixture's manifest loads");
+    limiters.push(ratelab::limiter::custom::register(fixture));
+    let out = tempfile::tempdir().unwrap();
+    // One replicated trial of the built-in bucket beside them (the variants cannot be empty).
+    let sets = [
+        ("variants", r#"["replicated"]"#),
+        ("strategies", r#"["lua-bucket"]"#),
+        ("offered", "[4.0]"),
+        ("invocations", r#"["evalsha-eval"]"#),
+    ];
+    let dir = common::run_with_limiters("failover", out.path(), limiters, &sets);
+    let clients = csv_rows(&dir.join("clients.csv"));
+    let num = |row: &std::collections::HashMap<String, String>, col: &str| -> f64 {
+        row[col]
+            .parse()
+            .unwrap_or_else(|_| panic!("{col}: {row:?}"))
+    };
+    for name in ["seed001-lua", "python-redis-py"] {
+        let row = (clients.iter())
+            .find(|r| r["strategy"] == name && r["variant"] == "sentinel-crash")
+            .unwrap_or_else(|| panic!("{name}: a sentinel-crash row in {clients:?}"));
+        assert!(
+            num(row, "promoted_ms") >= num(row, "down_after_ms"),
+            "{name}: {row:?}"
+        );
+        assert!(
+            num(row, "rediscovered_ms") >= num(row, "promoted_ms"),
+            "{name}: {row:?}"
+        );
+        assert!(
+            num(row, "failed") <= num(row, "checks_between"),
+            "{name}: {row:?}"
+        );
+        assert!(
+            num(row, "checks_between") > 0.0,
+            "{name}: checks were sent meanwhile: {row:?}"
+        );
+    }
+    assert!(
+        !clients.iter().any(|r| r["strategy"] == "fixture-window"),
+        "{clients:?}"
+    );
+    let meta = std::fs::read_to_string(dir.join("meta.json")).unwrap();
+    assert!(
+        meta.contains("fixture-window not run in sentinel-crash")
+            && meta.contains("\\\"sentinel\\\": true"),
+        "the run says why the fixture was not run: {meta}"
+    );
+    let cell = common::custom_limiter_cell(
+        out.path(),
+        "seed001-lua",
+        "failover: a crashed primary, found again by itself",
+    );
+    assert!(cell.starts_with("decided again "), "{cell}");
+    common::assert_marked_gone("adapter", &mark);
+
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/limiters/zset-caller-time.toml");
+    let script = ratelab::limiter::custom::load(&script).expect("the script's manifest loads");
+    let mut ctx = common::ctx(out.path());
+    ctx.limiters = vec![ratelab::limiter::custom::register(script)];
+    let err = ratelab::experiments::find("failover")
+        .unwrap()
+        .run(&ctx)
+        .expect_err("a script is refused");
+    assert!(
+        err.to_string().contains("runs limiter processes only"),
+        "{err}"
+    );
+}

@@ -29,6 +29,15 @@ pub enum ExperimentError {
     #[error("experiment `{id}` does not take --limiter; these do: {takers}")]
     NoCustomLimiters { id: &'static str, takers: String },
     #[error(
+        "experiment `{id}` runs limiter processes only (a library following the failover with its own \
+         client), not the script of {name}; these run scripts: {takers}"
+    )]
+    NoLimiterScripts {
+        id: &'static str,
+        name: String,
+        takers: String,
+    },
+    #[error(
         "experiment `{id}` asks limiters on its own Redis connections and cannot run limiter process {name} \
          (a library's adapter); these can: {takers}"
     )]

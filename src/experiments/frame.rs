@@ -48,11 +48,22 @@ pub fn prepare<D: Definition>(
             topology: D::TOPOLOGY.describe(),
         });
     }
-    if !ctx.limiters.is_empty() && !D::TAKES_LIMITERS {
-        return Err(ExperimentError::NoCustomLimiters {
-            id: D::ID,
-            takers: takers(false),
-        });
+    let script = (ctx.limiters.iter()).find(|l| !l.is_process());
+    match (script, D::TAKES_LIMITERS, D::TAKES_PROCESSES) {
+        (Some(l), false, true) => {
+            return Err(ExperimentError::NoLimiterScripts {
+                id: D::ID,
+                name: l.to_string(),
+                takers: takers(false),
+            })
+        }
+        (_, false, false) if !ctx.limiters.is_empty() => {
+            return Err(ExperimentError::NoCustomLimiters {
+                id: D::ID,
+                takers: takers(false),
+            })
+        }
+        _ => {}
     }
     let process = (ctx.limiters.iter()).find(|l| l.is_process());
     if let (Some(l), false) = (process, D::TAKES_PROCESSES) {
@@ -331,6 +342,19 @@ fn probe_limiters(
     if ctx.limiters.is_empty() {
         return Ok(Vec::new());
     }
+    // Without a server while the body runs (its own per trial), they are probed on one started
+    // for that alone, stopped when the probes are done.
+    let own;
+    let target = match target {
+        Target::NoServer => {
+            let server = crate::server::RedisServer::start(&ctx.server_options());
+            own = Target::Managed(
+                server.phase(|| "starting redis-server to probe custom limiters".into())?,
+            );
+            &own
+        }
+        target => target,
+    };
     // A user's cluster node: a limiter process is probed through its library's cluster client,
     // as the run will ask it (a plain client there meets MOVED for another node's keys).
     let cluster_node = on_cluster_node

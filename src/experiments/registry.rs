@@ -83,7 +83,7 @@ impl<D: Definition> Experiment for D {
     }
     fn tables(&self) -> Vec<Table> {
         let mut tables = D::tables();
-        if D::TAKES_LIMITERS {
+        if D::TAKES_LIMITERS || D::TAKES_PROCESSES {
             tables.push(Table::of_custom_limiters::<limiters::LimiterRow>(
                 limiters::LIMITERS_CSV,
             ));
@@ -134,7 +134,10 @@ pub static ALL: &[&dyn Experiment] = &[
 /// The experiments that take `--limiter`, for the error of one that does not.
 fn takers(processes: bool) -> String {
     let takers: Vec<&str> = (ALL.iter())
-        .filter(|e| e.takes_limiters() && (!processes || e.takes_processes()))
+        .filter(|e| match processes {
+            true => e.takes_processes(),
+            false => e.takes_limiters(),
+        })
         .map(|e| e.id())
         .collect();
     takers.join(", ")

@@ -3,12 +3,13 @@
 
 use super::error::PhaseError;
 use crate::context::Ctx;
+use crate::limiter::process::{Reach, SentinelReach};
 use crate::limiter::Strategy;
 use crate::load::{CheckTally, ClosedLoop, OpenLoop, OpenSpec, WorkerSpec};
 use crate::record::RunRecord;
 use crate::server::{
     Deployment, Link, RedisCluster, RedisSentinels, RedisServer, Replicated, ServerError,
-    ServerOptions, Target, Topology,
+    ServerOptions, Target, Topology, Watched, SENTINEL_SERVICE,
 };
 
 /// What an experiment's body works with.
@@ -136,6 +137,21 @@ impl<'a> Session<'a> {
                 timeouts: self.ctx.timeouts,
                 ..spec
             },
+        }
+    }
+
+    /// What a limiter process is told of `watched`: the Sentinels to ask for its primary (named
+    /// [`SENTINEL_SERVICE`]), the primary's URL now and the run's client timeouts.
+    pub fn reach_through_sentinels(&self, watched: &Watched) -> Reach {
+        let sentinel = SentinelReach {
+            name: SENTINEL_SERVICE.to_string(),
+            addresses: (watched.sentinels.ports().iter())
+                .map(|port| format!("127.0.0.1:{port}"))
+                .collect(),
+        };
+        Reach {
+            sentinel: Some(sentinel),
+            ..self.ctx.timeouts.reach(&watched.set.primary.url())
         }
     }
 

@@ -22,7 +22,10 @@
 //! and starts it again with its AOF as soon as the replica is promoted (seed 003's auto-recovery
 //! racing the drill). The harness moves no client: each finds the primary
 //! through the Sentinels and asks again after a failed check (finder.rs), and the count after the
-//! switch runs through the last client's move.
+//! switch runs through the last client's move. A limiter process (`--limiter`) runs a
+//! sentinel-crash trial of its own: its library's Sentinel client finds the promoted replica.
+//! Which server decided a library's check is not seen; after a crash, a decision after the
+//! promotion can only be the promoted replica's.
 //!
 //! Writes `failover/failover.csv` (one row per key per trial), `failover/bins.csv` (one row per
 //! bin per trial, keys summed), `failover/trials.csv` (one row per trial), `failover/clients.csv`
@@ -39,6 +42,7 @@ mod trial;
 
 pub use rows::{BinRow, ClientRow, KeyRow, TrialRow, Variant, BINS, CLIENTS, KEYS, TRIALS};
 
+use super::limiters::Verdicts;
 use super::{Body, Definition, Render, Summarize, Validate};
 use crate::limiter::{Invocation, Strategy};
 use crate::record::Table;
@@ -58,6 +62,10 @@ impl Definition for Failover {
     const NO_MANAGED_TLS: Option<&'static str> = Some("its replica is started without TLS");
     const TOPOLOGY: crate::server::Topology = crate::server::Topology::None;
     type Params = Params;
+    /// Limiter processes run sentinel-crash trials, following the promotion with their library's
+    /// own Sentinel client.
+    const TAKES_PROCESSES: bool = true;
+    const VERDICTS: Verdicts = report::verdicts;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;
@@ -158,6 +166,39 @@ impl Params {
             }
         }
         out
+    }
+
+    /// Every case, then a sentinel-crash case per trial for each limiter process in `processes`,
+    /// at the first down-after, Sentinel key count and offer. A crash is the failover where every
+    /// check decided after the kill was decided by the promoted replica (the old primary is gone),
+    /// so a library's decisions need no server named; after a planned one the old primary takes
+    /// writes until it is demoted, and which server a library asked cannot be seen from outside.
+    fn cases_with(&self, processes: &[Strategy]) -> Result<Vec<Case>, String> {
+        let mut out = self.cases();
+        if processes.is_empty() {
+            return Ok(out);
+        }
+        let firsts = (self.sentinel_keys.first()).zip(self.sentinel_offered.first());
+        let (Some((&keys, &offered)), Some(&down_after_ms)) = (firsts, self.down_after_ms.first())
+        else {
+            return Err(
+                "limiter processes run sentinel-crash trials at the first of sentinel_keys and \
+                        sentinel_offered: list one of each"
+                    .into(),
+            );
+        };
+        for trial in 0..self.trials {
+            out.extend(processes.iter().map(|&strategy| Case {
+                variant: Variant::SentinelCrash,
+                strategy,
+                invocation: Invocation::default(),
+                keys,
+                offered,
+                trial,
+                down_after_ms,
+            }));
+        }
+        Ok(out)
     }
 
     /// The Sentinels' down-after values `variant` runs at (0: no Sentinel).

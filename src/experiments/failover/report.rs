@@ -3,9 +3,11 @@
 //! the Sentinel variants (clients.csv, when the run has them) when the clients moved and what
 //! their checks met until then.
 
-use super::{ClientRow, TrialRow, CLIENTS, TRIALS};
-use crate::analysis::table::{summarize, summary_table, Key, Stat};
+use super::{ClientRow, TrialRow, Variant, CLIENTS, TRIALS};
+use crate::analysis::table::{short, summarize, summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
+use crate::experiments::limiters::{self, Verdict};
+use crate::limiter::custom::Algorithm;
 use crate::record::csv_text;
 use std::path::Path;
 
@@ -75,5 +77,51 @@ fn sentinel_clients(dir: &Path) -> Result<String, AnalysisError> {
          last client's move, and lost admits are those the old primary admitted after the promotion.\n\n",
     );
     out.push_str(&summary_table(&rows, &keys, &stats));
+    Ok(out)
+}
+
+/// Each limiter process's sentinel-crash trial where its keys had no limiter longest: when it
+/// decided again beside when the replica was promoted, and what became of the checks meanwhile
+/// (failed: no limiter, from the first failed check to the next decision; or held by the library
+/// until it decided); for a token bucket (the limit the trials count against) the largest
+/// overshoot per key, negative when held checks admitted less than the limit.
+pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
+    if !CLIENTS.path(dir).is_file() {
+        return Ok(Vec::new());
+    }
+    let (clients, trials) = (CLIENTS.read(dir)?, TRIALS.read(dir)?);
+    let mut out = Vec::new();
+    for l in limiters::recorded(dir)? {
+        let crash = |v: Variant| v == Variant::SentinelCrash;
+        let mine = clients
+            .iter()
+            .filter(|c| c.strategy == l.strategy && crash(c.variant));
+        let Some(worst) = mine.max_by(|a, b| a.unavailable_ms.total_cmp(&b.unavailable_ms)) else {
+            continue;
+        };
+        let overshoot = (trials.iter())
+            .filter(|t| t.strategy == l.strategy && crash(t.variant))
+            .map(|t| t.overshoot_bursts_max)
+            .fold(f64::NAN, f64::max);
+        let overshoot = match l.algorithm == Algorithm::TokenBucket && overshoot.is_finite() {
+            true => format!("; overshoot per key at most {} bursts", short(overshoot)),
+            false => String::new(),
+        };
+        let held = worst.checks_between - worst.failed;
+        out.push(Verdict {
+            limiter: l.strategy.to_string(),
+            aspect: "failover: a crashed primary, found again by itself",
+            value: format!(
+                "decided again {} ms after the crash, promoted at {} ms (down-after {} ms); of {} checks \
+                 meanwhile {} failed (no limiter for {} ms), {held} held{overshoot}",
+                short(worst.rediscovered_ms),
+                short(worst.promoted_ms),
+                worst.down_after_ms,
+                worst.checks_between,
+                worst.failed,
+                short(worst.unavailable_ms),
+            ),
+        });
+    }
     Ok(out)
 }

@@ -12,10 +12,12 @@ use super::tally::{Answer, Check, ClientReading};
 use super::trial::{self, Case, Clock, Measured, CONNECTIONS, LEAD, PROMOTE_TIMEOUT};
 use super::Params;
 use crate::experiments::{PhaseError, Session};
-use crate::limiter::Limiter;
-use crate::load::drill::{Arrival, Drill, Ran, Schedule, Stopper, When};
+use crate::limiter::process::Reach;
+use crate::limiter::Check as LimiterCheck;
+use crate::limiter::{Decide, Decider, Invocation, LimitSpec, Limiter, LimiterError, Strategy};
+use crate::load::drill::{Arrival, Drill, Ran, Record, Schedule, Stopper, When};
 use crate::server::{Deployment, Persistence, Topology, Watched};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -54,20 +56,71 @@ pub fn run(
         .arg(crate::limiter::library())
         .query::<String>(&mut watched.set.primary.connection()?)
         .map_err(|e| PhaseError::Invalid(format!("FUNCTION LOAD: {e}")))?;
-    let limiter = Limiter::with_invocation(case.strategy, trial::limit(p), case.invocation)
-        .map_err(|e| PhaseError::Invalid(e.to_string()))?;
+    let clients = match case.strategy.is_process() {
+        true => Clients::library(
+            s.reach_through_sentinels(&watched),
+            trial::limit(p),
+            case.strategy,
+        )?,
+        false => Clients::Finders {
+            limiter: Limiter::with_invocation(case.strategy, trial::limit(p), case.invocation)
+                .map_err(|e| PhaseError::Invalid(e.to_string()))?,
+            finders: Vec::new(),
+        },
+    };
     let seed = s.ctx.seed ^ u64::from(case.trial).wrapping_mul(0x9e37_79b9);
-    rt.block_on(timeline(s, p, case, &mut watched, limiter, seed))
+    rt.block_on(timeline(s, p, case, &mut watched, clients, seed))
 }
 
-/// The clients: one finder per connection, a key always on the same one.
+/// Who sends the checks.
+enum Clients {
+    /// ratelab's clients, one per connection (a key always on the same one), each finding the
+    /// primary through the Sentinels (finder.rs).
+    Finders {
+        limiter: Limiter,
+        finders: Vec<Finder>,
+    },
+    /// A limiter process, whose library's own Sentinel client finds the primary: which server
+    /// decided a check is not seen, only that it decided.
+    Library {
+        decider: Decider,
+        /// When the last decision came.
+        last_decided: Cell<Option<Instant>>,
+        /// Why the adapter broke (exited, wrote garbage, fell silent): the trial fails.
+        broken: RefCell<Option<String>>,
+    },
+}
+
+impl Clients {
+    /// A limiter process told the Sentinels; an adapter with no Sentinel client is refused
+    /// (`LimiterError::NoClientFor`).
+    fn library(reach: Reach, limit: LimitSpec, strategy: Strategy) -> Result<Self, PhaseError> {
+        Ok(Clients::Library {
+            decider: Decider::reaching(strategy, limit, Invocation::default(), &reach)?,
+            last_decided: Cell::new(None),
+            broken: RefCell::new(None),
+        })
+    }
+
+    /// Whether every client has moved to `new_port` (a library: decided a check after the
+    /// promotion at `promoted`, which only the promoted replica could decide after a crash).
+    fn moved(&self, new_port: u16, promoted: Instant) -> bool {
+        match self {
+            Clients::Finders { finders, .. } => finders.iter().all(|f| f.port() == new_port),
+            Clients::Library { last_decided, .. } => {
+                last_decided.get().is_some_and(|at| at >= promoted)
+            }
+        }
+    }
+}
+
+/// The clients and the keys' names.
 struct Load {
-    limiter: Limiter,
-    finders: Vec<Finder>,
+    clients: Clients,
     names: Vec<String>,
 }
 
-/// What one check returned, and where it went.
+/// What one check returned, and where it went (0: a library's check, placed by `reading`).
 pub(super) struct Sent {
     answer: Answer,
     noscript: bool,
@@ -75,33 +128,36 @@ pub(super) struct Sent {
     port: u16,
 }
 
-impl Load {
-    async fn check(self: Rc<Self>, key: u32) -> Sent {
-        let finder = &self.finders[key as usize % CONNECTIONS];
-        let lease = finder.lease();
-        let Lease { con, port, .. } = &lease;
-        let mut sent = Sent {
+impl Sent {
+    fn new(port: u16) -> Sent {
+        Sent {
             answer: Answer::Error,
             noscript: false,
             readonly: false,
-            port: *port,
+            port,
+        }
+    }
+}
+
+impl Load {
+    async fn check(self: Rc<Self>, key: u32) -> Sent {
+        let name = &self.names[key as usize];
+        let (limiter, finders) = match &self.clients {
+            Clients::Finders { limiter, finders } => (limiter, finders),
+            Clients::Library { .. } => return self.ask_library(name).await,
         };
+        let finder = &finders[key as usize % CONNECTIONS];
+        let lease = finder.lease();
+        let Lease { con, port, .. } = &lease;
+        let mut sent = Sent::new(*port);
         let Some(mut con) = con.clone() else {
             finder.failed(&lease).await;
             return sent;
         };
-        let attempt = (self.limiter)
-            .attempt(&mut con, &self.names[key as usize])
-            .await;
+        let attempt = limiter.attempt(&mut con, name).await;
         sent.noscript = attempt.noscript;
         match attempt.outcome {
-            Ok(d) => {
-                sent.answer = if d.allowed {
-                    Answer::Admitted
-                } else {
-                    Answer::Denied
-                };
-            }
+            Ok(d) => sent.answer = Answer::of(d.allowed),
             Err(e) => {
                 sent.readonly = e.to_string().contains("READONLY");
                 finder.failed(&lease).await;
@@ -110,15 +166,46 @@ impl Load {
         sent
     }
 
+    /// A check through the limiter process: its library finds the primary by itself.
+    async fn ask_library(&self, name: &str) -> Sent {
+        let Clients::Library {
+            decider,
+            last_decided,
+            broken,
+        } = &self.clients
+        else {
+            return Sent::new(0);
+        };
+        let mut sent = Sent::new(0);
+        match decider.decide(None, LimiterCheck::one(name)).await.outcome {
+            Ok(d) => {
+                sent.answer = Answer::of(d.allowed);
+                last_decided.set(Some(Instant::now()));
+            }
+            Err(e @ LimiterError::Process { .. }) => {
+                broken.borrow_mut().get_or_insert(e.to_string());
+            }
+            Err(e) => sent.readonly = e.to_string().contains("READONLY"),
+        }
+        sent
+    }
+
     /// One check per client on a key of its own (connect, cache the script).
     async fn warm_up(&self) -> Result<(), PhaseError> {
-        for finder in &self.finders {
+        const KEY: &str = "ratelab:failover:warm";
+        let (limiter, finders) = match &self.clients {
+            Clients::Finders { limiter, finders } => (limiter, finders),
+            Clients::Library { decider, .. } => {
+                let outcome = decider.decide(None, LimiterCheck::one(KEY)).await.outcome;
+                return (outcome.map(|_| ()))
+                    .map_err(|e| PhaseError::Invalid(format!("warm-up check: {e}")));
+            }
+        };
+        for finder in finders {
             let Some(mut con) = finder.lease().con else {
                 return Err(PhaseError::Invalid("a client found no primary".into()));
             };
-            let attempt = (self.limiter)
-                .attempt(&mut con, "ratelab:failover:warm")
-                .await;
+            let attempt = limiter.attempt(&mut con, KEY).await;
             (attempt.outcome).map_err(|e| PhaseError::Invalid(format!("warm-up check: {e}")))?;
         }
         Ok(())
@@ -143,27 +230,24 @@ async fn timeline(
     p: &Params,
     case: Case,
     watched: &mut Watched,
-    limiter: Limiter,
+    mut clients: Clients,
     seed: u64,
 ) -> Result<Measured, PhaseError> {
-    let ports = watched.sentinels.ports();
-    let mut finders = Vec::new();
-    for _ in 0..CONNECTIONS {
-        let finder = Finder::connect(&ports, s.ctx.timeouts.config()).await;
-        finders.push(finder.map_err(|e| {
-            PhaseError::Invalid(format!(
-                "a client asking the Sentinels for the primary: {e}"
-            ))
-        })?);
+    if let Clients::Finders { finders, .. } = &mut clients {
+        let ports = watched.sentinels.ports();
+        for _ in 0..CONNECTIONS {
+            let finder = Finder::connect(&ports, s.ctx.timeouts.config()).await;
+            finders.push(finder.map_err(|e| {
+                PhaseError::Invalid(format!(
+                    "a client asking the Sentinels for the primary: {e}"
+                ))
+            })?);
+        }
     }
     let names = (0..case.keys)
         .map(|k| format!("ratelab:failover:k{k}"))
         .collect();
-    let load = Rc::new(Load {
-        limiter,
-        finders,
-        names,
-    });
+    let load = Rc::new(Load { clients, names });
     load.warm_up()
         .await
         .map_err(|e| PhaseError::Invalid(format!("warm-up: {e}")))?;
@@ -255,7 +339,7 @@ impl Failover<'_> {
             .get_multiplexed_async_connection_with_config(&self.config)
             .await?;
         let replica_keys: u64 = redis::cmd("DBSIZE").query_async(&mut replica).await?;
-        while (self.load.finders.iter()).any(|f| f.port() != self.new_port) {
+        while !self.load.clients.moved(self.new_port, promoted) {
             self.give_up_after(until, watched, "a client never found the promoted replica")?;
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -346,6 +430,28 @@ fn reading(
     let (Some(started), Some(promoted), Some(moved)) = (n.started, n.promoted, n.moved) else {
         return Err(PhaseError::Invalid("the failover never completed".into()));
     };
+    let library_moved_ns = match &load.clients {
+        Clients::Finders { .. } => None,
+        Clients::Library { broken, .. } => {
+            if let Some(why) = broken.borrow().clone() {
+                return Err(PhaseError::Invalid(why));
+            }
+            Some(first_decided_ns(ran, promoted).ok_or_else(|| {
+                PhaseError::Invalid("the library never decided after the failover".into())
+            })?)
+        }
+    };
+    // A library's decision that came after the promotion was the promoted replica's: between the
+    // crash and the promotion no server could decide, so later replies are not the old primary's
+    // (a library may hold a check through the failover and send it again). Its failed checks went
+    // to the promoted replica once it had decided there.
+    let promoted_ns = ran.ns(promoted);
+    let port = |r: &Record<Sent>| match (library_moved_ns, r.out.answer) {
+        (None, _) => r.out.port,
+        (Some(_), Answer::Admitted | Answer::Denied) if r.end_ns as i64 >= promoted_ns => new_port,
+        (Some(moved_ns), Answer::Error) if r.start_ns >= moved_ns => new_port,
+        (Some(_), _) => old_port,
+    };
     let start_unix = clock.unix(ran.origin);
     let unix = |ns: u64| start_unix + ns as f64 / 1e6;
     let mut checks: Vec<Check> = (ran.records.iter())
@@ -354,7 +460,7 @@ fn reading(
             sent_unix_ms: unix(r.start_ns),
             answer: r.out.answer,
             noscript: r.out.noscript,
-            after_switch: r.out.port == new_port,
+            after_switch: port(r) == new_port,
         })
         .collect();
     checks.sort_by(|a, b| a.sent_unix_ms.total_cmp(&b.sent_unix_ms));
@@ -366,7 +472,7 @@ fn reading(
     };
     let mut lost_admits = vec![0u64; case.keys as usize];
     for r in &ran.records {
-        let split = r.out.port == old_port && unix(r.start_ns) >= split_unix;
+        let split = port(r) == old_port && unix(r.start_ns) >= split_unix;
         if split && r.out.answer == Answer::Admitted {
             if let Some(count) = lost_admits.get_mut(r.tag as usize) {
                 *count += 1;
@@ -379,9 +485,25 @@ fn reading(
         _ => "ok",
     });
     let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1e3;
-    let clients = (0..CONNECTIONS)
-        .map(|c| client_reading(c, ran, load, started, promoted, new_port))
-        .collect::<Result<Vec<_>, _>>()?;
+    let since = (started, promoted);
+    let clients = match (&load.clients, library_moved_ns) {
+        (Clients::Finders { finders, .. }, _) => (finders.iter().enumerate())
+            .map(|(c, finder)| finder_reading(c, finder, ran, since, new_port))
+            .collect::<Result<Vec<_>, _>>()?,
+        (Clients::Library { .. }, moved_ns) => {
+            let arrived_ns = moved_ns.unwrap_or_default() as i64;
+            vec![client_reading(
+                Client {
+                    index: 0,
+                    of: 1,
+                    asks: 0,
+                    arrived_ns,
+                },
+                ran,
+                since,
+            )]
+        }
+    };
     let last_move = (clients.iter().map(|c| c.rediscovered_ms)).fold(0.0, f64::max);
     debug_assert!(last_move <= ms(started, moved) + 1.0);
     Ok(Measured {
@@ -403,24 +525,61 @@ fn reading(
     })
 }
 
-/// Client `c`'s move to `new_port` and what its checks met from the failover's start until then.
-fn client_reading(
+/// When the first decision after `promoted` came, ns on the drill's clock.
+fn first_decided_ns(ran: &Ran<Sent>, promoted: Instant) -> Option<u64> {
+    let from = ran.ns(promoted);
+    (ran.records.iter())
+        .filter(|r| r.end_ns as i64 >= from && r.out.answer != Answer::Error)
+        .map(|r| r.end_ns)
+        .min()
+}
+
+/// Finder `c`'s move to `new_port`, read as a client's.
+fn finder_reading(
     c: usize,
+    finder: &Finder,
     ran: &Ran<Sent>,
-    load: &Load,
-    started: Instant,
-    promoted: Instant,
+    since: (Instant, Instant),
     new_port: u16,
 ) -> Result<ClientReading, PhaseError> {
-    let (asks, moves) = load.finders[c].history();
+    let (asks, moves) = finder.history();
     let Some(arrived) = moves.iter().find(|m| m.to_port == new_port) else {
         return Err(PhaseError::Invalid(format!(
             "client {c} never moved to the promoted replica"
         )));
     };
-    let (from_ns, to_ns) = (ran.ns(started), ran.ns(arrived.at));
+    let arrived_ns = ran.ns(arrived.at);
+    Ok(client_reading(
+        Client {
+            index: c,
+            of: CONNECTIONS,
+            asks,
+            arrived_ns,
+        },
+        ran,
+        since,
+    ))
+}
+
+/// One client of `of` (its keys are those with key % of == index), the Sentinel asks it made and
+/// when it arrived on the promoted replica (ns on the drill's clock).
+struct Client {
+    index: usize,
+    of: usize,
+    asks: u64,
+    arrived_ns: i64,
+}
+
+/// What `client`'s checks met from the failover's start (`since.0`, promoted at `since.1`) until
+/// it arrived on the promoted replica.
+fn client_reading(
+    client: Client,
+    ran: &Ran<Sent>,
+    (started, promoted): (Instant, Instant),
+) -> ClientReading {
+    let (from_ns, to_ns) = (ran.ns(started), client.arrived_ns);
     let mine: Vec<_> = (ran.records.iter())
-        .filter(|r| r.tag as usize % CONNECTIONS == c && r.start_ns as i64 >= from_ns)
+        .filter(|r| r.tag as usize % client.of == client.index && r.start_ns as i64 >= from_ns)
         .collect();
     let between: Vec<_> = mine
         .iter()
@@ -433,14 +592,14 @@ fn client_reading(
         back.map_or(0.0, |b| (b.start_ns - f.start_ns) as f64 / 1e6)
     });
     let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1e3;
-    Ok(ClientReading {
-        client: c as u64,
+    ClientReading {
+        client: client.index as u64,
         promoted_ms: ms(started, promoted),
-        rediscovered_ms: ms(started, arrived.at),
-        asks,
+        rediscovered_ms: (to_ns - from_ns).max(0) as f64 / 1e6,
+        asks: client.asks,
         checks_between: between.len() as u64,
         failed: failed.clone().count() as u64,
         readonly: failed.filter(|r| r.out.readonly).count() as u64,
         unavailable_ms,
-    })
+    }
 }

@@ -13,6 +13,16 @@ pub enum Answer {
     Error,
 }
 
+impl Answer {
+    /// A decision's answer.
+    pub fn of(allowed: bool) -> Answer {
+        match allowed {
+            true => Answer::Admitted,
+            false => Answer::Denied,
+        }
+    }
+}
+
 /// One check, timed in ms on the Unix clock (from the monotonic clock and one reading of both).
 #[derive(Debug, Clone, Copy)]
 pub struct Check {

@@ -204,8 +204,7 @@ impl Load {
             .attempt(&mut con, &self.names[key as usize])
             .await;
         let answer = match attempt.outcome {
-            Ok(d) if d.allowed => Answer::Admitted,
-            Ok(_) => Answer::Denied,
+            Ok(d) => Answer::of(d.allowed),
             Err(_) => Answer::Error,
         };
         Sent {

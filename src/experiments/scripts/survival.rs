@@ -7,7 +7,6 @@ use super::rows::{CustomSurvivalRow, Event, SurvivalRow, CUSTOM_SURVIVAL, SURVIV
 use super::Params;
 use crate::experiments::limiters::PROCESS_INVOCATION;
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
-use crate::limiter::process::{Reach, SentinelReach};
 use crate::limiter::{
     Attempt, Check, Decide, Decider, Invocation, LimitSpec, Limiter, LimiterError, Strategy,
 };
@@ -152,16 +151,7 @@ fn promoted_by_sentinel(
             topology.describe()
         )));
     };
-    let sentinel = SentinelReach {
-        name: server::SENTINEL_SERVICE.to_string(),
-        addresses: (watched.sentinels.ports().iter())
-            .map(|port| format!("127.0.0.1:{port}"))
-            .collect(),
-    };
-    let reach = Reach {
-        sentinel: Some(sentinel),
-        ..s.ctx.timeouts.reach(&watched.set.primary.url())
-    };
+    let reach = s.reach_through_sentinels(&watched);
     let decider = Decider::reaching(strategy, limit, Invocation::default(), &reach)?;
     warm_up(rt, &decider, strategy)?;
     let replica = &watched.set.replicas[0];
