@@ -430,28 +430,8 @@ fn reading(
     let (Some(started), Some(promoted), Some(moved)) = (n.started, n.promoted, n.moved) else {
         return Err(PhaseError::Invalid("the failover never completed".into()));
     };
-    let library_moved_ns = match &load.clients {
-        Clients::Finders { .. } => None,
-        Clients::Library { broken, .. } => {
-            if let Some(why) = broken.borrow().clone() {
-                return Err(PhaseError::Invalid(why));
-            }
-            Some(first_decided_ns(ran, promoted).ok_or_else(|| {
-                PhaseError::Invalid("the library never decided after the failover".into())
-            })?)
-        }
-    };
-    // A library's decision that came after the promotion was the promoted replica's: between the
-    // crash and the promotion no server could decide, so later replies are not the old primary's
-    // (a library may hold a check through the failover and send it again). Its failed checks went
-    // to the promoted replica once it had decided there.
-    let promoted_ns = ran.ns(promoted);
-    let port = |r: &Record<Sent>| match (library_moved_ns, r.out.answer) {
-        (None, _) => r.out.port,
-        (Some(_), Answer::Admitted | Answer::Denied) if r.end_ns as i64 >= promoted_ns => new_port,
-        (Some(moved_ns), Answer::Error) if r.start_ns >= moved_ns => new_port,
-        (Some(_), _) => old_port,
-    };
+    let place = Placement::of(load, ran, promoted, (old_port, new_port))?;
+    let port = |r: &Record<Sent>| place.port(r);
     let start_unix = clock.unix(ran.origin);
     let unix = |ns: u64| start_unix + ns as f64 / 1e6;
     let mut checks: Vec<Check> = (ran.records.iter())
@@ -471,12 +451,11 @@ fn reading(
         _ => clock.unix(promoted),
     };
     let mut lost_admits = vec![0u64; case.keys as usize];
-    for r in &ran.records {
-        let split = port(r) == old_port && unix(r.start_ns) >= split_unix;
-        if split && r.out.answer == Answer::Admitted {
-            if let Some(count) = lost_admits.get_mut(r.tag as usize) {
-                *count += 1;
-            }
+    let lost =
+        (ran.records.iter()).filter(|r| port(r) == old_port && unix(r.start_ns) >= split_unix);
+    for r in lost.filter(|r| r.out.answer == Answer::Admitted) {
+        if let Some(count) = lost_admits.get_mut(r.tag as usize) {
+            *count += 1;
         }
     }
     let first_call = (checks.iter().find(|c| c.after_switch)).map_or("none", |c| match c {
@@ -486,24 +465,7 @@ fn reading(
     });
     let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1e3;
     let since = (started, promoted);
-    let clients = match (&load.clients, library_moved_ns) {
-        (Clients::Finders { finders, .. }, _) => (finders.iter().enumerate())
-            .map(|(c, finder)| finder_reading(c, finder, ran, since, new_port))
-            .collect::<Result<Vec<_>, _>>()?,
-        (Clients::Library { .. }, moved_ns) => {
-            let arrived_ns = moved_ns.unwrap_or_default() as i64;
-            vec![client_reading(
-                Client {
-                    index: 0,
-                    of: 1,
-                    asks: 0,
-                    arrived_ns,
-                },
-                ran,
-                since,
-            )]
-        }
-    };
+    let clients = clients_reading(load, ran, since, new_port, place.library_moved_ns)?;
     let last_move = (clients.iter().map(|c| c.rediscovered_ms)).fold(0.0, f64::max);
     debug_assert!(last_move <= ms(started, moved) + 1.0);
     Ok(Measured {
@@ -525,13 +487,86 @@ fn reading(
     })
 }
 
-/// When the first decision after `promoted` came, ns on the drill's clock.
-fn first_decided_ns(ran: &Ran<Sent>, promoted: Instant) -> Option<u64> {
-    let from = ran.ns(promoted);
-    (ran.records.iter())
-        .filter(|r| r.end_ns as i64 >= from && r.out.answer != Answer::Error)
-        .map(|r| r.end_ns)
-        .min()
+/// Where each check went: a finder's check to the port it was sent to. A library's decision that
+/// came after the promotion was the promoted replica's: between the crash and the promotion no
+/// server could decide, so later replies are not the old primary's (a library may hold a check
+/// through the failover and send it again). Its failed checks went to the promoted replica once
+/// it had decided there.
+struct Placement {
+    /// When the library first decided after the promotion (None: finders), ns on the drill's clock.
+    library_moved_ns: Option<u64>,
+    promoted_ns: i64,
+    old_port: u16,
+    new_port: u16,
+}
+
+impl Placement {
+    /// A library's adapter that broke, or never decided after the promotion, fails the trial.
+    fn of(
+        load: &Load,
+        ran: &Ran<Sent>,
+        promoted: Instant,
+        ports: (u16, u16),
+    ) -> Result<Self, PhaseError> {
+        let promoted_ns = ran.ns(promoted);
+        let library_moved_ns = match &load.clients {
+            Clients::Finders { .. } => None,
+            Clients::Library { broken, .. } => {
+                if let Some(why) = broken.borrow().clone() {
+                    return Err(PhaseError::Invalid(why));
+                }
+                let decided_after = (ran.records.iter())
+                    .filter(|r| r.end_ns as i64 >= promoted_ns && r.out.answer != Answer::Error)
+                    .map(|r| r.end_ns)
+                    .min();
+                Some(decided_after.ok_or_else(|| {
+                    PhaseError::Invalid("the library never decided after the failover".into())
+                })?)
+            }
+        };
+        let (old_port, new_port) = ports;
+        Ok(Placement {
+            library_moved_ns,
+            promoted_ns,
+            old_port,
+            new_port,
+        })
+    }
+
+    fn port(&self, r: &Record<Sent>) -> u16 {
+        let promoted = r.end_ns as i64 >= self.promoted_ns;
+        match (self.library_moved_ns, r.out.answer) {
+            (None, _) => r.out.port,
+            (Some(_), Answer::Admitted | Answer::Denied) if promoted => self.new_port,
+            (Some(moved_ns), Answer::Error) if r.start_ns >= moved_ns => self.new_port,
+            (Some(_), _) => self.old_port,
+        }
+    }
+}
+
+/// Each client's move: a finder's to `new_port`, a library's first decision after the promotion.
+fn clients_reading(
+    load: &Load,
+    ran: &Ran<Sent>,
+    since: (Instant, Instant),
+    new_port: u16,
+    library_moved_ns: Option<u64>,
+) -> Result<Vec<ClientReading>, PhaseError> {
+    match (&load.clients, library_moved_ns) {
+        (Clients::Finders { finders, .. }, _) => (finders.iter().enumerate())
+            .map(|(c, finder)| finder_reading(c, finder, ran, since, new_port))
+            .collect(),
+        (Clients::Library { .. }, moved_ns) => {
+            let arrived_ns = moved_ns.unwrap_or_default() as i64;
+            let library = Client {
+                index: 0,
+                of: 1,
+                asks: 0,
+                arrived_ns,
+            };
+            Ok(vec![client_reading(library, ran, since)])
+        }
+    }
 }
 
 /// Finder `c`'s move to `new_port`, read as a client's.
