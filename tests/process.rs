@@ -503,6 +503,19 @@ fn pods_run_an_adapter_in_every_pod_on_loopback_and_through_the_proxy() {
         0,
         "every pod's adapter is gone"
     );
+    // Another process, with no manifest loaded, reads the adapter's rows back for the report.
+    let report = ratelab(&["report", out.path().to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&report.stderr);
+    assert!(
+        report.status.success(),
+        "the report reads the run: {stderr}"
+    );
+    let cell = common::custom_limiter_cell(
+        out.path(),
+        "fixture-window",
+        "pods: reached the partner per second",
+    );
+    assert!(cell.starts_with("highest second "), "{cell}");
 }
 
 /// The cluster experiment's settings for a short bucket phase with `clients` adapters.

@@ -78,9 +78,26 @@ impl Serialize for PodStrategy {
 }
 
 impl<'de> Deserialize<'de> for PodStrategy {
+    /// As [`FromStr`], except that a CSV read by `report` or `chart` names custom limiters that
+    /// are not loaded there: they read back as [`Strategy`]'s deserializer reads them (parameters
+    /// still accept only loaded ones).
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::IntoDeserializer;
         let text = String::deserialize(d)?;
-        text.parse().map_err(serde::de::Error::custom)
+        let parsed = text
+            .parse()
+            .or_else(|e: String| match text.parse::<Strategy>() {
+                // A built-in strategy a pod refuses.
+                Ok(_) => Err(e),
+                Err(_) => {
+                    let name: serde::de::value::StrDeserializer<'_, serde::de::value::Error> =
+                        text.as_str().into_deserializer();
+                    Strategy::deserialize(name)
+                        .map(PodStrategy::Redis)
+                        .map_err(|_| e)
+                }
+            });
+        parsed.map_err(serde::de::Error::custom)
     }
 }
 
@@ -108,5 +125,14 @@ mod tests {
         assert_eq!(PodStrategy::InMemory.in_memory_limit(100, 12), Some(100));
         let json = serde_json::to_string(&PodStrategy::InMemory).unwrap();
         assert_eq!(json, "\"in-memory\"");
+        // A CSV's custom limiter that this process never loaded reads back as custom; a
+        // parameter naming one is a typo, and a built-in a pod refuses stays refused.
+        let read = |text: &str| serde_json::from_str::<PodStrategy>(&format!("\"{text}\""));
+        let recorded = read("some-adapter").unwrap();
+        assert!(
+            matches!(recorded, PodStrategy::Redis(s) if s.is_custom() && s.name() == "some-adapter")
+        );
+        assert!(read("watch-bucket").is_err());
+        assert!(crate::limiter::with_strict_names(|| read("some-adapter")).is_err());
     }
 }
