@@ -204,6 +204,37 @@ fn an_adapter_that_breaks_the_protocol_is_named_with_what_it_did_and_is_gone() {
     }
 }
 
+/// An adapter dies with ratelab by the parent-death signal, which Linux sends when the *thread*
+/// that forked it exits: one started from a thread that then ends (a runtime's blocking thread,
+/// as chaos starts them) still decides afterwards.
+#[test]
+fn an_adapter_started_from_a_thread_that_ends_outlives_that_thread() {
+    let server = common::start_server();
+    let reach = reach(&server, 1000);
+    let process = std::thread::spawn(move || {
+        Process::start(
+            "window",
+            Algorithm::FixedWindow,
+            &command("window"),
+            &spec(5),
+            &reach,
+        )
+    });
+    let process = Rc::new(
+        process
+            .join()
+            .expect("the thread ends")
+            .expect("the adapter starts"),
+    );
+    // The kernel signals the child as the thread exits: give a signal time to land.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let outcomes = ask_at_once(&process, "ratelab:process-test:lasting:k", 2);
+    assert!(
+        outcomes.iter().all(|o| o.is_ok()),
+        "the adapter still decides: {outcomes:?}"
+    );
+}
+
 #[test]
 fn an_adapter_that_cannot_start_is_named_with_why() {
     let server = common::start_server();

@@ -570,8 +570,9 @@ fn spawn(command: &ProcessCommand) -> Result<Child, String> {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    crate::server::set_parent_death_signal(&mut cmd);
-    cmd.spawn().map_err(|e| match e.kind() {
+    // Started from a runtime's blocking thread (chaos) an adapter would die when that thread
+    // exits after idling: it is spawned from one that lasts.
+    crate::server::spawn_lasting(cmd).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => format!(
             "cannot start `{}` in {}: not found (install it, or name it by its path)",
             program, command.dir

@@ -171,6 +171,39 @@ fn process_running(pid: u32) -> bool {
     }
 }
 
+/// A command to spawn and where to send the child.
+type SpawnJob = (
+    std::process::Command,
+    std::sync::mpsc::Sender<std::io::Result<std::process::Child>>,
+);
+
+/// Spawns `cmd` (with [`set_parent_death_signal`]) from one thread that lives as long as the
+/// harness: the child then outlives whichever thread asked for it. A runtime's blocking thread,
+/// which exits after idling a few seconds, would take its children down with it.
+pub fn spawn_lasting(mut cmd: std::process::Command) -> std::io::Result<std::process::Child> {
+    static SPAWNER: std::sync::OnceLock<Option<std::sync::mpsc::Sender<SpawnJob>>> =
+        std::sync::OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (jobs, inbox) = std::sync::mpsc::channel::<SpawnJob>();
+        let thread = std::thread::Builder::new().name("ratelab-spawner".into());
+        let started = thread.spawn(move || {
+            for (mut cmd, reply) in inbox {
+                let _ = reply.send(cmd.spawn());
+            }
+        });
+        started.ok().map(|_| jobs)
+    });
+    set_parent_death_signal(&mut cmd);
+    // Without the thread (it could not start), this one spawns: the child lives as long as it.
+    let Some(jobs) = spawner else {
+        return cmd.spawn();
+    };
+    let gone = || std::io::Error::other("ratelab's spawner thread is gone");
+    let (reply, child) = std::sync::mpsc::channel();
+    jobs.send((cmd, reply)).map_err(|_| gone())?;
+    child.recv().map_err(|_| gone())?
+}
+
 /// Makes a freshly forked child die with SIGKILL when the harness dies (even by SIGKILL).
 ///
 /// Linux sends the signal when the *thread* that forked the child exits, so spawn long-lived

@@ -27,7 +27,7 @@ mod topology;
 pub use address::{Credentials, Endpoint};
 pub use cleanup::{
     install_interrupt_handler, interrupted, kill_all, register, registered,
-    set_parent_death_signal, unregister,
+    set_parent_death_signal, spawn_lasting, unregister,
 };
 pub use cluster::{ClusterOptions, ClusterSetup, RedisCluster};
 pub use describe::RedisMeta;
