@@ -7,7 +7,7 @@
 //! admitted and failed checks per bin from the failover's start, marked where the replica was
 //! promoted and where the last client moved to it.
 
-use super::{BinRow, TrialRow, Variant, BINS, TRIALS};
+use super::{how_called, BinRow, TrialRow, Variant, BINS, TRIALS};
 use crate::charts::lines::{self, LineChart, Scale, Series};
 use crate::charts::spec::{color, text, Anchor, Chart, Range, BLACK, RED};
 use crate::charts::{read_file, write_spec, ChartError};
@@ -120,8 +120,13 @@ fn timeline(bins: &[BinRow]) -> Result<Chart, ChartError> {
         let rows: Vec<&BinRow> = (bins.iter().copied())
             .filter(|b| b.variant == variant && b.keys == k)
             .collect();
-        let name =
-            |r: &BinRow| series_name(&r.strategy.to_string(), r.invocation.name(), r.offered);
+        let name = |r: &BinRow| {
+            series_name(
+                &r.strategy.to_string(),
+                how_called(r.strategy, r.invocation),
+                r.offered,
+            )
+        };
         let excess = excess_from_switch(&rows);
         let excess: Vec<&(&BinRow, (f64, f64))> = excess.iter().collect();
         let mut series = group(&excess, |(r, _)| name(r), |(_, p)| *p);
@@ -200,7 +205,13 @@ fn per_key(trials: &[TrialRow]) -> Result<Chart, ChartError> {
         let rows: Vec<&TrialRow> = trials.iter().filter(|t| t.variant == variant).collect();
         let mut series = group(
             &rows,
-            |r| series_name(&r.strategy.to_string(), r.invocation.name(), r.offered),
+            |r| {
+                series_name(
+                    &r.strategy.to_string(),
+                    how_called(r.strategy, r.invocation),
+                    r.offered,
+                )
+            },
             |r| (r.keys as f64, r.overshoot_bursts_mean),
         );
         let (lo, hi) = (rows.iter()).fold((f64::MAX, f64::MIN), |(lo, hi), r| {
@@ -246,7 +257,7 @@ fn sentinel(bins: &[BinRow], trials: &[TrialRow]) -> Result<Chart, ChartError> {
                 "ms from the failover's start (bin middles): {} {} {} K={} {}x, down-after {} ms",
                 csv_text(&t.variant),
                 t.strategy,
-                t.invocation.name(),
+                how_called(t.strategy, t.invocation),
                 t.keys,
                 t.offered,
                 t.down_after_ms

@@ -49,6 +49,16 @@ use crate::record::Table;
 use serde::{Deserialize, Serialize};
 use trial::Case;
 
+/// How a trial's limiter is called, as charts and REPORT.md name it: its script's invocation, or
+/// `process` for a limiter process (failover takes no custom script), whose library calls Redis
+/// its own way whatever the invocation column says.
+fn how_called(strategy: Strategy, invocation: Invocation) -> &'static str {
+    match strategy.is_custom() {
+        true => "process",
+        false => invocation.name(),
+    }
+}
+
 /// Why the experiment refuses `--redis-url`.
 const MUST_OWN: &str = "it starts a replica, cuts its link, promotes and flushes it";
 

@@ -3,7 +3,7 @@
 //! the Sentinel variants (clients.csv, when the run has them) when the clients moved and what
 //! their checks met until then.
 
-use super::{ClientRow, TrialRow, Variant, CLIENTS, TRIALS};
+use super::{how_called, ClientRow, TrialRow, Variant, CLIENTS, TRIALS};
 use crate::analysis::table::{short, summarize, summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::experiments::limiters::{self, Verdict};
@@ -15,7 +15,9 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
     let keys: [Key<TrialRow>; 5] = [
         ("variant", |r| csv_text(&r.variant)),
         ("strategy", |r| r.strategy.to_string()),
-        ("invocation", |r| r.invocation.to_string()),
+        ("invocation", |r| {
+            how_called(r.strategy, r.invocation).to_string()
+        }),
         ("K", |r| r.keys.to_string()),
         ("offered x", |r| r.offered.to_string()),
     ];
@@ -54,7 +56,9 @@ fn sentinel_clients(dir: &Path) -> Result<String, AnalysisError> {
     let keys: [Key<ClientRow>; 5] = [
         ("variant", |r| csv_text(&r.variant)),
         ("strategy", |r| r.strategy.to_string()),
-        ("invocation", |r| r.invocation.to_string()),
+        ("invocation", |r| {
+            how_called(r.strategy, r.invocation).to_string()
+        }),
         ("K", |r| r.keys.to_string()),
         ("down-after ms", |r| r.down_after_ms.to_string()),
     ];
