@@ -304,9 +304,7 @@ fn each_library_follows_a_sentinel_promotion_by_itself_or_says_it_cannot() {
         "python-redis-py/python-redis-py.toml",
         "seed000-node-redis/seed000-lua.toml",
     ]);
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/adapters/window.toml");
-    let fixture = ratelab::limiter::custom::load(&fixture).expect("the fixture's manifest loads");
-    limiters.push(ratelab::limiter::custom::register(fixture));
+    limiters.push(common::fixture_adapter("window"));
     let out = tempfile::tempdir().unwrap();
     let sets = [
         ("modes", r#"["evalsha"]"#),
@@ -350,9 +348,7 @@ fn a_crashed_primary_is_found_again_by_each_library_itself() {
         "seed001-ioredis/seed001-lua.toml",
         "python-redis-py/python-redis-py.toml",
     ]);
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/adapters/window.toml");
-    let fixture = ratelab::limiter::custom::load(&fixture).expect("the fixture's manifest loads");
-    limiters.push(ratelab::limiter::custom::register(fixture));
+    limiters.push(common::fixture_adapter("window"));
     let out = tempfile::tempdir().unwrap();
     // One replicated trial of the built-in bucket beside them (the variants cannot be empty).
     let sets = [

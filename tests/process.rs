@@ -594,7 +594,7 @@ fn cluster_asks_each_library_through_its_own_cluster_client_and_refuses_one_that
     }
 
     // The Python fixture knows nothing of clusters: refused before any check, saying why.
-    let window = custom::register(custom::load(&fixture("window")).unwrap());
+    let window = common::fixture_adapter("window");
     let tmp = tempfile::tempdir().unwrap();
     let mut ctx = common::ctx(tmp.path());
     (ctx.limiters, ctx.sets) = (vec![window], common::sets(&SHORT_CLUSTER));

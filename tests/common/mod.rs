@@ -220,3 +220,10 @@ pub fn example_adapters(paths: &[&str]) -> Vec<ratelab::limiter::Strategy> {
         .map(ratelab::limiter::custom::register)
         .collect()
 }
+
+/// The protocol tests' fixture adapter `tests/adapters/<name>.toml`, registered.
+pub fn fixture_adapter(name: &str) -> ratelab::limiter::Strategy {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/adapters/{name}.toml"));
+    let fixture = ratelab::limiter::custom::load(&path).expect("the fixture's manifest loads");
+    ratelab::limiter::custom::register(fixture)
+}
