@@ -29,8 +29,8 @@ pub enum ExperimentError {
     #[error("experiment `{id}` does not take --limiter; these do: {takers}")]
     NoCustomLimiters { id: &'static str, takers: String },
     #[error(
-        "experiment `{id}` runs limiter processes only (a library following the failover with its own \
-         client), not the script of {name}; these run scripts: {takers}"
+        "experiment `{id}` runs limiter processes only (a library's adapter), not the script of {name}; \
+         these run scripts: {takers}"
     )]
     NoLimiterScripts {
         id: &'static str,
