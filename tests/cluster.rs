@@ -392,3 +392,49 @@ fn which(name: &str) -> std::path::PathBuf {
         .find(|p| p.is_file())
         .unwrap_or_else(|| panic!("{name} not on PATH"))
 }
+
+/// A run's cleanup on a node of a user's cluster reaches every node: a cluster client puts the
+/// run's keys wherever their slots live, and one node's SCAN sees only its own (a probe's key, or
+/// a run that failed before its body's end, would otherwise stay). Keys outside the prefix stay.
+#[test]
+fn the_cleanup_on_a_users_cluster_node_deletes_the_runs_keys_on_every_node() {
+    let cluster = cluster();
+    let mut con = cluster.nodes()[0].connection().unwrap();
+    let map = SlotMap::read(&mut con, "127.0.0.1").unwrap();
+    let prefix = "ratelab:cleanup-test:1:";
+    let mut keys_by_node = std::collections::BTreeMap::<String, u64>::new();
+    for i in 0..60 {
+        for key in [format!("{prefix}{i}"), format!("someone-else:{i}")] {
+            let owner = map.owner(key_slot(key.as_bytes())).unwrap().node();
+            let node = cluster
+                .nodes()
+                .iter()
+                .find(|n| owner.ends_with(&format!(":{}", n.port())));
+            let mut con = node.unwrap().connection().unwrap();
+            let () = redis::cmd("SET").arg(&key).arg(1).query(&mut con).unwrap();
+            *keys_by_node.entry(owner).or_default() += u64::from(key.starts_with(prefix));
+        }
+    }
+    assert_eq!(
+        keys_by_node.len(),
+        3,
+        "the run's keys live on every node: {keys_by_node:?}"
+    );
+    let endpoint = ratelab::server::Endpoint::from_url(&cluster.nodes()[1].url()).unwrap();
+    let target = ratelab::server::Target::External { endpoint };
+    assert_eq!(target.delete_keys_with_prefix(prefix).unwrap(), 60);
+    for node in cluster.nodes() {
+        let keys: u64 = redis::cmd("DBSIZE")
+            .query(&mut node.connection().unwrap())
+            .unwrap();
+        let mine: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{prefix}*"))
+            .query(&mut node.connection().unwrap())
+            .unwrap();
+        assert!(
+            mine.is_empty() && keys > 0,
+            "node {}: {mine:?} left, {keys} keys",
+            node.port()
+        );
+    }
+}

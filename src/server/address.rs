@@ -94,6 +94,19 @@ impl Endpoint {
         }
     }
 
+    /// The same server description at `node` (`host:port`, as CLUSTER SLOTS and MONITOR name
+    /// nodes); a node that is not an address stays this one, and the connection error then names
+    /// where it went.
+    pub fn at_node(&self, node: &str) -> Self {
+        let parsed = node
+            .rsplit_once(':')
+            .and_then(|(host, port)| Some((host, port.parse().ok()?)));
+        match parsed {
+            Some((host, port)) => self.at(host.trim_matches(['[', ']']), port),
+            None => self.clone(),
+        }
+    }
+
     /// The URL for a process boundary or the redis crate: `redis://` or `rediss://`, the password
     /// in it and the TLS files as ratelab's query parameters (see [`endpoint`]).
     pub fn url(&self) -> String {
@@ -152,6 +165,27 @@ impl Endpoint {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn nodes_keep_scheme_credentials_db_and_tls() {
+        let at = |url: &str, node: &str| Endpoint::from_url(url).unwrap().at_node(node).url();
+        assert_eq!(
+            at("redis://127.0.0.1:7000/", "127.0.0.1:7001"),
+            "redis://127.0.0.1:7001/"
+        );
+        assert_eq!(
+            at("redis://:pw@10.0.0.1:7000/2", "10.0.0.2:7003"),
+            "redis://:pw@10.0.0.2:7003/2"
+        );
+        assert_eq!(
+            at("rediss://h:1/?tls-ca=%2Fca", "g:2"),
+            "rediss://g:2/?tls-ca=%2Fca"
+        );
+        assert_eq!(
+            at("redis://127.0.0.1:7000/", "[::1]:7002"),
+            "redis://[::1]:7002/"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -178,13 +178,9 @@ fn users_server(
     let mut topology =
         Topology::cluster(endpoint, s.ctx.timeouts).phase(|| "reading the slot map".into())?;
     write_map(&mut sinks.nodes, "cluster", topology.map.as_ref())?;
-    let measured = variants_phase(s, p, window, sinks, &mut topology, "cluster", "user")
-        .and_then(|()| bucket_phase(s, p, sinks, &topology, "user"));
-    // The frame deletes keys on the named node only, so this run's keys go from every node here,
-    // whatever happened.
-    let cleaned = topology.delete_keys(&s.prefix);
-    measured?;
-    cleaned.phase(|| "deleting this run's keys on every node".into())?;
+    // The frame deletes this run's keys on every node afterwards, whatever happened.
+    variants_phase(s, p, window, sinks, &mut topology, "cluster", "user")?;
+    bucket_phase(s, p, sinks, &topology, "user")?;
     skipped(
         sinks,
         "reshard",

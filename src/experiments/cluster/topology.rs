@@ -1,7 +1,6 @@
 //! Where the calls of one phase go: one server, or the primaries of a cluster by the slot map it
-//! reported; a blocking connection per node with the run's client timeouts; and deleting this
-//! run's keys on every node (a plain connection's SCAN sees one node only, and UNLINK of keys in
-//! several slots is refused on a cluster).
+//! reported, and a blocking connection per node with the run's client timeouts (the frame deletes
+//! the run's keys on every node: `Target::delete_keys_with_prefix`).
 
 use crate::load::ClientTimeouts;
 use crate::server::{key_slot, Endpoint, ServerError, SlotMap};
@@ -74,37 +73,7 @@ impl Topology {
 
     /// `node` (`host:port`) with the credentials, database and TLS of the server named first.
     pub fn endpoint_of(&self, node: &str) -> Endpoint {
-        at_node(&self.base, node)
-    }
-
-    /// Deletes every key starting with `prefix` on every node, one UNLINK per key.
-    pub fn delete_keys(&mut self, prefix: &str) -> Result<u64, redis::RedisError> {
-        let mut deleted = 0;
-        for node in self.addresses() {
-            let con = self.con(&node)?;
-            let mut cursor: u64 = 0;
-            loop {
-                let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(format!("{prefix}*"))
-                    .arg("COUNT")
-                    .arg(1000)
-                    .query(con)?;
-                let mut pipe = redis::pipe();
-                for key in &keys {
-                    pipe.cmd("UNLINK").arg(key);
-                }
-                if !keys.is_empty() {
-                    deleted += pipe.query::<Vec<u64>>(con)?.iter().sum::<u64>();
-                }
-                if next == 0 {
-                    break;
-                }
-                cursor = next;
-            }
-        }
-        Ok(deleted)
+        self.base.at_node(node)
     }
 
     /// Fails when the server's CLUSTER KEYSLOT disagrees with the harness's slot of any key.
@@ -148,38 +117,4 @@ fn connect(
     con.set_read_timeout(response)?;
     con.set_write_timeout(response)?;
     Ok(con)
-}
-
-/// `base` at `node` (`host:port`, as CLUSTER SLOTS and MONITOR name nodes); a node that is not an
-/// address stays `base`, and the connection error then names where it went.
-pub(super) fn at_node(base: &Endpoint, node: &str) -> Endpoint {
-    let parsed = node
-        .rsplit_once(':')
-        .and_then(|(host, port)| Some((host, port.parse().ok()?)));
-    match parsed {
-        Some((host, port)) => base.at(host.trim_matches(['[', ']']), port),
-        None => base.clone(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nodes_keep_scheme_credentials_db_and_tls() {
-        let at = |url: &str, node: &str| at_node(&Endpoint::from_url(url).unwrap(), node).url();
-        assert_eq!(
-            at("redis://127.0.0.1:7000/", "127.0.0.1:7001"),
-            "redis://127.0.0.1:7001/"
-        );
-        assert_eq!(
-            at("redis://:pw@10.0.0.1:7000/2", "10.0.0.2:7003"),
-            "redis://:pw@10.0.0.2:7003/2"
-        );
-        assert_eq!(
-            at("rediss://h:1/?tls-ca=%2Fca", "g:2"),
-            "rediss://g:2/?tls-ca=%2Fca"
-        );
-    }
 }
