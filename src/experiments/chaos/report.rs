@@ -28,7 +28,9 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         ("denied", |r| Some((r.denied + r.degraded_denied) as f64)),
         ("fail-open counter", |r| Some(r.fail_open_counter as f64)),
     ];
-    let mut out = summary_table(&DRILLS.read(dir)?, &keys, &stats);
+    let rows = DRILLS.read(dir)?;
+    let mut out = overload(&rows).unwrap_or_default();
+    out.push_str(&summary_table(&rows, &keys, &stats));
     if AFTERS.path(dir).is_file() {
         out.push_str("\nAfter the drill (healed; one fresh key, checks one after another):\n\n");
         let keys: [Key<AfterRow>; 2] = [
@@ -52,6 +54,35 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
         out.push_str(&pool(dir)?);
     }
     Ok(out)
+}
+
+/// Whether `client`'s checks, before any fault, took longer than its timeout at the 99th
+/// percentile: then the machine, not a drill, had it answer by policy (more clients than its
+/// cores keep, such as several adapters in one sequence). Its check p99 in the baseline if so.
+fn overloaded(rows: &[DrillRow], client: &str, timeout_ms: u64) -> Option<f64> {
+    let baseline = (rows.iter())
+        .find(|r| r.client == client && r.timeout_ms == timeout_ms && r.drill == Drill::Baseline)?;
+    baseline.check_p99_ms.filter(|&p99| p99 > timeout_ms as f64)
+}
+
+/// The warning over the table when some client was [`overloaded`].
+fn overload(rows: &[DrillRow]) -> Option<String> {
+    let over: Vec<(&DrillRow, f64)> = (rows.iter())
+        .filter(|r| r.drill == Drill::Baseline)
+        .filter_map(|r| Some((r, overloaded(rows, &r.client, r.timeout_ms)?)))
+        .collect();
+    let (worst, p99) = over.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let clients = rows.iter().filter(|r| r.drill == Drill::Baseline).count();
+    Some(format!(
+        "**WARNING: before any fault, the checks of {} of {clients} clients took longer than their \
+         timeout at the 99th percentile (worst {}: {} ms against {} ms): the machine was overloaded, \
+         so what the drills answered by policy is partly the overload's. Run fewer clients at once \
+         (on 2 cores, two custom limiters).**\n\n",
+        over.len(),
+        worst.client,
+        crate::analysis::table::short(*p99),
+        worst.timeout_ms
+    ))
 }
 
 /// Per pool drill window, over the pool's connections: what each carried and when it failed.
@@ -127,9 +158,13 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         let percent = |r: Option<&DrillRow>, of: fn(&DrillRow) -> f64| {
             r.map_or("-".to_string(), |r| format!("{:.0}%", 100.0 * of(r)))
         };
+        let overload = match overloaded(&drills, &name, t) {
+            Some(p99) => format!("; overloaded before any fault (check p99 {p99:.0} ms)"),
+            None => String::new(),
+        };
         let beside = |drill: Drill, of: fn(&DrillRow) -> f64| {
             format!(
-                "{} (built-in bucket {}), {t} ms timeout",
+                "{} (built-in bucket {}), {t} ms timeout{overload}",
                 percent(window(&name, t, drill), of),
                 percent(window(BESIDE, t, drill), of)
             )
@@ -165,4 +200,29 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reference's baseline windows kept every client's checks within its timeout; one
+    /// client's check p99 raised past its timeout makes the warning name it.
+    #[test]
+    fn a_baseline_check_slower_than_its_timeout_is_an_overload_warning() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/reference/chaos");
+        let mut rows = DRILLS.read(&dir).expect("the reference's drills.csv");
+        assert_eq!(overload(&rows), None);
+        let row = (rows.iter_mut())
+            .find(|r| r.drill == Drill::Baseline && r.timeout_ms == 30)
+            .expect("a 30 ms client's baseline");
+        row.check_p99_ms = Some(31.0);
+        let client = row.client.clone();
+        assert_eq!(overloaded(&rows, &client, 30), Some(31.0));
+        let warning = overload(&rows).expect("a warning");
+        assert!(
+            warning.contains(&format!("worst {client}: 31 ms against 30 ms")),
+            "{warning}"
+        );
+    }
 }
