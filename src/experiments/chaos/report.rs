@@ -56,20 +56,18 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
     Ok(out)
 }
 
-/// Whether `client`'s checks, before any fault, took longer than its timeout at the 99th
-/// percentile: then the machine, not a drill, had it answer by policy (more clients than its
-/// cores keep, such as several adapters in one sequence). Its check p99 in the baseline if so.
-fn overloaded(rows: &[DrillRow], client: &str, timeout_ms: u64) -> Option<f64> {
-    let baseline = (rows.iter())
-        .find(|r| r.client == client && r.timeout_ms == timeout_ms && r.drill == Drill::Baseline)?;
-    baseline.check_p99_ms.filter(|&p99| p99 > timeout_ms as f64)
+/// A baseline window's check p99 when it exceeded the client's timeout: before any fault, the
+/// machine, not a drill, had the client answer by policy (more clients than its cores keep, such
+/// as several adapters in one sequence). None for any other window.
+fn overloaded(r: &DrillRow) -> Option<f64> {
+    let baseline = r.drill == Drill::Baseline;
+    (r.check_p99_ms).filter(|&p99| baseline && p99 > r.timeout_ms as f64)
 }
 
 /// The warning over the table when some client was [`overloaded`].
 fn overload(rows: &[DrillRow]) -> Option<String> {
     let over: Vec<(&DrillRow, f64)> = (rows.iter())
-        .filter(|r| r.drill == Drill::Baseline)
-        .filter_map(|r| Some((r, overloaded(rows, &r.client, r.timeout_ms)?)))
+        .filter_map(|r| Some((r, overloaded(r)?)))
         .collect();
     let (worst, p99) = over.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
     let clients = rows.iter().filter(|r| r.drill == Drill::Baseline).count();
@@ -158,7 +156,7 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         let percent = |r: Option<&DrillRow>, of: fn(&DrillRow) -> f64| {
             r.map_or("-".to_string(), |r| format!("{:.0}%", 100.0 * of(r)))
         };
-        let overload = match overloaded(&drills, &name, t) {
+        let overload = match window(&name, t, Drill::Baseline).and_then(overloaded) {
             Some(p99) => format!("; overloaded before any fault (check p99 {p99:.0} ms)"),
             None => String::new(),
         };
@@ -217,8 +215,8 @@ mod tests {
             .find(|r| r.drill == Drill::Baseline && r.timeout_ms == 30)
             .expect("a 30 ms client's baseline");
         row.check_p99_ms = Some(31.0);
+        assert_eq!(overloaded(row), Some(31.0));
         let client = row.client.clone();
-        assert_eq!(overloaded(&rows, &client, 30), Some(31.0));
         let warning = overload(&rows).expect("a warning");
         assert!(
             warning.contains(&format!("worst {client}: 31 ms against 30 ms")),
