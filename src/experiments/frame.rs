@@ -357,9 +357,7 @@ fn probe_limiters(
     };
     // A user's cluster node: a limiter process is probed through its library's cluster client,
     // as the run will ask it (a plain client there meets MOVED for another node's keys).
-    let cluster_node = on_cluster_node
-        && matches!(target, Target::External { .. })
-        && (target.info("cluster")).is_ok_and(|i| i.get("cluster_enabled") == Some("1"));
+    let cluster_node = on_cluster_node && target.is_users_cluster_node().unwrap_or(false);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

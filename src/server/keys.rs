@@ -10,8 +10,7 @@ impl Target {
     /// SCAN sees its own keys only.
     pub fn delete_keys_with_prefix(&self, prefix: &str) -> Result<u64, ServerError> {
         let mut con = self.connection()?;
-        let external = matches!(self, Target::External { .. });
-        if !(external && self.info("cluster")?.get("cluster_enabled") == Some("1")) {
+        if !self.is_users_cluster_node()? {
             return delete_on(&mut con, prefix);
         }
         let endpoint = self.endpoint()?;

@@ -255,6 +255,16 @@ impl Target {
         }
     }
 
+    /// Whether the server is a node of a user's Redis Cluster (`--redis-url` naming one, INFO
+    /// cluster saying `cluster_enabled:1`): a run's keys may live on every node, and a plain
+    /// client meets MOVED for another node's.
+    pub fn is_users_cluster_node(&self) -> Result<bool, ServerError> {
+        if !matches!(self, Target::External { .. }) {
+            return Ok(false);
+        }
+        Ok(self.info("cluster")?.get("cluster_enabled") == Some("1"))
+    }
+
     /// A blocking admin connection with explicit timeouts.
     pub fn connection(&self) -> Result<redis::Connection, ServerError> {
         self.endpoint()?.connection()

@@ -157,11 +157,9 @@ fn users_server(
     sinks: &mut Sinks,
     endpoint: &Endpoint,
 ) -> Result<(), ExperimentError> {
-    let info = s
-        .target
-        .info("cluster")
-        .phase(|| "reading INFO cluster".into())?;
-    if info.get("cluster_enabled") != Some("1") {
+    let cluster_node =
+        (s.target.is_users_cluster_node()).phase(|| "reading INFO cluster".into())?;
+    if !cluster_node {
         let mut single = Topology::single(endpoint, s.ctx.timeouts);
         variants_phase(s, p, window, sinks, &mut single, "one-redis", "user")?;
         let why = "--redis-url names a server without cluster mode";
