@@ -14,7 +14,7 @@ use crate::limiter::custom::{CustomLimiter, Probe};
 use crate::limiter::process::{Handshake, Reach};
 use crate::limiter::Strategy;
 use crate::record::RunRecord;
-use crate::server::{RedisMeta, ServerError, Target, Topology};
+use crate::server::{ServerError, Target, Topology};
 use std::path::PathBuf;
 
 pub use super::definition::Validate;
@@ -142,9 +142,20 @@ pub fn run<D: Definition>(
         ),
         Target::Managed(_) | Target::NoServer => None,
     };
-    let redis = describe(ctx, target).phase(|| "reading the server's INFO and CONFIG".into())?;
+    // Without a server while the body runs (its own per trial), the build is described, and
+    // custom limiters probed, on one started for that alone and stopped before the body.
+    let described = || "reading the server's INFO and CONFIG".to_string();
+    let stand_in = match target {
+        Target::NoServer => Some(Target::Managed(
+            crate::server::RedisServer::start(&ctx.server_options()).phase(described)?,
+        )),
+        _ => None,
+    };
+    let seen = stand_in.as_ref().unwrap_or(target);
+    let redis = seen.describe().phase(described)?;
     // Before anything is recorded: a manifest that cannot work leaves no partial results.
-    let probes = probe_limiters(ctx, target, &prefix, D::ON_CLUSTER_NODE);
+    let probes = probe_limiters(ctx, seen, &prefix, D::ON_CLUSTER_NODE);
+    drop(stand_in);
     let cleaned = delete_keys(target, &prefix);
     let probes = probes?;
     cleaned.phase(|| "deleting the probes' keys".into())?;
@@ -261,17 +272,6 @@ fn build<D: Definition>(ctx: &Ctx) -> Result<Parts, ServerError> {
     Ok(Parts::from(D::TOPOLOGY.build(&ctx.server_options())?))
 }
 
-/// What meta.json says about the server. Without a server while the body runs (its own per
-/// trial), the build is described from a server started for that alone and stopped at once.
-fn describe(ctx: &Ctx, target: &Target) -> Result<RedisMeta, ServerError> {
-    match target {
-        Target::NoServer => {
-            Target::Managed(crate::server::RedisServer::start(&ctx.server_options())?).describe()
-        }
-        _ => target.describe(),
-    }
-}
-
 /// Deletes this run's keys on the target (nothing to delete without one).
 fn delete_keys(target: &Target, prefix: &str) -> Result<u64, ServerError> {
     match target {
@@ -342,19 +342,6 @@ fn probe_limiters(
     if ctx.limiters.is_empty() {
         return Ok(Vec::new());
     }
-    // Without a server while the body runs (its own per trial), they are probed on one started
-    // for that alone, stopped when the probes are done.
-    let own;
-    let target = match target {
-        Target::NoServer => {
-            let server = crate::server::RedisServer::start(&ctx.server_options());
-            own = Target::Managed(
-                server.phase(|| "starting redis-server to probe custom limiters".into())?,
-            );
-            &own
-        }
-        target => target,
-    };
     // A user's cluster node: a limiter process is probed through its library's cluster client,
     // as the run will ask it (a plain client there meets MOVED for another node's keys).
     let cluster_node = on_cluster_node && target.is_users_cluster_node().unwrap_or(false);
