@@ -82,24 +82,27 @@ enum Clients {
     },
     /// A limiter process, whose library's own Sentinel client finds the primary: which server
     /// decided a check is not seen, only that it decided.
-    Library {
-        decider: Decider,
-        /// When the last decision came.
-        last_decided: Cell<Option<Instant>>,
-        /// Why the adapter broke (exited, wrote garbage, fell silent): the trial fails.
-        broken: RefCell<Option<String>>,
-    },
+    Library(Library),
+}
+
+/// A limiter process as failover's client.
+struct Library {
+    decider: Decider,
+    /// When the last decision came.
+    last_decided: Cell<Option<Instant>>,
+    /// Why the adapter broke (exited, wrote garbage, fell silent): the trial fails.
+    broken: RefCell<Option<String>>,
 }
 
 impl Clients {
     /// A limiter process told the Sentinels; an adapter with no Sentinel client is refused
     /// (`LimiterError::NoClientFor`).
     fn library(reach: Reach, limit: LimitSpec, strategy: Strategy) -> Result<Self, PhaseError> {
-        Ok(Clients::Library {
+        Ok(Clients::Library(Library {
             decider: Decider::reaching(strategy, limit, Invocation::default(), &reach)?,
             last_decided: Cell::new(None),
             broken: RefCell::new(None),
-        })
+        }))
     }
 
     /// Whether every client has moved to `new_port` (a library: decided a check after the
@@ -107,10 +110,31 @@ impl Clients {
     fn moved(&self, new_port: u16, promoted: Instant) -> bool {
         match self {
             Clients::Finders { finders, .. } => finders.iter().all(|f| f.port() == new_port),
-            Clients::Library { last_decided, .. } => {
-                last_decided.get().is_some_and(|at| at >= promoted)
-            }
+            Clients::Library(l) => l.last_decided.get().is_some_and(|at| at >= promoted),
         }
+    }
+}
+
+impl Library {
+    /// A check through the limiter process: its library finds the primary by itself.
+    async fn ask(&self, name: &str) -> Sent {
+        let mut sent = Sent::new(0);
+        match self
+            .decider
+            .decide(None, LimiterCheck::one(name))
+            .await
+            .outcome
+        {
+            Ok(d) => {
+                sent.answer = Answer::of(d.allowed);
+                self.last_decided.set(Some(Instant::now()));
+            }
+            Err(e @ LimiterError::Process { .. }) => {
+                self.broken.borrow_mut().get_or_insert(e.to_string());
+            }
+            Err(e) => sent.readonly = e.to_string().contains("READONLY"),
+        }
+        sent
     }
 }
 
@@ -144,7 +168,7 @@ impl Load {
         let name = &self.names[key as usize];
         let (limiter, finders) = match &self.clients {
             Clients::Finders { limiter, finders } => (limiter, finders),
-            Clients::Library { .. } => return self.ask_library(name).await,
+            Clients::Library(library) => return library.ask(name).await,
         };
         let finder = &finders[key as usize % CONNECTIONS];
         let lease = finder.lease();
@@ -166,37 +190,17 @@ impl Load {
         sent
     }
 
-    /// A check through the limiter process: its library finds the primary by itself.
-    async fn ask_library(&self, name: &str) -> Sent {
-        let Clients::Library {
-            decider,
-            last_decided,
-            broken,
-        } = &self.clients
-        else {
-            return Sent::new(0);
-        };
-        let mut sent = Sent::new(0);
-        match decider.decide(None, LimiterCheck::one(name)).await.outcome {
-            Ok(d) => {
-                sent.answer = Answer::of(d.allowed);
-                last_decided.set(Some(Instant::now()));
-            }
-            Err(e @ LimiterError::Process { .. }) => {
-                broken.borrow_mut().get_or_insert(e.to_string());
-            }
-            Err(e) => sent.readonly = e.to_string().contains("READONLY"),
-        }
-        sent
-    }
-
     /// One check per client on a key of its own (connect, cache the script).
     async fn warm_up(&self) -> Result<(), PhaseError> {
         const KEY: &str = "ratelab:failover:warm";
         let (limiter, finders) = match &self.clients {
             Clients::Finders { limiter, finders } => (limiter, finders),
-            Clients::Library { decider, .. } => {
-                let outcome = decider.decide(None, LimiterCheck::one(KEY)).await.outcome;
+            Clients::Library(library) => {
+                let outcome = library
+                    .decider
+                    .decide(None, LimiterCheck::one(KEY))
+                    .await
+                    .outcome;
                 return (outcome.map(|_| ()))
                     .map_err(|e| PhaseError::Invalid(format!("warm-up check: {e}")));
             }
@@ -511,8 +515,8 @@ impl Placement {
         let promoted_ns = ran.ns(promoted);
         let library_moved_ns = match &load.clients {
             Clients::Finders { .. } => None,
-            Clients::Library { broken, .. } => {
-                if let Some(why) = broken.borrow().clone() {
+            Clients::Library(library) => {
+                if let Some(why) = library.broken.borrow().clone() {
                     return Err(PhaseError::Invalid(why));
                 }
                 let decided_after = (ran.records.iter())
@@ -556,7 +560,7 @@ fn clients_reading(
         (Clients::Finders { finders, .. }, _) => (finders.iter().enumerate())
             .map(|(c, finder)| finder_reading(c, finder, ran, since, new_port))
             .collect(),
-        (Clients::Library { .. }, moved_ns) => {
+        (Clients::Library(_), moved_ns) => {
             let arrived_ns = moved_ns.unwrap_or_default() as i64;
             let library = Client {
                 index: 0,
