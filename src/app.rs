@@ -372,6 +372,7 @@ fn finish_experiment(experiment: &dyn Experiment, dir: &Path) {
         ),
     }
     say_verdicts(experiment.id(), dir);
+    say_limiter_verdicts(experiment, dir);
 }
 
 /// The verdicts of experiment `id`'s claims on its results in `dir`: the counts, then each
@@ -395,6 +396,38 @@ fn say_verdicts(id: &str, dir: &Path) {
     sayln!("verdicts of {id}'s {} claims: {counts}", calls.len());
     for (claim, call, measured) in calls.iter().filter(|c| c.1 != Call::Holds) {
         sayln!("  {:<12} {}: {measured}", call.label(), claim.id);
+    }
+}
+
+/// The verdicts of the custom limiters' claims on `experiment`'s results in `dir`, each limiter's
+/// with what was measured (the Custom limiters table of REPORT.md says why).
+fn say_limiter_verdicts(experiment: &dyn Experiment, dir: &Path) {
+    let generated = match experiment.limiter_claims(dir) {
+        Ok(generated) => generated,
+        Err(e) => {
+            return eprintln!(
+                "ratelab: warning: limiter claims: {}",
+                crate::errors::one_line(&e)
+            )
+        }
+    };
+    if generated.is_empty() {
+        return;
+    }
+    let mut judging = analysis::claims::Judging::default();
+    let calls: Vec<_> = (generated.iter())
+        .map(|l| {
+            let v = judging.judge(&l.claim, dir);
+            (l, Call::of(&l.claim, &v), v.measured)
+        })
+        .collect();
+    let counts = verdict_counts(&calls.iter().map(|c| Some(c.1)).collect::<Vec<_>>());
+    sayln!(
+        "verdicts of the custom limiters' {} claims: {counts}",
+        calls.len()
+    );
+    for (l, call, measured) in &calls {
+        sayln!("  {:<12} {}: {measured}", call.label(), l.claim.id);
     }
 }
 

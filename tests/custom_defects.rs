@@ -166,11 +166,11 @@ fn a_limiter_that_admits_half_its_limit_is_flagged_as_under_admitting() {
             ("strategies", r#"["lua-bucket"]"#),
         ],
     );
-    let race = common::custom_limiter_cell(tmp.path(), "double-charge", "race:");
-    assert!(
-        race.starts_with("0.50 (under-admits: 50, exact admits at least 100)"),
-        "{race}"
-    );
+    let (verdict, measured) =
+        common::limiter_claim(tmp.path(), "limiter.double-charge.race.matrix-exact");
+    assert_eq!(verdict, "DIFFERS", "{measured}");
+    assert!(measured.contains("max 50 (n = 2)"), "{measured}");
+    common::mutation::every_limiter_claim_can_hold_and_fail(tmp.path());
 }
 
 #[test]
@@ -211,6 +211,19 @@ fn the_survival_verdict_reads_what_each_invocation_mode_does() {
         survival("load-and-retry"),
         format!("evalsha-load: survives 4 of 4 events; reloaded after {lost}")
     );
+    // The same, as claims: a script without a fallback never decides again after losing it.
+    let claim = |name: &str, event: &str| {
+        let id = format!("limiter.{name}.scripts.{event}-decides-again");
+        common::limiter_claim(tmp.path(), &id).0
+    };
+    for event in ["restart-no-persistence", "restart-rdb", "script-flush"] {
+        assert_eq!(claim("no-fallback", event), "DIFFERS", "{event}");
+        assert_eq!(claim("load-and-retry", event), "holds", "{event}");
+    }
+    assert_eq!(claim("no-fallback", "function-flush"), "holds");
+    assert_eq!(claim("eval-every-call", "script-flush"), "holds");
+    let checked = common::mutation::every_limiter_claim_can_hold_and_fail(tmp.path());
+    assert_eq!(checked, 12, "three limiters through four events");
 }
 
 #[test]
@@ -271,19 +284,13 @@ fn a_multi_token_request_is_charged_its_cost_and_judged_against_limit_over_cost(
     };
     // 100 tokens, 5 a request: 20 requests pass at any concurrency.
     assert_eq!(taken(limiters[0]), [(20, 5), (20, 5)]);
-    let cell = common::custom_limiter_cell(tmp.path(), "multi-token", "race:");
-    assert!(
-        cell.starts_with("1.00 (within the limit: 20, exact admits 20) at ")
-            && cell.ends_with(", cost 5"),
-        "{cell}"
-    );
+    let claim = |name: &str| format!("limiter.{name}.race.matrix-exact");
+    let (verdict, measured) = common::limiter_claim(tmp.path(), &claim("multi-token"));
+    assert_eq!(verdict, "holds", "{measured}");
     // Charged one token a request, it passes the bucket's 100: five times what cost 5 allows.
-    let cell = common::custom_limiter_cell(tmp.path(), "cost-ignored", "race:");
-    assert!(
-        cell.starts_with("5.00 (over-admits: 100, exact admits at most 20)")
-            && cell.contains("cost 5"),
-        "{cell}"
-    );
+    let (verdict, measured) = common::limiter_claim(tmp.path(), &claim("cost-ignored"));
+    assert_eq!(verdict, "DIFFERS", "{measured}");
+    assert!(measured.contains("max 100 (n = 2)"), "{measured}");
 
     // atomic asks the same cost, at a capacity above the checks' tokens and one below.
     run(
@@ -296,12 +303,18 @@ fn a_multi_token_request_is_charged_its_cost_and_judged_against_limit_over_cost(
             ("strategies", "[]"),
         ],
     );
-    let cell = common::custom_limiter_cell(&tmp.path().join("atomic"), "cost-ignored", "atomic:");
-    assert!(
-        cell.starts_with("5.00 (over-admits: 100, exact admits at most 20)")
-            && cell.ends_with("cost 5"),
-        "{cell}"
-    );
+    let atomic = tmp.path().join("atomic");
+    // 500 checks of 5 tokens: a capacity of 1000 takes 200 of them, one of 100 takes 20.
+    for (capacity, admitted) in [(1000, 500), (100, 100)] {
+        let id = format!("limiter.cost-ignored.atomic.exact-limit-{capacity}-cost-5-checks-500");
+        let (verdict, measured) = common::limiter_claim(&atomic, &id);
+        assert_eq!(verdict, "DIFFERS", "{measured}");
+        assert!(
+            measured.contains(&format!("max {admitted} (n = 4)")),
+            "{measured}"
+        );
+    }
+    common::mutation::every_limiter_claim_can_hold_and_fail(&atomic);
 
     // The built-in strategies take one token a request: a cost is refused for them, saying how
     // to run the custom limiters alone.
@@ -333,8 +346,8 @@ fn a_key_that_expires_before_its_window_ends_is_flagged() {
         ],
     );
     // The trial is seconds long: the count never lapsed, so admission alone reads exact.
-    let race = common::custom_limiter_cell(tmp.path(), "minute-ttl", "race:");
-    assert!(race.starts_with("1.00 (within the limit: 100"), "{race}");
+    let race = common::limiter_claim(tmp.path(), "limiter.minute-ttl.race.matrix-exact");
+    assert_eq!(race.0, "holds", "{}", race.1);
     let keys = common::custom_limiter_cell(tmp.path(), "minute-ttl", "keys left");
     assert!(
         keys.contains("1 of 1 expire before their window ends (shortest: ")
@@ -364,11 +377,9 @@ fn a_decision_read_from_two_reply_elements_or_an_arrays_length_is_judged_like_an
         ],
     );
     for name in ["count-and-limit", "log-members"] {
-        let cell = common::custom_limiter_cell(tmp.path(), name, "race:");
-        assert!(
-            cell.starts_with("1.00 (within the limit: 100, exact admits 100)"),
-            "{name}: {cell}"
-        );
+        let id = format!("limiter.{name}.race.matrix-exact");
+        let (verdict, measured) = common::limiter_claim(tmp.path(), &id);
+        assert_eq!(verdict, "holds", "{name}: {measured}");
     }
 }
 

@@ -296,11 +296,9 @@ fn atomic_latency_and_cost_measure_custom_limiters_beside_their_references() {
             ("hot_key_strategies", "[]"),
         ],
     );
-    let atomic = common::custom_limiter_cell(out, "incr-inside", "atomic: admitted / exact");
-    assert!(
-        atomic.starts_with("1.00 (within the limit: 100, exact admits 100)"),
-        "{atomic}"
-    );
+    let (verdict, measured) = common::limiter_claim(out, "limiter.incr-inside.atomic.exact");
+    assert_eq!(verdict, "holds", "{measured}");
+    assert!(common::mutation::every_limiter_claim_can_hold_and_fail(out) >= 2);
     // lua-gcra has no uniform variant in these sets: it is measured as the reference.
     let cpu = common::custom_limiter_cell(out, "gcra-time", "Redis CPU / decision vs reference");
     assert!(
@@ -425,6 +423,12 @@ fn cluster_and_scripts_tell_a_key_built_inside_from_a_declared_function() {
         common::custom_limiter_cell(out, "incr-inside", "cluster: users failing")
             .contains("(non local key)")
     );
+    // Each event's claim, for both: a fallback reloads what the event took.
+    for name in ["gcra-time", "incr-inside"] {
+        let id = format!("limiter.{name}.scripts.restart-no-persistence-decides-again");
+        assert_eq!(common::limiter_claim(out, &id).0, "holds", "{name}");
+    }
+    assert!(common::mutation::every_limiter_claim_can_hold_and_fail(out) >= 6);
 }
 
 #[test]

@@ -549,6 +549,16 @@ fn a_limiter_process_decides_its_own_runs_and_its_failures_are_the_policys() {
         cell.contains("(lua-bucket: fail-open ") && cell.contains("answered by policy"),
         "{cell}"
     );
+    // Its client reconnects by itself: it decides again after the restart and after the hang.
+    for after in ["restart", "hang"] {
+        let id = format!("limiter.fixture-window.outage.decides-after-{after}");
+        let (verdict, measured) = common::limiter_claim(out.path(), &id);
+        assert_eq!(verdict, "holds", "{after}: {measured}");
+    }
+    assert_eq!(
+        common::mutation::every_limiter_claim_can_hold_and_fail(out.path()),
+        2
+    );
 }
 
 #[test]

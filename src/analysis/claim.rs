@@ -105,6 +105,65 @@ pub struct Claim {
     pub tested_by: Vec<String>,
 }
 
+impl Claim {
+    /// A claim built in code rather than read from analysis/claims.toml (a custom limiter's):
+    /// every option at its default, to be set by the caller.
+    pub fn generated(
+        id: String,
+        experiment: &str,
+        text: String,
+        file: &str,
+        statistic: &str,
+    ) -> Claim {
+        Claim {
+            id,
+            experiment: experiment.into(),
+            seed: LIMITER_SEED.into(),
+            text,
+            quote: None,
+            file: file.into(),
+            statistic: statistic.into(),
+            select: Select::new(),
+            published: 0.0,
+            published_column: None,
+            times_column: None,
+            tolerance: 0.0,
+            percent_of: None,
+            minus_column: Vec::new(),
+            other: None,
+            combine: Combine::Ratio,
+            pair_by: Vec::new(),
+            per_row: false,
+            other_stat: OtherStat::Mean,
+            among: None,
+            spread_by: Vec::new(),
+            resolution: 0.0,
+            range: None,
+            judge: Judge::AllEqual,
+            machine_dependent: false,
+            judged_by: Vec::new(),
+            why: None,
+            basis: None,
+            tested_by: Vec::new(),
+        }
+    }
+}
+
+/// The `seed` of a custom limiter's claims: what they judge is implied by the limiter's algorithm
+/// and manifest, not published by a write-up.
+pub const LIMITER_SEED: &str = "limiter";
+
+/// A claim about one custom limiter (`--limiter`, or an adapter an experiment runs of its own),
+/// generated from what its algorithm and manifest imply and judged by the seeds' judge.
+#[derive(Debug, Clone)]
+pub struct LimiterClaim {
+    /// The limiter's name: its manifest's.
+    pub limiter: String,
+    /// The column of REPORT.md's Custom limiters table it fills, in a few words.
+    pub aspect: String,
+    pub claim: Claim,
+}
+
 /// How a reason knows what it says.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]

@@ -1,6 +1,8 @@
 //! Published claims (analysis/claims.toml, embedded) judged against this run's CSVs.
 
-pub use super::claim::{Basis, Call, Claim, Combine, Judge, OtherStat, Select, Verdict};
+pub use super::claim::{
+    Basis, Call, Claim, Combine, Judge, LimiterClaim, OtherStat, Select, Verdict, LIMITER_SEED,
+};
 use super::judge;
 use super::stats::Summary;
 use super::table::{matches, number, read_rows, short, Row};

@@ -3,7 +3,7 @@
 
 use super::claim::{Claim, Combine, Figures, Judge, OtherStat, Verdict};
 use super::stats::{median, quantile, Summary};
-use super::table::{matches, number, short, Row};
+use super::table::{first_number, matches, number, short, Row};
 use std::collections::BTreeSet;
 
 /// One judged value and what the claim says it should be.
@@ -113,7 +113,7 @@ fn label(claim: &Claim) -> &'static str {
 /// should be (`published`, its `published_column`, times `times_column`).
 fn row_values(claim: &Claim, rows: &[&Row]) -> Result<Vec<Value>, String> {
     let one = |r: &Row| -> Option<Value> {
-        let mut got = number(r, &claim.statistic)?;
+        let mut got = first_number(r, &claim.statistic)?;
         if let Some(of) = &claim.percent_of {
             let base = number(r, of).filter(|b| *b != 0.0)?;
             got = 100.0 * got / base;
@@ -137,7 +137,7 @@ fn row_values(claim: &Claim, rows: &[&Row]) -> Result<Vec<Value>, String> {
         return Err(format!(
             "{missing} of {} rows have no {}",
             values.len(),
-            claim.statistic
+            claim.statistic.replace('?', " or ")
         ));
     }
     Ok(values.into_iter().flatten().collect())
@@ -426,7 +426,7 @@ fn figures(
     ci: Option<(f64, f64)>,
     label: &str,
 ) -> Figures {
-    let mut statistic = claim.statistic.clone();
+    let mut statistic = claim.statistic.replace('?', " or ");
     if let Some(of) = &claim.percent_of {
         statistic = format!("{statistic} as % of {of}");
     }

@@ -9,6 +9,7 @@ pub mod compare;
 mod front;
 mod html;
 mod judge;
+pub mod limiter_claims;
 mod reasons;
 pub mod stats;
 pub mod table;
@@ -76,15 +77,15 @@ struct Judged<'a> {
 /// `dir/REPORT.html` (the same, one page with the charts inline), `dir/claims.csv` (one row per
 /// claim) and `dir/claims.json` (the same claims with their numbers as numbers).
 pub fn write_report(dir: &Path, sections: &[Section]) -> Result<PathBuf, AnalysisError> {
-    write_report_with(dir, sections, "")
+    write_report_with(dir, sections, &limiter_claims::Limiters::default())
 }
 
-/// [`write_report`] with `after_verdicts` (markdown: the custom limiters' table) placed after
-/// the verdicts and before the experiments.
+/// [`write_report`] with the run's custom limiters: their claims judged into the Custom limiters
+/// section (after the verdicts, before the experiments), claims.csv and claims.json.
 pub fn write_report_with(
     dir: &Path,
     sections: &[Section],
-    after_verdicts: &str,
+    limiters: &limiter_claims::Limiters,
 ) -> Result<PathBuf, AnalysisError> {
     if !dir.is_dir() {
         return Err(AnalysisError::NotResults(dir.to_path_buf()));
@@ -96,6 +97,8 @@ pub fn write_report_with(
         .flat_map(|section| judge_section(&claims, section, dir, &machine))
         .collect();
     reasons::attach(&mut judged, dir);
+    let limiter_judged = limiter_claims::judge(limiters, dir);
+    let after_verdicts = limiter_claims::section(limiters, &limiter_judged);
     let mut body = String::new();
     for section in sections {
         body.push_str(&section_text(section, dir, &judged)?);
@@ -126,6 +129,8 @@ pub fn write_report_with(
     out.push_str(&front::contents(&rest));
     out.push_str(&rest);
     let page = html::render(&out, dir)?;
+    // The seeds' claims, then the limiters': one file for every verdict of the run.
+    judged.extend(limiter_judged);
     write_atomically(&dir.join("claims.csv"), &claims_csv(&judged))?;
     write_atomically(&dir.join(claims_json::FILE), &claims_json::render(&judged))?;
     write_atomically(&dir.join("REPORT.html"), &page)?;
@@ -414,7 +419,7 @@ fn machine_facts(dir: &Path, sections: &[Section]) -> String {
     facts
 }
 
-fn published(claim: &claims::Claim) -> String {
+pub(crate) fn published(claim: &claims::Claim) -> String {
     if let Some(times) = &claim.times_column {
         let of = claim.published_column.as_deref().unwrap_or("?");
         return format!("{} (= {of} x {times})", claim.published);

@@ -59,6 +59,12 @@ pub fn number(row: &Row, column: &str) -> Option<f64> {
     row.get(column)?.trim().parse().ok()
 }
 
+/// `number` of the first of `a?b?...` that the row has a number in: a statistic that is one column
+/// or another (a decision inside a phase, else the one after it).
+pub fn first_number(row: &Row, columns: &str) -> Option<f64> {
+    columns.split('?').find_map(|column| number(row, column))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

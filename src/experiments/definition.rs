@@ -32,6 +32,9 @@ pub trait Definition: Sync + 'static {
     const TAKES_PROCESSES: bool = false;
     /// What its results say about each custom limiter, for REPORT.md's verdict table.
     const VERDICTS: Verdicts = limiters::none;
+    /// What its results let each custom limiter be judged on: claims its algorithm and manifest
+    /// imply, judged as the seeds' are.
+    const LIMITER_CLAIMS: limiters::Claims = limiters::no_claims;
     /// Why `--tls` cannot apply to every server it starts (replicas and cluster nodes are started
     /// without TLS), if it cannot.
     const NO_MANAGED_TLS: Option<&'static str> = None;

@@ -2,14 +2,14 @@
 //! one writes (what each was, so charts and the report need no manifest), and the verdict table
 //! REPORT.md shows per custom limiter, from each experiment's own statistics.
 
-use crate::analysis::table::read_typed;
+use crate::analysis::claims::{Basis, Claim, Judge, LimiterClaim};
+use crate::analysis::table::{read_rows, read_typed, Row};
 use crate::analysis::AnalysisError;
 use crate::experiments::params::ParamError;
 use crate::experiments::{ExperimentError, Session};
 use crate::limiter::custom::{Algorithm, Anchor};
 use crate::limiter::Strategy;
 use serde::{Deserialize, Serialize};
-use std::fmt::Write;
 use std::path::Path;
 
 /// The file, in each experiment's directory.
@@ -57,6 +57,14 @@ impl LimiterRow {
         self.invocation == PROCESS_INVOCATION
     }
 
+    /// What it is, in the report: its script and invocation, or the library its adapter runs.
+    pub fn what(&self) -> String {
+        match self.library.is_empty() {
+            true => format!("script `{}` ({})", self.script, self.invocation),
+            false => format!("process: {}", self.library),
+        }
+    }
+
     /// Whether it is the do-nothing adapter (its handshake names the library `noop`): its latency
     /// is what the process boundary alone costs, beside any library's in the same run.
     pub fn is_boundary(&self) -> bool {
@@ -88,6 +96,123 @@ pub type Verdicts = fn(&Path) -> Result<Vec<Verdict>, AnalysisError>;
 /// No verdicts: the default of experiments that take no custom limiters.
 pub fn none(_: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     Ok(Vec::new())
+}
+
+/// An experiment's claims about one custom limiter recorded in its results directory.
+pub type Claims = fn(&Path, &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError>;
+
+/// No claims: the default of experiments that take no custom limiters.
+pub fn no_claims(_: &Path, _: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    Ok(Vec::new())
+}
+
+/// Where the claims about one limiter in one experiment read: `file`'s rows whose `by` column
+/// names it.
+pub struct ClaimsOf<'a> {
+    pub limiter: &'a LimiterRow,
+    pub experiment: &'static str,
+    pub file: &'static str,
+    pub by: &'static str,
+}
+
+impl ClaimsOf<'_> {
+    /// A claim `limiter.<name>.<experiment>.<what>` on `statistic` of the limiter's rows, for the
+    /// table's column `aspect`; the caller sets its judge, figure and further selection.
+    pub fn claim(&self, what: &str, aspect: String, text: String, statistic: &str) -> LimiterClaim {
+        let name = self.limiter.strategy.to_string();
+        let id = format!("limiter.{name}.{}.{what}", self.experiment);
+        let mut claim = Claim::generated(id, self.experiment, text, self.file, statistic);
+        claim.select.insert(self.by.into(), name.clone());
+        LimiterClaim {
+            limiter: name,
+            aspect,
+            claim,
+        }
+    }
+
+    /// The file's raw rows, as the judge reads them (none when the file is missing).
+    pub fn rows(&self, dir: &Path) -> Result<Vec<Row>, AnalysisError> {
+        let path = dir.join(self.file);
+        match path.is_file() {
+            true => Ok(read_rows(&path)?),
+            false => Ok(Vec::new()),
+        }
+    }
+}
+
+/// Exactness under concurrency, with no slack: per scenario of `scenarios` (its `scenario` value
+/// and words) the limiter ran, and per limit, cost and checks it ran at, every trial admits
+/// exactly what an exact limiter admits from a fresh state that never refills within the trial:
+/// limit / cost whole requests (`limit_column`), or every check when there are fewer. One request
+/// more is the over-admission of a limiter that counts what it cannot see; one fewer locks a
+/// client out.
+pub fn exact_claims(
+    of: &ClaimsOf,
+    rows: &[Row],
+    limit_column: &str,
+    scenarios: &[(&str, &str)],
+) -> Vec<LimiterClaim> {
+    let name = of.limiter.strategy.to_string();
+    let mut out = Vec::new();
+    for &(scenario, words) in scenarios {
+        let mine = (rows.iter()).filter(|r| {
+            r.get(of.by) == Some(&name)
+                && (scenario.is_empty() || r.get("scenario").map(String::as_str) == Some(scenario))
+        });
+        let mut runs: Vec<(String, String, String)> = Vec::new();
+        for r in mine {
+            let at = |c: &str| r.get(c).cloned().unwrap_or_default();
+            let run = (at(limit_column), at("cost"), at("checks"));
+            if !runs.contains(&run) {
+                runs.push(run);
+            }
+        }
+        for (limit, cost, checks) in &runs {
+            let (Ok(l), Ok(c), Ok(n)) = (limit.parse::<u64>(), cost.parse::<u32>(), checks.parse())
+            else {
+                continue;
+            };
+            let exact = Exact::at_cost(l, c, n).most.min(n as f64);
+            // Named by the run when the limiter ran at several.
+            let what = match (scenario.is_empty(), runs.len()) {
+                (true, 1) => "exact".to_string(),
+                (true, _) => format!("exact-limit-{l}-cost-{c}-checks-{n}"),
+                (false, 1) => format!("{scenario}-exact"),
+                (false, _) => format!("{scenario}-exact-limit-{l}-cost-{c}-checks-{n}"),
+            };
+            let costs = match c {
+                1 => String::new(),
+                c => format!(" of cost {c}"),
+            };
+            let text = format!(
+                "{words}: every trial admits exactly what an exact {} admits of {n} checks{costs} on a \
+                 fresh key with a limit of {l}: {exact}, not one more or fewer",
+                of.limiter.algorithm.name()
+            );
+            let aspect = match scenario.is_empty() {
+                true => format!("{}: exact", of.experiment),
+                false => format!("{}: exact", words),
+            };
+            let mut claim = of.claim(&what, aspect, text, "admitted");
+            let select = &mut claim.claim.select;
+            if !scenario.is_empty() {
+                select.insert("scenario".into(), scenario.into());
+            }
+            select.insert(limit_column.into(), limit.clone());
+            select.insert("cost".into(), cost.clone());
+            select.insert("checks".into(), checks.clone());
+            claim.claim.judge = Judge::AllEqual;
+            claim.claim.published = exact;
+            claim.claim.why = Some(
+                "its trials admitted {admitted} on average where an exact limiter admits what the \
+                 claim accepts; the CSV has each trial"
+                    .into(),
+            );
+            claim.claim.basis = Some(Basis::Observed);
+            out.push(claim);
+        }
+    }
+    out
 }
 
 /// Why `cost` tokens a request cannot be asked of the built-in strategies in `lists` (each a
@@ -171,9 +296,9 @@ impl Exact {
 
     /// How far `admitted` is outside the range, as a share of the bound it crossed (0 inside).
     fn off_by(self, admitted: f64) -> f64 {
-        if admitted > self.most + 1.0 {
+        if admitted > self.most {
             (admitted - self.most) / self.most.max(1.0)
-        } else if admitted + 1.0 < self.least {
+        } else if admitted < self.least {
             (self.least - admitted) / self.least.max(1.0)
         } else {
             0.0
@@ -181,22 +306,22 @@ impl Exact {
     }
 }
 
-/// `admitted` against what an exact limiter admits, both ways, with the bound used: within one
-/// request of the range reads `within the limit` (over the nearest count in it); above it
-/// `over-admits` over the most, below it `under-admits` over the least (a limiter that locks
-/// clients out is as wrong as a leaky one).
+/// `admitted` against what an exact limiter admits, both ways, with the bound used: inside the
+/// range reads `within the limit` (over the nearest count in it); above it, by one request or
+/// more, `over-admits` over the most, below it `under-admits` over the least (a limiter that
+/// locks clients out is as wrong as a leaky one).
 pub fn judged(admitted: f64, exact: Exact) -> String {
     let range = match exact.least == exact.most {
         true => format!("{:.0}", exact.most),
         false => format!("{:.0}-{:.0}", exact.least, exact.most),
     };
-    if admitted > exact.most + 1.0 {
+    if admitted > exact.most {
         let r = admitted / exact.most.max(1.0);
         format!(
             "{r:.2} (over-admits: {admitted:.0}, exact admits at most {:.0})",
             exact.most
         )
-    } else if admitted + 1.0 < exact.least {
+    } else if admitted < exact.least {
         let r = admitted / exact.least.max(1.0);
         format!(
             "{r:.2} (under-admits: {admitted:.0}, exact admits at least {:.0})",
@@ -230,55 +355,6 @@ pub fn farthest<R>(
     })
 }
 
-/// The verdict table, one row per custom limiter, one column per aspect in first-seen order;
-/// empty when no experiment ran a custom limiter.
-pub fn table(verdicts: &[Verdict], recorded: &[LimiterRow]) -> String {
-    if verdicts.is_empty() {
-        return String::new();
-    }
-    // What each limiter is: its script and invocation, or the library its adapter runs.
-    let what = |l: &str| {
-        let row = recorded.iter().find(|r| r.strategy.name() == l);
-        row.map_or(String::new(), |r| match r.library.is_empty() {
-            true => format!("script `{}` ({})", r.script, r.invocation),
-            false => format!("process: {}", r.library),
-        })
-    };
-    let mut limiters: Vec<&str> = Vec::new();
-    let mut aspects: Vec<&str> = Vec::new();
-    for v in verdicts {
-        if !limiters.contains(&v.limiter.as_str()) {
-            limiters.push(&v.limiter);
-        }
-        if !aspects.contains(&v.aspect) {
-            aspects.push(v.aspect);
-        }
-    }
-    let mut out = String::from(
-        "\n## Custom limiters\n\nEach `--limiter`, and each adapter an experiment runs of its own \
-         (libraries), beside the built-in strategies, from this run's CSVs (the experiments' sections \
-         show the runs). Admission ratios are admitted over what an exact limiter could admit; \
-         latencies are set beside the built-in strategy of the same algorithm.\n\n| limiter | what it is |",
-    );
-    for a in &aspects {
-        let _ = write!(out, " {a} |");
-    }
-    out.push_str("\n|---|---|");
-    out.push_str(&"---|".repeat(aspects.len()));
-    out.push('\n');
-    for l in &limiters {
-        let _ = write!(out, "| {l} | {} |", what(l));
-        for a in &aspects {
-            let cell = (verdicts.iter())
-                .find(|v| v.limiter == *l && v.aspect == *a)
-                .map_or("not run", |v| v.value.as_str());
-            let _ = write!(out, " {cell} |");
-        }
-        out.push('\n');
-    }
-    out
-}
-
 /// The mean of `value` over the rows of `strategy` that `keep` selects, if there are any.
 pub fn mean_of<R>(rows: &[R], keep: impl Fn(&R) -> bool, value: impl Fn(&R) -> f64) -> Option<f64> {
     let picked: Vec<f64> = rows.iter().filter(|r| keep(r)).map(value).collect();
@@ -309,47 +385,6 @@ pub fn against_reference(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_table_pivots_limiters_against_aspects() {
-        let v = |limiter: &str, aspect, value: &str| Verdict {
-            limiter: limiter.into(),
-            aspect,
-            value: value.into(),
-        };
-        let process = LimiterRow {
-            strategy: Strategy::Custom(crate::limiter::custom::CustomName::recorded("b").unwrap()),
-            algorithm: Algorithm::FixedWindow,
-            reference: Strategy::LuaWindow,
-            manifest: "b.toml".into(),
-            script: "node adapter.js".into(),
-            invocation: "process".into(),
-            library: "lib 1.2.3 (client 4.5)".into(),
-            anchor: "first-hit".into(),
-            caller_clock: false,
-            probe_calls: 6,
-            probe_admitted: 5,
-            probe_limit: 5,
-        };
-        let text = table(
-            &[
-                v("a", "race", "1.00"),
-                v("b", "race", "10.0"),
-                v("a", "edge", "2.0"),
-            ],
-            &[process],
-        );
-        assert!(
-            text.contains("| limiter | what it is | race | edge |"),
-            "{text}"
-        );
-        assert!(text.contains("| a |  | 1.00 | 2.0 |"), "{text}");
-        assert!(
-            text.contains("| b | process: lib 1.2.3 (client 4.5) | 10.0 | not run |"),
-            "{text}"
-        );
-        assert_eq!(table(&[], &[]), "");
-    }
 
     #[test]
     fn only_the_noop_adapter_measures_the_boundary() {
@@ -425,9 +460,14 @@ mod tests {
             150.0
         );
         let fifty = Exact::limit(50, 1000);
+        // One request over is an over-admission: the slack of a limit + 1 bug is no slack.
         assert_eq!(
             judged(51.0, fifty),
-            "1.02 (within the limit: 51, exact admits 50)"
+            "1.02 (over-admits: 51, exact admits at most 50)"
+        );
+        assert_eq!(
+            judged(49.0, fifty),
+            "0.98 (under-admits: 49, exact admits at least 50)"
         );
         assert_eq!(
             judged(60.0, fifty),

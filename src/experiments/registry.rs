@@ -11,6 +11,8 @@ use super::{
     atomic, bigkey, calibrate, chaos, cluster, cost, describe, eviction, failover, latency,
     libraries, memory, outage, pods, race, refill, replication, scripts, tsmember, window_edge,
 };
+use crate::analysis::claims::LimiterClaim;
+use crate::analysis::limiter_claims::{Cell, Limiters};
 use crate::analysis::{AnalysisError, Section};
 use crate::charts::ChartError;
 use crate::context::{Ctx, Profile};
@@ -33,6 +35,8 @@ pub trait Experiment: Sync {
     fn takes_processes(&self) -> bool;
     /// Its verdicts on the custom limiters in `dir`.
     fn verdicts(&self, dir: &Path) -> Result<Vec<Verdict>, AnalysisError>;
+    /// Its claims about each custom limiter recorded in `dir` (none when it ran none).
+    fn limiter_claims(&self, dir: &Path) -> Result<Vec<LimiterClaim>, AnalysisError>;
     /// Checks the parameters and the precondition without starting anything.
     fn prepare(&self, ctx: &Ctx) -> Result<(), ExperimentError>;
     /// Runs it into `ctx.out_dir/<id>/` and returns that directory.
@@ -74,6 +78,13 @@ impl<D: Definition> Experiment for D {
     }
     fn verdicts(&self, dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         (D::VERDICTS)(dir)
+    }
+    fn limiter_claims(&self, dir: &Path) -> Result<Vec<LimiterClaim>, AnalysisError> {
+        let mut claims = Vec::new();
+        for l in limiters::recorded(dir)? {
+            claims.extend((D::LIMITER_CLAIMS)(dir, &l)?);
+        }
+        Ok(claims)
     }
     fn prepare(&self, ctx: &Ctx) -> Result<(), ExperimentError> {
         frame::prepare::<D>(ctx, takers).map(|_| ())
@@ -200,16 +211,35 @@ pub fn write_report(
             machine_fact: e.machine_fact(),
         })
         .collect();
-    // What the experiments say about custom limiters (`--limiter`'s, and the adapters libraries
-    // runs of its own); a bad CSV leaves its cells out.
-    let verdicts: Vec<Verdict> = (ALL.iter())
-        .flat_map(|e| e.verdicts(&results_dir.join(e.id())).unwrap_or_default())
-        .collect();
-    let recorded: Vec<limiters::LimiterRow> = (ALL.iter())
-        .flat_map(|e| limiters::recorded(&results_dir.join(e.id())).unwrap_or_default())
-        .collect();
-    let table = limiters::table(&verdicts, &recorded);
-    crate::analysis::write_report_with(results_dir, &sections, &table)
+    let limiters = custom_limiters(results_dir);
+    crate::analysis::write_report_with(results_dir, &sections, &limiters)
+}
+
+/// What the experiments say about the run's custom limiters (`--limiter`'s, and the adapters
+/// libraries runs of its own): their claims and describing cells; a bad CSV leaves its part out,
+/// saying so.
+pub fn custom_limiters(results_dir: &Path) -> Limiters {
+    let mut limiters = Limiters::default();
+    for e in ALL {
+        let dir = results_dir.join(e.id());
+        match e.limiter_claims(&dir) {
+            Ok(claims) => limiters.claims.extend(claims),
+            Err(err) => eprintln!("ratelab: warning: {}'s limiter claims: {err}", e.id()),
+        }
+        let cells = e.verdicts(&dir).unwrap_or_default().into_iter();
+        limiters.cells.extend(cells.map(|v| Cell {
+            limiter: v.limiter,
+            aspect: v.aspect.to_string(),
+            value: v.value,
+        }));
+        for r in limiters::recorded(&dir).unwrap_or_default() {
+            let name = r.strategy.to_string();
+            if limiters.what.iter().all(|(n, _)| *n != name) {
+                limiters.what.push((name, r.what()));
+            }
+        }
+    }
+    limiters
 }
 
 #[cfg(test)]

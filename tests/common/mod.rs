@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: real servers, the real worker binary, process checks.
 #![allow(dead_code)]
 
+pub mod mutation;
+
 use ratelab::context::Ctx;
 use ratelab::server::{RedisServer, ServerOptions};
 use std::path::{Path, PathBuf};
@@ -177,6 +179,21 @@ pub fn custom_limiter_cell(out: &Path, limiter: &str, aspect: &str) -> String {
         .find(|l| l.starts_with(&format!("| {limiter} |")))
         .unwrap();
     row.split('|').nth(column).unwrap().trim().to_string()
+}
+
+/// The verdict and measured figure claims.csv gives the limiter claim `id` (the report is
+/// written from `out`'s CSVs first); panics naming the limiter claims there when it has none.
+pub fn limiter_claim(out: &Path, id: &str) -> (String, String) {
+    ratelab::experiments::write_report(out, &[]).unwrap();
+    let rows: Vec<std::collections::BTreeMap<String, String>> =
+        ratelab::record::csv_file::read(&out.join("claims.csv")).unwrap();
+    let found = rows.iter().find(|r| r["id"] == id).unwrap_or_else(|| {
+        let ids: Vec<&str> = (rows.iter().map(|r| r["id"].as_str()))
+            .filter(|i| i.starts_with("limiter."))
+            .collect();
+        panic!("no claim {id} among {ids:?}")
+    });
+    (found["verdict"].clone(), found["measured"].clone())
 }
 
 /// Copies the directory tree `from` into `to`.

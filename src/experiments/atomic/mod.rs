@@ -27,7 +27,6 @@ mod rows;
 
 pub use rows::{AtomicRow, RoundTripRow, ATOMIC, ROUND_TRIPS};
 
-use super::limiters::Verdicts;
 use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
 use crate::limiter::Strategy;
 use crate::record::Table;
@@ -42,7 +41,7 @@ impl Definition for Atomic {
     type Params = Params;
     const TAKES_LIMITERS: bool = true;
     const TAKES_PROCESSES: bool = true;
-    const VERDICTS: Verdicts = report::verdicts;
+    const LIMITER_CLAIMS: super::limiters::Claims = report::limiter_claims;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;

@@ -2,10 +2,11 @@
 
 use super::{AtomicRow, RoundTripRow};
 use super::{ATOMIC, ROUND_TRIPS};
+use crate::analysis::claims::LimiterClaim;
 use crate::analysis::table::summary_table;
 use crate::analysis::table::{Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, Exact, Verdict};
+use crate::experiments::limiters::{self, ClaimsOf, LimiterRow};
 use std::path::Path;
 
 /// Admission, WATCH retries, round trips (self-reported), the commands Redis counted and Redis CPU
@@ -44,42 +45,19 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
     Ok(out)
 }
 
-/// Exactness under contention, and Redis CPU per decision against the reference strategy in the
-/// same trials.
-pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
-    let rows: Vec<AtomicRow> = ATOMIC.read(dir)?;
-    let mut out = Vec::new();
-    for l in limiters::recorded(dir)? {
-        let name = l.strategy.to_string();
-        let mine = |r: &AtomicRow| r.strategy == l.strategy;
-        let exact = |r: &AtomicRow| {
-            let exact = Exact::at_cost(r.capacity, r.cost, r.checks);
-            (r.admitted as f64, exact)
-        };
-        let Some((worst, admitted, bound)) = limiters::farthest(&rows, mine, exact) else {
-            continue;
-        };
-        let value = limiters::judged(admitted, bound);
-        let under = (rows.iter().filter(|r| mine(r)))
-            .filter(|r| (r.admitted as f64) + 1.0 < exact(r).1.least)
-            .count();
-        let under = match under {
-            0 => String::new(),
-            n => format!("; {n} trials under-admitted"),
-        };
-        out.push(Verdict {
-            limiter: name,
-            aspect: "atomic: admitted / exact",
-            value: format!(
-                "{value} at {}x{}{}{under}",
-                worst.processes,
-                worst.in_flight,
-                match worst.cost {
-                    1 => String::new(),
-                    cost => format!(", cost {cost}"),
-                }
-            ),
-        });
-    }
-    Ok(out)
+/// Each custom limiter exact under contention: every trial admits exactly what an exact limiter
+/// of its algorithm admits from a fresh key of `capacity`.
+pub fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let of = ClaimsOf {
+        limiter: l,
+        experiment: "atomic",
+        file: ATOMIC.name(),
+        by: "strategy",
+    };
+    Ok(limiters::exact_claims(
+        &of,
+        &of.rows(dir)?,
+        "capacity",
+        &[("", "atomic")],
+    ))
 }

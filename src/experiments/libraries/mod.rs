@@ -21,8 +21,9 @@
 
 mod body;
 
-use super::limiters::Verdict;
+use super::limiters::{LimiterRow, Verdict};
 use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
+use crate::analysis::claims::LimiterClaim;
 use crate::analysis::AnalysisError;
 use crate::charts::ChartError;
 use crate::record::Table;
@@ -39,6 +40,7 @@ impl Definition for Libraries {
         Some("its outage phases SIGKILL, restart, SIGSTOP and SIGCONT the server");
     type Params = Params;
     const VERDICTS: super::limiters::Verdicts = verdicts;
+    const LIMITER_CLAIMS: super::limiters::Claims = limiter_claims;
 
     fn own_limiters(p: &Params) -> Vec<PathBuf> {
         vec![
@@ -94,6 +96,14 @@ fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
             .into_iter()
             .filter(|v| in_outage(&v.limiter)),
     );
+    Ok(out)
+}
+
+/// race's, outage's and scripts' claims about each adapter, each only where it ran.
+fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let mut out = super::race::limiter_claims_in(Libraries::ID, dir, l)?;
+    out.extend(super::outage::limiter_claims_in(Libraries::ID, dir, l)?);
+    out.extend(super::scripts::limiter_claims_in(Libraries::ID, dir, l)?);
     Ok(out)
 }
 

@@ -41,7 +41,7 @@ mod sweep;
 
 pub(crate) use body::{main_runs, server_and_runtime, warn_suspended, Breaker};
 pub(crate) use charts::render as render_charts;
-pub(crate) use report::{summary, verdicts};
+pub(crate) use report::{limiter_claims_in, summary, verdicts};
 pub use rows::{CheckRow, Phase, PhaseRow, RunLabel, SweepRow};
 pub use rows::{CHECKS, PHASES, SWEEP};
 
@@ -67,6 +67,7 @@ impl Definition for Outage {
     const TAKES_LIMITERS: bool = true;
     const TAKES_PROCESSES: bool = true;
     const VERDICTS: Verdicts = report::verdicts;
+    const LIMITER_CLAIMS: super::limiters::Claims = report::limiter_claims;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;

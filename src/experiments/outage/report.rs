@@ -2,9 +2,10 @@
 //! and what it says about each custom limiter (its dead and hung checks beside the built-in's).
 
 use super::{Phase, PhaseRow, SweepRow, PHASES, SWEEP};
+use crate::analysis::claims::{Basis, Judge, LimiterClaim};
 use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, Verdict};
+use crate::experiments::limiters::{self, ClaimsOf, LimiterRow, Verdict};
 use crate::limiter::Strategy;
 use crate::record::csv_text;
 use crate::store::Reconnect;
@@ -114,3 +115,63 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     }
     Ok(out)
 }
+
+/// Each custom limiter decides again by itself after Redis restarts and after it hangs: a normal
+/// answer inside the phase that follows, or one of the checks asked after it until Redis answers.
+pub fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    limiter_claims_in("outage", dir, l)
+}
+
+/// [`limiter_claims`] of the outage phases `experiment` wrote (libraries writes them too).
+pub(crate) fn limiter_claims_in(
+    experiment: &'static str,
+    dir: &Path,
+    l: &LimiterRow,
+) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let of = ClaimsOf {
+        limiter: l,
+        experiment,
+        file: PHASES.name(),
+        by: "limiter",
+    };
+    let rows = of.rows(dir)?;
+    let name = l.strategy.to_string();
+    let mut out = Vec::new();
+    for (phase, after) in [(Phase::Restarted, "restart"), (Phase::Resumed, "hang")] {
+        let ran = (rows.iter())
+            .any(|r| r.get("limiter") == Some(&name) && r.get("phase") == Some(&phase.to_string()));
+        if !ran {
+            continue;
+        }
+        let text = format!(
+            "decides again by itself after Redis's {after}: a check of the {phase} phase answered by \
+             Redis, or one asked after the phase until Redis answers"
+        );
+        let aspect = format!("outage: decides again after the {after}");
+        let mut c = of.claim(
+            &format!("decides-after-{after}"),
+            aspect,
+            text,
+            DECIDED_AGAIN,
+        );
+        // The seed's client, as the verdicts read it: a breaker's open state is ratelab's
+        // answer, not the library's.
+        c.claim.select.insert("phase".into(), phase.to_string());
+        c.claim.select.insert("breaker".into(), "off".into());
+        c.claim
+            .select
+            .insert("reconnect".into(), csv_text(&Reconnect::InCheck));
+        c.claim.judge = Judge::AllAtLeast;
+        c.claim.why = Some(
+            "no check of the phase was answered by Redis, nor one asked after it: first_normal_ms \
+             and recovered_ms are empty, so its library did not reconnect or reload by itself"
+                .into(),
+        );
+        c.claim.basis = Some(Basis::Observed);
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// ms to the first normal answer inside the phase, else the one after it (the recovery wait).
+const DECIDED_AGAIN: &str = "first_normal_ms?recovered_ms";

@@ -20,7 +20,7 @@ mod rows;
 
 pub(crate) use body::Trial;
 pub(crate) use charts::render as render_charts;
-pub(crate) use report::{summary, verdicts};
+pub(crate) use report::{limiter_claims_in, summary, verdicts};
 pub use rows::{KeyRow, RaceRow, TraceRow, KEYS, RACE, TRACE};
 
 use super::limiters::Verdicts;
@@ -40,6 +40,7 @@ impl Definition for Race {
     const TAKES_LIMITERS: bool = true;
     const TAKES_PROCESSES: bool = true;
     const VERDICTS: Verdicts = report::verdicts;
+    const LIMITER_CLAIMS: super::limiters::Claims = report::limiter_claims;
     /// The trace records the order in which the server ran the commands.
     const PERMISSIONS: &'static [Extra] = &[Extra::Monitor];
 

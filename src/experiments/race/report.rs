@@ -2,10 +2,11 @@
 
 use super::{KeyRow, RaceRow};
 use super::{KEYS, RACE};
+use crate::analysis::claims::LimiterClaim;
 use crate::analysis::table::summary_table;
 use crate::analysis::table::{Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, Exact, LimiterRow, Verdict};
+use crate::experiments::limiters::{self, ClaimsOf, LimiterRow, Verdict};
 use crate::limiter::custom::{Algorithm, Anchor};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -28,41 +29,44 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
     Ok(summary_table(&RACE.read(dir)?, &keys, &stats))
 }
 
-/// Exactness under concurrency: each custom limiter's trial farthest from the limit, either way
-/// (refill 0, one window per trial: an exact limiter admits the limit, or limit / cost requests
-/// of `cost` tokens), in the matrix and in seed 001's burst (fixed windows).
+/// The scenarios a custom limiter's exactness is judged in, with their words: refill 0 and one
+/// window per trial, so an exact limiter admits the limit (`take`'s bucket refills: not judged).
+pub const EXACT_SCENARIOS: [(&str, &str); 3] = [
+    ("matrix", "race"),
+    ("seed001", "seed 001 burst"),
+    ("take-still", "seed 001 take test"),
+];
+
+/// Each custom limiter exact under concurrency: every trial of each scenario it ran admits
+/// exactly what an exact limiter of its algorithm admits.
+pub fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    limiter_claims_in("race", dir, l)
+}
+
+/// [`limiter_claims`] of the trials `experiment` wrote (libraries writes race's rows too).
+pub(crate) fn limiter_claims_in(
+    experiment: &'static str,
+    dir: &Path,
+    l: &LimiterRow,
+) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let of = ClaimsOf {
+        limiter: l,
+        experiment,
+        file: RACE.name(),
+        by: "strategy",
+    };
+    Ok(limiters::exact_claims(
+        &of,
+        &of.rows(dir)?,
+        "limit",
+        &EXACT_SCENARIOS,
+    ))
+}
+
+/// What each custom limiter leaves in Redis per client after a matrix trial.
 pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
-    let rows: Vec<RaceRow> = RACE.read(dir)?;
     let recorded = limiters::recorded(dir)?;
     let mut out = Vec::new();
-    for l in &recorded {
-        let scenarios = [
-            ("matrix", "race: admitted / exact"),
-            ("seed001", "seed 001 burst: admitted / exact"),
-            ("take-still", "seed 001 take test: admitted / exact"),
-        ];
-        for (scenario, aspect) in scenarios {
-            let mine = |r: &RaceRow| r.strategy == l.strategy && r.scenario == scenario;
-            let exact = |r: &RaceRow| {
-                let exact = Exact::at_cost(r.limit, r.cost, r.checks);
-                (r.admitted as f64, exact)
-            };
-            let Some((worst, admitted, bound)) = limiters::farthest(&rows, mine, exact) else {
-                continue;
-            };
-            let value = limiters::judged(admitted, bound);
-            let at = match worst.cost {
-                1 => format!("{}x{}", worst.processes, worst.in_flight),
-                // The bound is limit / cost: say the cost it was asked at.
-                cost => format!("{}x{}, cost {cost}", worst.processes, worst.in_flight),
-            };
-            out.push(Verdict {
-                limiter: l.strategy.to_string(),
-                aspect,
-                value: format!("{value} at {at}"),
-            });
-        }
-    }
     if KEYS.path(dir).is_file() {
         let keys = KEYS.read(dir)?;
         for l in &recorded {

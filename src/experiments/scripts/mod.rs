@@ -34,6 +34,7 @@ mod charts;
 mod cost;
 mod flush;
 mod report;
+pub(crate) use report::limiter_claims_in;
 mod rows;
 mod survival;
 
@@ -63,6 +64,7 @@ impl Definition for Scripts {
     /// A limiter process goes through the survival events that keep its server (restarts, flushes).
     const TAKES_PROCESSES: bool = true;
     const VERDICTS: Verdicts = report::verdicts;
+    const LIMITER_CLAIMS: super::limiters::Claims = report::limiter_claims;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;

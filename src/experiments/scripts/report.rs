@@ -3,9 +3,10 @@
 
 use super::{CostRow, CustomSurvivalRow, FlushRow, SurvivalRow};
 use super::{COSTS, CUSTOM_SURVIVAL, FLUSH, SURVIVAL};
+use crate::analysis::claims::{Basis, Judge, LimiterClaim};
 use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, Verdict};
+use crate::experiments::limiters::{self, ClaimsOf, LimiterRow, Verdict};
 use crate::record::csv_text;
 use std::path::Path;
 
@@ -120,6 +121,67 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     }
     Ok(out)
 }
+
+/// Each custom limiter decides again after each survival event it went through (a replica's
+/// refusal of a writing script is not counted): its first check after the event, or, for a limiter
+/// process, a check within the wait its library is given.
+pub fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    limiter_claims_in("scripts", dir, l)
+}
+
+/// [`limiter_claims`] of the survival rows `experiment` wrote (libraries writes them too).
+pub(crate) fn limiter_claims_in(
+    experiment: &'static str,
+    dir: &Path,
+    l: &LimiterRow,
+) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let of = ClaimsOf {
+        limiter: l,
+        experiment,
+        file: CUSTOM_SURVIVAL.name(),
+        by: "strategy",
+    };
+    let rows = of.rows(dir)?;
+    let name = l.strategy.to_string();
+    let mut events: Vec<&str> = Vec::new();
+    for r in rows.iter().filter(|r| r.get("strategy") == Some(&name)) {
+        // A run before the column was written cannot say when its limiter decided again.
+        let (Some(event), true) = (r.get("event"), r.contains_key(DECIDED_AFTER)) else {
+            continue;
+        };
+        if *event != csv_text(&super::Event::Replica) && !events.contains(&event.as_str()) {
+            events.push(event);
+        }
+    }
+    let wait = super::survival::RECOVERY_WAIT.as_millis();
+    let claims = events.into_iter().map(|event| {
+        let text = format!(
+            "decides again after {event}: its first check after it, or (a limiter process) a check \
+             asked every 50 ms within {wait} ms"
+        );
+        let aspect = "scripts: decides again after each event".to_string();
+        let mut c = of.claim(
+            &format!("{event}-decides-again"),
+            aspect,
+            text,
+            DECIDED_AFTER,
+        );
+        c.claim.select.insert("event".into(), event.into());
+        c.claim.judge = Judge::AllAtMost;
+        c.claim.published = wait as f64;
+        c.claim.why = Some(
+            "its first check after the event failed and no later one decided within the wait \
+             (decided_after_ms is empty; the error column says what its library answered)"
+                .into(),
+        );
+        c.claim.basis = Some(Basis::Observed);
+        c
+    });
+    Ok(claims.collect())
+}
+
+/// ms from the event to the first decision after it.
+const DECIDED_AFTER: &str = "decided_after_ms";
 
 /// Events down, modes across; each cell the first call's outcome and round trips, with what the
 /// called server held (script cached / library loaded) before it.

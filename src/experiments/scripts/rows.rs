@@ -14,7 +14,8 @@ pub const FLUSH: CsvFile<FlushRow> = CsvFile::new("flush.csv");
 pub const SURVIVAL: CsvFile<SurvivalRow> = CsvFile::new("survival.csv");
 
 /// `survival_custom.csv`: One row per custom limiter after one event.
-pub const CUSTOM_SURVIVAL: CsvFile<CustomSurvivalRow> = CsvFile::new("survival_custom.csv");
+pub const CUSTOM_SURVIVAL: CsvFile<CustomSurvivalRow> =
+    CsvFile::new("survival_custom.csv").added(&["decided_after_ms"]);
 
 /// One measured cost run of one invocation.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -167,6 +168,10 @@ pub struct CustomSurvivalRow {
     /// or a script, whose every call after the event goes as its first).
     #[serde(default)]
     pub recovered_ms: Option<f64>,
+    /// ms from the event's end to the first decision after it: the first call's own latency when
+    /// it decided, else `recovered_ms` (empty: it did not decide again; a script asks only once).
+    #[serde(default)]
+    pub decided_after_ms: Option<f64>,
 }
 
 #[cfg(test)]

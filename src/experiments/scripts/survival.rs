@@ -88,7 +88,7 @@ fn custom_run(
 }
 
 /// How long a limiter process's library is given to decide again by itself after an event.
-const RECOVERY_WAIT: Duration = Duration::from_secs(10);
+pub(super) const RECOVERY_WAIT: Duration = Duration::from_secs(10);
 
 /// A limiter process through one event: its adapter set up with a fresh primary, one decision,
 /// the event, its first check after it and, when that failed, how long its library took to decide
@@ -238,6 +238,10 @@ impl FirstCall {
             round_trips: self.attempt.round_trips,
             first_call_us: self.us,
             recovered_ms,
+            decided_after_ms: match self.attempt.outcome.is_ok() {
+                true => Some(self.us / 1000.0),
+                false => recovered_ms,
+            },
         }
     }
 }

@@ -37,7 +37,7 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         let Some(worst) = limiters::max_by(&rows, mine, |r| r.max_per_limit) else {
             continue;
         };
-        let within = worst.max_admitted_in_1s as f64 <= worst.smooth_bound + 1.0;
+        let within = worst.max_admitted_in_1s as f64 <= worst.smooth_bound;
         let refills = matches!(l.algorithm, Algorithm::TokenBucket | Algorithm::Gcra);
         let word = match (within, refills) {
             (true, true) => "bounded by refill",
