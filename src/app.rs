@@ -1,7 +1,7 @@
 //! The command-line edge: turns a parsed command into library calls and prints where results are.
 
 use crate::analysis;
-use crate::analysis::claims::Call;
+use crate::analysis::claims::{Call, LIMITER_SEED};
 use crate::cli::{Cli, Command};
 use crate::context::{Ctx, Profile};
 use crate::experiments::params::parse_set;
@@ -254,15 +254,25 @@ fn write_report(dir: &Path, not_run: &[(&str, String)]) -> anyhow::Result<PathBu
     }
     let rows: Vec<BTreeMap<String, String>> =
         crate::record::csv_file::read(&dir.join("claims.csv"))?;
-    // claims.csv spells each verdict as its label, "not run" for none.
-    let calls: Vec<Option<Call>> = (rows.iter())
-        .map(|r| {
-            CALLS
-                .into_iter()
-                .find(|c| r.get("verdict").is_some_and(|v| v == c.label()))
-        })
-        .collect();
-    sayln!("{} claims: {}", rows.len(), verdict_counts(&calls));
+    // claims.csv spells each verdict as its label, "not run" for none; the seeds' claims first,
+    // then the custom limiters'.
+    let calls = |limiters: bool| -> Vec<Option<Call>> {
+        (rows.iter())
+            .filter(|r| r.get("seed").is_some_and(|s| s == LIMITER_SEED) == limiters)
+            .map(|r| {
+                CALLS
+                    .into_iter()
+                    .find(|c| r.get("verdict").is_some_and(|v| v == c.label()))
+            })
+            .collect()
+    };
+    let seeds = calls(false);
+    sayln!("{} claims: {}", seeds.len(), verdict_counts(&seeds));
+    let limiters = calls(true);
+    if !limiters.is_empty() {
+        let counts = verdict_counts(&limiters);
+        sayln!("{} custom limiter claims: {counts}", limiters.len());
+    }
     Ok(report)
 }
 

@@ -33,9 +33,10 @@ struct Entry<'a> {
 
 /// Each field's name, JSON type(s) and meaning: the schema datapackage.json gives claims.json.
 pub const FIELDS: [(&str, &str, &str); 16] = [
-    ("id", "string", "The claim's id in analysis/claims.toml."),
+    ("id", "string", "The claim's id in analysis/claims.toml, or limiter.<name>.<experiment>.<what> for \
+      a claim generated for a custom limiter from what its algorithm and manifest imply."),
     ("experiment", "string", "The experiment whose CSVs judge it."),
-    ("seed", "string", "The write-up the published figure comes from."),
+    ("seed", "string", "The write-up the published figure comes from; `limiter` for a custom limiter's claim."),
     ("statistic", "string|null", "What the values are: the column judged, and how it was \
       combined (ratio or difference to a reference, share of a per-row figure, percent of a column)."),
     ("unit", "string|null", "The values' unit, from the column's name; null for ratios, shares and counts."),

@@ -334,11 +334,12 @@ fn not_run<'a>(claim: &'a claims::Claim, why: &str) -> Judged<'a> {
 /// One claim's row in claims.csv.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ClaimRow {
-    /// The claim's id in analysis/claims.toml.
+    /// The claim's id in analysis/claims.toml, or `limiter.<name>.<experiment>.<what>` for a claim
+    /// generated for a custom limiter from what its algorithm and manifest imply.
     pub id: String,
     /// The experiment whose CSVs judge it.
     pub experiment: String,
-    /// The write-up the published figure comes from.
+    /// The write-up the published figure comes from; `limiter` for a custom limiter's claim.
     pub seed: String,
     /// The published figure, as the seed states it (scaled to the run's parameters).
     pub published: String,
