@@ -167,6 +167,7 @@ fn an_adapter_that_breaks_the_protocol_is_named_with_what_it_did_and_is_gone() {
     let cases = [
         ("crash", 6, "exited (exit status: 3)"),
         ("garbage", 2, "not an answer"),
+        ("not-utf8", 2, "it wrote a line that is not UTF-8"),
         ("unknown-id", 2, "which is not in flight"),
         ("silent", 2, "no answer to check"),
     ];
@@ -202,6 +203,26 @@ fn an_adapter_that_breaks_the_protocol_is_named_with_what_it_did_and_is_gone() {
         drop(process);
         assert!(gone(pid), "{name}: no adapter is left running");
     }
+}
+
+/// An adapter started through a shell that does not exec it, beside a helper of its own, is
+/// ended whole: its process group goes with it, whichever of its processes ratelab started.
+#[test]
+fn an_adapter_behind_a_wrapper_with_a_helper_leaves_no_process() {
+    let mark = common::mark_descendants();
+    let server = common::start_server();
+    let process = start("wrapped", &server, 1000).expect("the wrapped adapter starts");
+    let outcomes = ask_at_once(&process, "ratelab:process-test:wrapped:k", 2);
+    assert!(outcomes.iter().all(|o| o.is_ok()), "{outcomes:?}");
+    // The helper and the shell that started it (its command line names the helper too).
+    let running = common::marked_processes("sleep 301", &mark);
+    assert!(
+        running.iter().any(|(_, c)| c.starts_with("sleep")),
+        "{running:?}"
+    );
+    drop(process);
+    common::assert_marked_gone("sleep 301", &mark);
+    common::assert_marked_gone("fixture.py window", &mark);
 }
 
 /// An adapter dies with ratelab by the parent-death signal, which Linux sends when the *thread*

@@ -140,7 +140,8 @@ struct Answer {
     allowed: Option<bool>,
     #[serde(default)]
     error: Option<String>,
-    /// What failed: "timeout", "connection" (the default) or "reply" (Redis answered an error).
+    /// What failed: "timeout", "connection" (the default), "reply" (Redis answered an error) or
+    /// "noscript" (the library's script is not in Redis's cache and it did not load it again).
     #[serde(default)]
     kind: Option<String>,
     #[serde(default)]
@@ -262,7 +263,7 @@ impl Process {
             why,
         };
         let mut child = spawn(command).map_err(&fail)?;
-        crate::server::register(child.id());
+        crate::server::register_group(child.id());
         let (stdin, stdout, stderr) =
             match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
                 (Some(i), Some(o), Some(e)) => (i, o, e),
@@ -486,21 +487,21 @@ impl Decide for Process {
 }
 
 impl Drop for Process {
-    /// Closes the adapter's stdin, gives it `EXIT_WITHIN` to exit, then kills it.
+    /// Closes the adapter's stdin, gives it `EXIT_WITHIN` to exit, then kills its process group.
     fn drop(&mut self) {
         lock(&self.lines).take();
         let mut child = lock(&self.child);
         let deadline = Instant::now() + EXIT_WITHIN;
         while Instant::now() < deadline {
             if let Ok(Some(_)) = child.try_wait() {
-                crate::server::unregister(child.id());
-                return;
+                break;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        let _ = child.kill();
+        // The whole group, whether or not the adapter exited: what it started may still run.
+        crate::server::kill_group(child.id());
         let _ = child.wait();
-        crate::server::unregister(child.id());
+        crate::server::unregister_group(child.id());
     }
 }
 
@@ -570,6 +571,9 @@ fn spawn(command: &ProcessCommand) -> Result<Child, String> {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // Its own process group, ended whole: a wrapper that does not exec (npm start, a venv
+    // script) and a helper the adapter starts die with it.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     // Started from a runtime's blocking thread (chaos) an adapter would die when that thread
     // exits after idling: it is spawned from one that lasts.
     crate::server::spawn_lasting(cmd).map_err(|e| match e.kind() {
@@ -629,10 +633,10 @@ fn read_answers(
     ready: mpsc::Sender<Result<Handshake, String>>,
 ) {
     std::thread::spawn(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        let first = lines.next().and_then(Result::ok);
-        let handshake = match first {
-            Some(line) => handshake(&line),
+        let mut lines = BufReader::new(stdout).split(b'\n');
+        let handshake = match lines.next().map(utf8_line) {
+            Some(Ok(line)) => handshake(&line),
+            Some(Err(why)) => Err(why),
             None => Err(gone(
                 &child,
                 &shared,
@@ -648,14 +652,27 @@ fn read_answers(
             return;
         }
         for line in lines {
-            let Ok(line) = line else { break };
-            if let Err(why) = hand_over(&line, &shared) {
+            let answered = utf8_line(line).and_then(|line| hand_over(&line, &shared));
+            if let Err(why) = answered {
                 shared.break_with(why);
                 return;
             }
         }
         shared.break_with(gone(&child, &shared, "closed its stdout"));
     });
+}
+
+/// One line of the adapter's stdout as text, or what it wrote that is not UTF-8 (the protocol's
+/// JSON lines are).
+fn utf8_line(read: std::io::Result<Vec<u8>>) -> Result<String, String> {
+    let mut bytes = read.map_err(|e| format!("its stdout could not be read: {e}"))?;
+    if bytes.last() == Some(&b'\r') {
+        bytes.pop();
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
+        format!("it wrote a line that is not UTF-8 ({e}): {}", clip(&lossy))
+    })
 }
 
 /// The handshake in `line`, or why it is not one.
@@ -740,8 +757,15 @@ fn library_error(text: &str, kind: Option<&str>) -> Result<redis::RedisError, St
             "the library's Redis reply",
             text.to_string(),
         ))),
+        // Its script is gone from Redis's cache (a restart, SCRIPT FLUSH) and the library did not
+        // load it again: survival reads it as such, not as any reply error.
+        Some("noscript") => Ok(redis::RedisError::from((
+            redis::ErrorKind::Server(redis::ServerErrorKind::NoScript),
+            "the library's script is not loaded",
+            text.to_string(),
+        ))),
         Some(other) => Err(format!(
-            "its error kind `{other}` is not timeout, connection or reply"
+            "its error kind `{other}` is not timeout, connection, reply or noscript"
         )),
     }
 }
@@ -800,6 +824,18 @@ mod tests {
         )
         .unwrap();
         assert!(rx.try_recv().unwrap().unwrap_err().is_timeout());
+        let (tx, mut rx) = oneshot::channel();
+        lock(&shared.waiting).insert(10, tx);
+        hand_over(
+            r#"{"id":10,"error":"NoScriptError: No matching script","kind":"noscript"}"#,
+            &shared,
+        )
+        .unwrap();
+        let noscript = rx.try_recv().unwrap().unwrap_err();
+        let kind = redis::ErrorKind::Server(redis::ServerErrorKind::NoScript);
+        assert_eq!(noscript.kind(), kind, "{noscript}");
+        let odd = hand_over(r#"{"id":11,"error":"x","kind":"gone"}"#, &shared).unwrap_err();
+        assert!(odd.contains("reply or noscript"), "{odd}");
         let both = hand_over(r#"{"id":9,"allowed":true,"error":"x"}"#, &shared).unwrap_err();
         assert!(both.contains("neither or both"), "{both}");
     }

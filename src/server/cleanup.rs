@@ -31,9 +31,35 @@ pub fn interrupted() -> bool {
 
 /// Remembers a child pid so a signal handler can kill it.
 pub fn register(pid: u32) {
+    register_pid(pid as i32);
+}
+
+/// A pid, or a process group as its negated leader (kill(2) takes both).
+fn register_pid(pid: i32) {
     install_interrupt_handler(None);
     if let Ok(mut set) = CHILDREN.lock() {
-        set.insert(pid as i32);
+        set.insert(pid);
+    }
+}
+
+/// Remembers a child that leads its own process group, so a signal handler kills the group.
+pub fn register_group(pid: u32) {
+    register_pid(-(pid as i32));
+}
+
+/// Forgets a process group once its leader has been reaped.
+pub fn unregister_group(pid: u32) {
+    if let Ok(mut set) = CHILDREN.lock() {
+        set.remove(&-(pid as i32));
+    }
+}
+
+/// Kills (after continuing) every process of the group `pid` leads.
+pub fn kill_group(pid: u32) {
+    // SAFETY: kill(2) on a group we started; a group with no process left gets ESRCH.
+    unsafe {
+        libc::kill(-(pid as i32), libc::SIGCONT);
+        libc::kill(-(pid as i32), libc::SIGKILL);
     }
 }
 
@@ -44,16 +70,11 @@ pub fn unregister(pid: u32) {
     }
 }
 
-/// The pids currently registered, so tests can check that a restart swapped the old for the new.
+/// The pids currently registered (a group by its leader's), so tests can check that a restart
+/// swapped the old for the new.
 pub fn registered() -> Vec<u32> {
-    match CHILDREN.lock() {
-        Ok(set) => set.iter().map(|&pid| pid as u32).collect(),
-        Err(poisoned) => poisoned
-            .into_inner()
-            .iter()
-            .map(|&pid| pid as u32)
-            .collect(),
-    }
+    let set = CHILDREN.lock().unwrap_or_else(|p| p.into_inner());
+    set.iter().map(|&pid| pid.unsigned_abs()).collect()
 }
 
 /// Continues (in case it was SIGSTOPped) and kills every registered child.

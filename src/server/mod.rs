@@ -26,8 +26,8 @@ mod topology;
 
 pub use address::{Credentials, Endpoint};
 pub use cleanup::{
-    install_interrupt_handler, interrupted, kill_all, register, registered,
-    set_parent_death_signal, spawn_lasting, unregister,
+    install_interrupt_handler, interrupted, kill_all, kill_group, register, register_group,
+    registered, set_parent_death_signal, spawn_lasting, unregister, unregister_group,
 };
 pub use cluster::{ClusterOptions, ClusterSetup, RedisCluster};
 pub use describe::RedisMeta;

@@ -11,6 +11,7 @@ argv[1] picks how it behaves:
   time-out-every K  answers every K-th check it is sent with an error of kind `timeout`, as a
                   library's client that gave up (it does not ask Redis), and decides the others
   garbage         answers the first check with a line that is not JSON
+  not-utf8        answers the first check with a line that is not UTF-8
   unknown-id      answers the first check with an id that was never sent
   silent          never answers a check
   silent-after N  answers N checks, then never answers another
@@ -143,6 +144,10 @@ async def main():
         if mode == "garbage":
             sys.stdout.write("this is not json\n")
             sys.stdout.flush()
+            return
+        if mode == "not-utf8":
+            sys.stdout.buffer.write(b"{\"id\": \xff\xfe}\n")
+            sys.stdout.buffer.flush()
             return
         if mode == "unknown-id":
             say({"id": msg["id"] + 1000, "allowed": True})
