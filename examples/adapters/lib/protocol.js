@@ -15,11 +15,12 @@ function text(err) {
   return String((err && err.message) || err || 'unknown error');
 }
 
-// What kind of failure a client's error is: Redis answered with an error, the client gave up waiting,
-// or (the default) the connection failed or is not ready.
+// What kind of failure a client's error is: Redis answered NOSCRIPT (the library's script is gone
+// and it did not load it again) or another error, the client gave up waiting, or (the default) the
+// connection failed or is not ready.
 function errorKind(err) {
   const name = String((err && (err.name || (err.constructor && err.constructor.name))) || '');
-  if (/ReplyError|ErrorReply/.test(name)) return 'reply';
+  if (/ReplyError|ErrorReply/.test(name)) return /^NOSCRIPT/.test(text(err)) ? 'noscript' : 'reply';
   if (/timed? ?out|timeout/i.test(`${name} ${text(err)}`)) return 'timeout';
   return 'connection';
 }

@@ -11,6 +11,7 @@ import sys
 import urllib.parse
 
 import redis.asyncio as redis
+from redis.exceptions import NoScriptError
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.sentinel import Sentinel
 
@@ -21,6 +22,9 @@ def say(message):
 
 
 def kind(err):
+    # NoScriptError is a ResponseError: the script is gone and the client did not load it again.
+    if isinstance(err, NoScriptError):
+        return "noscript"
     if isinstance(err, redis.ResponseError):
         return "reply"
     if isinstance(err, (redis.TimeoutError, asyncio.TimeoutError)):
