@@ -287,6 +287,17 @@ fn chaos_drills_each_library_through_the_fault_proxy() {
     for client in ["ioredis", "redis-py"] {
         assert!(limiters.contains(client), "{client}: {limiters}");
     }
+    for name in names {
+        for what in ["enforced-after", "denies-after"] {
+            let id = format!("limiter.{name}.chaos.{what}");
+            let (verdict, measured) = common::limiter_claim(out.path(), &id);
+            assert_eq!(verdict, "holds", "{id}: {measured}");
+        }
+    }
+    assert_eq!(
+        common::mutation::every_limiter_claim_can_hold_and_fail(out.path()),
+        4
+    );
     common::assert_marked_gone("adapter", &mark);
 }
 

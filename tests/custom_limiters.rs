@@ -352,6 +352,16 @@ fn window_edge_and_tsmember_show_the_edge_burst_and_no_collisions_for_a_time_scr
         common::custom_limiter_cell(out, "incr-inside", "window edge: most in 1 s / limit")
             .contains("burst at the edge")
     );
+    // Each within what its algorithm allows: a fixed window's two windows, a GCRA's refill.
+    for id in [
+        "limiter.incr-inside.window-edge.edge-bounded",
+        "limiter.gcra-time.window-edge.edge-bounded",
+        "limiter.gcra-time.tsmember.at-most-exact",
+    ] {
+        let (verdict, measured) = common::limiter_claim(out, id);
+        assert_eq!(verdict, "holds", "{id}: {measured}");
+    }
+    assert!(common::mutation::every_limiter_claim_can_hold_and_fail(out) >= 4);
 }
 
 #[test]
@@ -423,6 +433,11 @@ fn cluster_and_scripts_tell_a_key_built_inside_from_a_declared_function() {
         common::custom_limiter_cell(out, "incr-inside", "cluster: users failing")
             .contains("(non local key)")
     );
+    let (verdict, measured) =
+        common::limiter_claim(out, "limiter.incr-inside.cluster.no-user-fails");
+    assert_eq!(verdict, "DIFFERS", "{measured}");
+    let (verdict, measured) = common::limiter_claim(out, "limiter.gcra-time.cluster.no-user-fails");
+    assert_eq!(verdict, "holds", "{measured}");
     // Each event's claim, for both: a fallback reloads what the event took.
     for name in ["gcra-time", "incr-inside"] {
         let id = format!("limiter.{name}.scripts.restart-no-persistence-decides-again");

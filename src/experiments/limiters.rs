@@ -2,8 +2,8 @@
 //! one writes (what each was, so charts and the report need no manifest), and the verdict table
 //! REPORT.md shows per custom limiter, from each experiment's own statistics.
 
-use crate::analysis::claims::{Basis, Claim, Judge, LimiterClaim};
-use crate::analysis::table::{read_rows, read_typed, Row};
+use crate::analysis::claims::{Basis, Claim, Judge, LimiterClaim, Select};
+use crate::analysis::table::{matches, read_rows, read_typed, Row};
 use crate::analysis::AnalysisError;
 use crate::experiments::params::ParamError;
 use crate::experiments::{ExperimentError, Session};
@@ -130,6 +130,21 @@ impl ClaimsOf<'_> {
         }
     }
 
+    /// The claim `c` about every row of the limiter in `rows`, when it has any there.
+    pub fn of_every_row(&self, rows: &[Row], c: RowClaim) -> Option<LimiterClaim> {
+        let name = self.limiter.strategy.to_string();
+        let mine = |r: &&Row| r.get(self.by) == Some(&name) && matches(r, &c.select);
+        rows.iter().find(mine)?;
+        let mut claim = self.claim(c.what, c.aspect.into(), c.text, c.statistic);
+        claim.claim.select.extend(c.select);
+        claim.claim.judge = c.judge;
+        claim.claim.published = c.published;
+        claim.claim.published_column = c.published_column.map(String::from);
+        claim.claim.why = Some(c.why.into());
+        claim.claim.basis = Some(Basis::Observed);
+        Some(claim)
+    }
+
     /// The file's raw rows, as the judge reads them (none when the file is missing).
     pub fn rows(&self, dir: &Path) -> Result<Vec<Row>, AnalysisError> {
         let path = dir.join(self.file);
@@ -138,6 +153,24 @@ impl ClaimsOf<'_> {
             false => Ok(Vec::new()),
         }
     }
+}
+
+/// A claim about every row of a limiter in one file: what it reads and accepts, and what its
+/// reason observes when the limiter misses.
+pub struct RowClaim<'a> {
+    /// The end of its id, `limiter.<name>.<experiment>.<what>`.
+    pub what: &'a str,
+    /// The Custom limiters table's column it fills.
+    pub aspect: &'a str,
+    pub text: String,
+    /// The rows it reads beside the limiter's own (`phase = restarted`).
+    pub select: Select,
+    pub statistic: &'a str,
+    pub judge: Judge,
+    pub published: f64,
+    pub published_column: Option<&'a str>,
+    /// Its reason, an observation of the rows' columns (no typed number).
+    pub why: &'a str,
 }
 
 /// Exactness under concurrency, with no slack: per scenario of `scenarios` (its `scenario` value
@@ -149,7 +182,7 @@ impl ClaimsOf<'_> {
 pub fn exact_claims(
     of: &ClaimsOf,
     rows: &[Row],
-    limit_column: &str,
+    [limit_column, checks_column]: [&str; 2],
     scenarios: &[(&str, &str)],
 ) -> Vec<LimiterClaim> {
     let name = of.limiter.strategy.to_string();
@@ -159,17 +192,24 @@ pub fn exact_claims(
             r.get(of.by) == Some(&name)
                 && (scenario.is_empty() || r.get("scenario").map(String::as_str) == Some(scenario))
         });
-        let mut runs: Vec<(String, String, String)> = Vec::new();
+        let mut runs: Vec<(Option<String>, Option<String>, Option<String>)> = Vec::new();
         for r in mine {
-            let at = |c: &str| r.get(c).cloned().unwrap_or_default();
-            let run = (at(limit_column), at("cost"), at("checks"));
+            let at = |c: &str| r.get(c).cloned();
+            // A file without a cost column asks one token a check.
+            let run = (at(limit_column), at("cost"), at(checks_column));
             if !runs.contains(&run) {
                 runs.push(run);
             }
         }
         for (limit, cost, checks) in &runs {
-            let (Ok(l), Ok(c), Ok(n)) = (limit.parse::<u64>(), cost.parse::<u32>(), checks.parse())
-            else {
+            let (Some(limit), Some(checks)) = (limit, checks) else {
+                continue;
+            };
+            let (Ok(l), Ok(c), Ok(n)) = (
+                limit.parse::<u64>(),
+                cost.as_deref().unwrap_or("1").parse::<u32>(),
+                checks.parse(),
+            ) else {
                 continue;
             };
             let exact = Exact::at_cost(l, c, n).most.min(n as f64);
@@ -199,8 +239,10 @@ pub fn exact_claims(
                 select.insert("scenario".into(), scenario.into());
             }
             select.insert(limit_column.into(), limit.clone());
-            select.insert("cost".into(), cost.clone());
-            select.insert("checks".into(), checks.clone());
+            select.insert(checks_column.into(), checks.clone());
+            if let Some(cost) = cost {
+                select.insert("cost".into(), cost.clone());
+            }
             claim.claim.judge = Judge::AllEqual;
             claim.claim.published = exact;
             claim.claim.why = Some(
@@ -503,6 +545,7 @@ mod tests {
         // 10 of 50 (80% short) is farther than 60 of 50 (20% over).
         assert_eq!(worst(&rows), Some(10.0));
         assert_eq!(worst(&rows[..2]), Some(60.0));
-        assert_eq!(worst(&[rows[0], rows[3]]), Some(50.0));
+        // One short of 50 is a miss too: no slack either way.
+        assert_eq!(worst(&[rows[0], rows[3]]), Some(49.0));
     }
 }

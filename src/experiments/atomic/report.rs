@@ -57,7 +57,7 @@ pub fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, A
     Ok(limiters::exact_claims(
         &of,
         &of.rows(dir)?,
-        "capacity",
+        ["capacity", "checks"],
         &[("", "atomic")],
     ))
 }

@@ -64,6 +64,7 @@ impl Definition for Chaos {
     const TAKES_LIMITERS: bool = true;
     const TAKES_PROCESSES: bool = true;
     const VERDICTS: crate::experiments::limiters::Verdicts = report::verdicts;
+    const LIMITER_CLAIMS: crate::experiments::limiters::Claims = report::limiter_claims;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;

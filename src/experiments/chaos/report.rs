@@ -2,9 +2,10 @@
 //! after-drill check (after.csv); and each custom limiter's verdicts for REPORT.md's table.
 
 use super::{AfterRow, DirectionRow, Drill, DrillRow, PoolRow, AFTERS, DIRECTIONS, DRILLS, POOL};
+use crate::analysis::claims::{Judge, LimiterClaim, Select};
 use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, Verdict};
+use crate::experiments::limiters::{self, ClaimsOf, LimiterRow, RowClaim, Verdict};
 use std::path::Path;
 
 /// Per client, timeout and drill; then the after-drill check.
@@ -198,6 +199,51 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         });
     }
     Ok(out)
+}
+
+/// Each custom limiter enforces its limit again once the drills are over and its client has
+/// reconnected by itself: it allows no more than its bucket's capacity and what refilled meanwhile.
+pub fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let of = ClaimsOf {
+        limiter: l,
+        experiment: "chaos",
+        file: AFTERS.name(),
+        by: "client",
+    };
+    let claim = RowClaim {
+        what: "enforced-after",
+        aspect: "chaos: enforces again after the drills",
+        text: "after every drill, healed, it allows no more than its capacity and what refilled \
+               while its checks ran"
+            .into(),
+        select: Select::new(),
+        statistic: "allowed",
+        judge: Judge::AllAtMost,
+        published: 0.0,
+        published_column: Some("max_allowed"),
+        why: "it allowed more than max_allowed after the drills: its checks were answered by the \
+              policy (degraded_allowed) or its client did not reconnect (reconnects)",
+    };
+    // A client answered by the policy allows nothing on Redis's word: it must deny again too.
+    let denies = RowClaim {
+        what: "denies-after",
+        aspect: "chaos: enforces again after the drills",
+        text: "after every drill, healed, Redis's answers deny it again: more checks than it may allow \
+               were asked"
+            .into(),
+        select: Select::new(),
+        statistic: "denied",
+        judge: Judge::AllAtLeast,
+        published: 1.0,
+        published_column: None,
+        why: "no check was denied after the drills: they were answered by the policy \
+              (degraded_allowed, degraded_denied), so its client did not decide again",
+    };
+    let rows = of.rows(dir)?;
+    Ok([claim, denies]
+        .into_iter()
+        .filter_map(|c| of.of_every_row(&rows, c))
+        .collect())
 }
 
 #[cfg(test)]

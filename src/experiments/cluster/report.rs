@@ -4,9 +4,10 @@
 
 use super::{BucketRow, CallRow, CustomBucketRow, SetupRow};
 use super::{BUCKETS, CALLS, CUSTOM, PHASES, SETUPS};
+use crate::analysis::claims::{Judge, LimiterClaim, Select};
 use crate::analysis::table::{short, summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, Exact, Verdict};
+use crate::experiments::limiters::{self, ClaimsOf, Exact, LimiterRow, RowClaim, Verdict};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
@@ -258,5 +259,43 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
             value,
         });
     }
+    Ok(out)
+}
+
+/// Each custom limiter on the cluster: no user's checks fail, and every user that decided admits
+/// exactly its limit (or every request, when there are fewer).
+pub fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let of = ClaimsOf {
+        limiter: l,
+        experiment: "cluster",
+        file: CUSTOM.name(),
+        by: "strategy",
+    };
+    let rows = of.rows(dir)?;
+    let safe = RowClaim {
+        what: "no-user-fails",
+        aspect: "cluster: no user fails",
+        text: "on a 3-node cluster, no user's checks fail: every key a check touches is on the node \
+               its slot is"
+            .into(),
+        select: Select::new(),
+        statistic: "errors",
+        judge: Judge::AllEqual,
+        published: 0.0,
+        published_column: None,
+        why: "some users' checks failed (first_error has the first; non_local_key says whether a key \
+              built inside the script was on another node)",
+    };
+    let mut out: Vec<LimiterClaim> = of.of_every_row(&rows, safe).into_iter().collect();
+    // Users whose checks failed are judged by the claim above, not as under-admitting.
+    let decided: Vec<_> = (rows.into_iter())
+        .filter(|r| r.get("errors").map(String::as_str) == Some("0"))
+        .collect();
+    let mut exact =
+        limiters::exact_claims(&of, &decided, ["limit", "requests"], &[("", "cluster")]);
+    for c in &mut exact {
+        c.claim.select.insert("errors".into(), "0".into());
+    }
+    out.extend(exact);
     Ok(out)
 }

@@ -58,7 +58,7 @@ pub(crate) fn limiter_claims_in(
     Ok(limiters::exact_claims(
         &of,
         &of.rows(dir)?,
-        "limit",
+        ["limit", "checks"],
         &EXACT_SCENARIOS,
     ))
 }

@@ -2,10 +2,11 @@
 
 use super::{CustomRow, TsmemberRow};
 use super::{CUSTOM, TSMEMBER};
+use crate::analysis::claims::{Judge, LimiterClaim, Select};
 use crate::analysis::table::summary_table;
 use crate::analysis::table::{Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, Exact, Verdict};
+use crate::experiments::limiters::{self, ClaimsOf, Exact, LimiterRow, RowClaim, Verdict};
 use crate::record::csv_text;
 use std::path::Path;
 
@@ -108,4 +109,32 @@ fn rate_text(rate: &str) -> String {
         "flat-out" => "flat out".to_string(),
         r => format!("at {r}/s"),
     }
+}
+
+/// Each custom limiter admits, at every rate and flat out, no more than an exact limiter of its
+/// algorithm could over the run's span (`ideal`): colliding timestamps let nothing more through.
+pub fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let of = ClaimsOf {
+        limiter: l,
+        experiment: "tsmember",
+        file: CUSTOM.name(),
+        by: "strategy",
+    };
+    let claim = RowClaim {
+        what: "at-most-exact",
+        aspect: "colliding timestamps: at most exact",
+        text: format!(
+            "at every rate and flat out, admits no more than an exact {} could over the run (its \
+             ideal): checks stamped alike are each counted",
+            l.algorithm.name()
+        ),
+        select: Select::new(),
+        statistic: "admitted",
+        judge: Judge::AllAtMost,
+        published: 0.0,
+        published_column: Some("ideal"),
+        why: "a run admitted more than its ideal: checks whose timestamps collided overwrote each \
+              other's entry, or were counted against state they could not see",
+    };
+    Ok(of.of_every_row(&of.rows(dir)?, claim).into_iter().collect())
 }

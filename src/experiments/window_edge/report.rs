@@ -2,10 +2,11 @@
 
 use super::WindowEdgeRow;
 use super::WINDOW_EDGE;
+use crate::analysis::claims::{Judge, LimiterClaim, Select};
 use crate::analysis::table::summary_table;
 use crate::analysis::table::{Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, Verdict};
+use crate::experiments::limiters::{self, ClaimsOf, LimiterRow, RowClaim, Verdict};
 use crate::limiter::custom::Algorithm;
 use std::path::Path;
 
@@ -59,6 +60,60 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
                 worst.smooth_bound / worst.limit as f64
             ),
         });
+    }
+    Ok(out)
+}
+
+/// At its own edge, each custom limiter admits in any 1 s no more than an exact limiter of its
+/// algorithm: a bucket or GCRA its burst and what refills meanwhile (`smooth_bound`), a log its
+/// limit, a fixed window a limit per window it touches (two). A sliding-window counter estimates
+/// and has no exact bound: it is not judged.
+pub fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let of = ClaimsOf {
+        limiter: l,
+        experiment: "window-edge",
+        file: WINDOW_EDGE.name(),
+        by: "strategy",
+    };
+    let rows = of.rows(dir)?;
+    let name = l.strategy.to_string();
+    let limits: std::collections::BTreeSet<u64> = (rows.iter())
+        .filter(|r| r.get("strategy") == Some(&name))
+        .filter_map(|r| r.get("limit")?.parse().ok())
+        .collect();
+    let mut out = Vec::new();
+    for &limit in &limits {
+        let limit_f = limit as f64;
+        let (published, column, bound) = match l.algorithm {
+            Algorithm::TokenBucket | Algorithm::Gcra => (
+                0.0,
+                Some("smooth_bound"),
+                "its burst and what refills meanwhile",
+            ),
+            Algorithm::SlidingLog => (limit_f, None, "its limit"),
+            Algorithm::FixedWindow => (2.0 * limit_f, None, "its limit in each of two windows"),
+            Algorithm::SlidingWindow => continue,
+        };
+        let what = match limits.len() {
+            1 => "edge-bounded".to_string(),
+            _ => format!("edge-bounded-limit-{limit}"),
+        };
+        let claim = RowClaim {
+            what: &what,
+            aspect: "window edge: bounded",
+            text: format!(
+                "at its own window edge, no more than an exact {} admits in any 1 s: {bound}",
+                l.algorithm.name()
+            ),
+            select: Select::from([("limit".to_string(), limit.to_string())]),
+            statistic: "max_admitted_in_1s",
+            judge: Judge::AllAtMost,
+            published,
+            published_column: column,
+            why: "its most admitted in one second (max_admitted_in_1s) passed what its algorithm allows: \
+                  a check that should have waited for a refill or the next window was admitted",
+        };
+        out.extend(of.of_every_row(&rows, claim));
     }
     Ok(out)
 }
