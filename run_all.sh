@@ -36,7 +36,8 @@ ensure_redis() {
     fi
 }
 
-# The dataset validators the publish tests use, each in its own venv (they conflict on jsonschema).
+# The dataset validators the publish tests use, and the JUnit reader the check tests use, each in
+# its own venv (they conflict on jsonschema).
 # A test whose validator is missing fails, so a failed install is said loudly, with pip's own words.
 ensure_validators() {
     local root=target/validators
@@ -45,7 +46,7 @@ ensure_validators() {
     fi
     mkdir -p "$root"
     local tool failed=0
-    for tool in frictionless cffconvert; do
+    for tool in frictionless cffconvert junitparser; do
         [ -x "$root/$tool/bin/$tool" ] && continue
         echo "run_all: installing $tool (pip) into $root/$tool" >&2
         rm -rf "${root:?}/$tool"
@@ -53,7 +54,7 @@ ensure_validators() {
             failed=1
             {
                 echo "run_all: ================================================================"
-                echo "run_all: COULD NOT INSTALL $tool: its test in tests/publish.rs WILL FAIL."
+                echo "run_all: COULD NOT INSTALL $tool: its test in tests/ WILL FAIL."
                 echo "run_all: pip said (all of it in $root/$tool.log):"
                 tail -n 15 "$root/$tool.log" | sed 's/^/run_all:   /'
                 echo "run_all: ================================================================"
@@ -83,6 +84,8 @@ run_tests() {
     local root=target/validators
     mkdir -p "$root"
     export FRICTIONLESS="$PWD/$root/frictionless/bin/frictionless" CFFCONVERT="$PWD/$root/cffconvert/bin/cffconvert"
+    # `ratelab check`'s JUnit report is read by a real JUnit reader (tests/check.rs).
+    export JUNITPARSER_PYTHON="$PWD/$root/junitparser/bin/python"
     ensure_validators &
     local validators=$!
     ensure_adapters &

@@ -96,6 +96,40 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::Verify { path } => verify(&path),
         Command::Params { id, profile, sets } => params(&id, profile, &sets),
         Command::Estimate { ids, profile, sets } => estimate(&ids, profile, &sets),
+        Command::Check {
+            names,
+            limiters,
+            junit,
+            json,
+            strict,
+            list,
+            out,
+            redis_server,
+            redis_url,
+            quiet,
+        } => {
+            if list {
+                return list_checks();
+            }
+            let run = crate::cli::RunArgs {
+                profile: Profile::Quick,
+                out,
+                redis_server,
+                redis_url,
+                tls_ca: None,
+                tls_cert: None,
+                tls_key: None,
+                tls: false,
+                seed: 0x5eed,
+                quiet,
+            };
+            let outputs = CheckOutputs {
+                junit: junit.as_deref(),
+                json: json.as_deref(),
+                strict,
+            };
+            check(run, &names, &limiters, outputs)
+        }
         Command::Worker => Ok(crate::load::worker_main()?),
     }
 }
@@ -491,5 +525,52 @@ fn chart(dir: &Path) -> anyhow::Result<()> {
         "no CSVs with charts found under {}",
         dir.display()
     );
+    Ok(())
+}
+
+/// Where `check` writes besides stdout, and how strictly it judges.
+struct CheckOutputs<'a> {
+    junit: Option<&'a Path>,
+    json: Option<&'a Path>,
+    strict: bool,
+}
+
+/// `ratelab check`: the battery over `limiters`, the claims said as each check ends, REPORT.md in
+/// the results directory, the JUnit and JSON files asked for; the outcome as the error's exit code.
+fn check(
+    run: crate::cli::RunArgs,
+    names: &[String],
+    limiters: &[PathBuf],
+    outputs: CheckOutputs,
+) -> anyhow::Result<()> {
+    use crate::check::{self as battery, CheckEnd};
+    let broken = |e: anyhow::Error| CheckEnd::Broken(crate::errors::one_line(&*e));
+    let checks = battery::chosen(names)?;
+    let mut ctx = run.into_ctx(&[]).map_err(broken)?;
+    ctx.limiters = crate::cli::load_limiters(limiters).map_err(broken)?;
+    pin_harness(&ctx);
+    let ran = battery::run(&ctx, &checks, &mut |line| sayln!("{line}"))?;
+    let report = experiments::write_report(&ctx.out_dir, &[]).map_err(|e| broken(e.into()))?;
+    sayln!("report: {}", report.display());
+    if let Some(path) = outputs.junit {
+        battery::write_junit(path, &ran, outputs.strict)
+            .map_err(|e| CheckEnd::Broken(format!("{}: {e}", path.display())))?;
+        sayln!("junit: {}", path.display());
+    }
+    if let Some(path) = outputs.json {
+        battery::write_json(path, &ctx.out_dir, &ran)?;
+        sayln!("json: {}", path.display());
+    }
+    battery::outcome(&ran, outputs.strict)?;
+    let claims: usize = ran.iter().map(|r| r.claims.len()).sum();
+    sayln!("check: every one of {claims} limiter claims holds");
+    Ok(())
+}
+
+/// Every check of the battery with what it asserts.
+fn list_checks() -> anyhow::Result<()> {
+    for c in crate::check::battery()? {
+        sayln!("{:<12} {:<12} {}", c.name, c.experiment, c.asserts);
+    }
     Ok(())
 }

@@ -94,6 +94,45 @@ pub enum Command {
         #[arg(long = "set", value_name = "NAME=VALUE")]
         sets: Vec<String>,
     },
+    /// Run the failure-mode battery over your limiter (docs/check.md): every check's limiter claims
+    /// judged; exit 0 when all hold, 1 when one does not, 2 for a bad manifest or an adapter that
+    /// breaks the protocol.
+    Check {
+        /// Checks to run alone (default: the whole battery; `--list` names them).
+        names: Vec<String>,
+        /// The limiter to check: a manifest (a Lua script, or a library's adapter) (repeatable).
+        #[arg(
+            long = "limiter",
+            value_name = "MANIFEST",
+            required_unless_present = "list"
+        )]
+        limiters: Vec<PathBuf>,
+        /// Write a JUnit XML report here: a test suite per check, a test case per claim.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        /// Write the judged claims here, as claims.json has them.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// A claim the run could not decide (inconclusive, no data) fails too.
+        #[arg(long)]
+        strict: bool,
+        /// Name every check and what it asserts, and run nothing.
+        #[arg(long)]
+        list: bool,
+        /// Where the runs' results go (each check's CSVs, REPORT.md).
+        #[arg(long, default_value = "results/check")]
+        out: PathBuf,
+        /// redis-server binary for the servers ratelab starts.
+        #[arg(long, default_value = "redis-server")]
+        redis_server: PathBuf,
+        /// Check against a server you run: only the checks that need not signal, restart or
+        /// reconfigure it run; the others are skipped, saying why.
+        #[arg(long, env = "RATELAB_REDIS_URL", hide_env_values = true)]
+        redis_url: Option<String>,
+        /// Never draw progress bars.
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Internal: one load-generator process, driven over stdin/stdout by its parent.
     #[command(hide = true)]
     Worker,

@@ -42,12 +42,16 @@
 //! - [`analysis`]: summary tables, claims judged and REPORT.md from the CSVs alone; knows
 //!   judgements, not experiments (the caller hands it one `Section` per experiment); the time
 //!   budget (`analysis/budget.toml`) and the Time table.
+//! - [`check`]: `ratelab check`, the failure-mode battery a limiter library runs in its CI: each
+//!   check an experiment of the quick profile sized by `check/battery.toml`, judged by the limiter
+//!   claims it generates; an exit code, JUnit XML and claims.json.
 //! - [`publish`]: a results directory as one verifiable dataset (datapackage.json, SHA256SUMS,
 //!   CITATION.cff, README.md, a .tar.gz) and `verify`, which re-checks and redraws a copy.
 
 pub mod analysis;
 pub mod app;
 pub mod charts;
+pub mod check;
 pub mod cli;
 pub mod context;
 pub mod errors;

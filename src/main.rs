@@ -9,6 +9,14 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // The run failed because the interrupt handler was stopping its servers: exit as it does.
         Err(_) if ratelab::server::interrupted() => ExitCode::from(130),
+        // `check` says what failed as it goes: its end is one line and its own exit code.
+        Err(err) if err.downcast_ref::<ratelab::check::CheckEnd>().is_some() => {
+            let code = err
+                .downcast_ref::<ratelab::check::CheckEnd>()
+                .map_or(1, |e| e.code());
+            eprintln!("ratelab: check: {err}");
+            ExitCode::from(code)
+        }
         Err(err) => {
             // Each cause once: see ratelab::errors.
             let mut messages = ratelab::errors::messages(err.chain()).into_iter();

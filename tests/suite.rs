@@ -9,6 +9,7 @@ mod bad_input;
 mod bigkey;
 mod calibrate;
 mod chaos;
+mod check;
 mod cli;
 mod cluster;
 mod common;

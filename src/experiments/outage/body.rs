@@ -86,6 +86,7 @@ pub(crate) fn main_runs(
         phases: PHASES.create(&record.staging)?,
         bar: crate::experiments::frame::progress_bar(ctx, ID, (runs.len() * 5) as u64),
         suspended: 0,
+        undecided: Vec::new(),
     };
     for run in runs {
         let counters = runner.run(server, run)?;
@@ -93,6 +94,13 @@ pub(crate) fn main_runs(
         record.note(format!("{run}: store counters {counters}"));
     }
     runner.bar.finish_and_clear();
+    for run in &runner.undecided {
+        record.note(format!(
+            "{run}: no check decided in the warm-up ({:?}): its phases measure a limiter that \
+             does not decide on this server",
+            super::phases::WARM_UP_LIMIT
+        ));
+    }
     Ok(runner.suspended)
 }
 
@@ -164,6 +172,8 @@ struct Runner<'a> {
     phases: CsvSink<PhaseRow>,
     bar: indicatif::ProgressBar,
     suspended: u64,
+    /// The custom limiters' runs whose warm-up never had a decision.
+    undecided: Vec<String>,
 }
 
 impl Runner<'_> {
@@ -188,7 +198,9 @@ impl Runner<'_> {
             budget: Duration::from_millis(p.budget_ms),
             checks: &mut self.checks,
         };
-        driver.warm_up(p.warmup).phase(what)?;
+        if !driver.warm_up(p.warmup).phase(what)? {
+            self.undecided.push(run.to_string());
+        }
         let (phases, bar, suspended) = (&mut self.phases, &self.bar, &mut self.suspended);
         let mut measure = |phase: Phase, fault_at: Instant| -> Result<(), ExperimentError> {
             let what = || format!("{run}, {phase} phase");
