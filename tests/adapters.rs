@@ -225,8 +225,24 @@ fn every_adapter_runs_race_as_its_library_and_shows_what_its_design_allows() {
             "{}: {limiters}",
             limiter.name
         );
+        // Whose clock: only rolling-rate-limiter's handshake says it stamps entries itself.
+        let caller = limiter.name == "rolling-rate-limiter";
+        let clock = format!(",{caller},");
+        assert!(
+            row.is_some_and(|r| r.contains(&clock)),
+            "{}: {limiters}",
+            limiter.name
+        );
+        // Its claim says what its design allows: exact, or not under checks in flight.
+        let id = format!("limiter.{}.race.matrix-exact", limiter.name);
+        let (verdict, measured) = common::limiter_claim(out.path(), &id);
+        let exact = matches!(expect, Expect::Exact);
+        if (verdict == "holds") != exact {
+            failures.push(format!("{id}: {verdict} ({measured}); expected {expect:?}"));
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    common::mutation::every_limiter_claim_can_hold_and_fail(out.path());
 }
 
 /// Every row of one of chaos's CSVs, each as column -> cell.

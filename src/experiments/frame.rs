@@ -323,7 +323,11 @@ fn limiter_row(
             true => d.anchor.name().to_string(),
             false => String::new(),
         },
-        caller_clock: d.uses_caller_clock(),
+        // A script's clock is in its manifest; a library's, in what its adapter said.
+        caller_clock: match handshake {
+            Some(h) => h.clock == Some(crate::limiter::process::Clock::Caller),
+            None => d.uses_caller_clock(),
+        },
         probe_calls: probe.calls,
         probe_admitted: probe.admitted,
         probe_limit: probe.limit,

@@ -129,6 +129,18 @@ pub struct Handshake {
     /// It connected its library's Sentinel client, as a setup naming Sentinels asks.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sentinel: bool,
+    /// Whose clock decides its windows and entries: `caller` (the library stamps them with its
+    /// process's time) or `redis` (its script reads TIME); unsaid, ratelab cannot tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<Clock>,
+}
+
+/// Whose clock a limiter process's library decides by, as its handshake says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Clock {
+    Caller,
+    Redis,
 }
 
 /// One answer line.
@@ -875,5 +887,16 @@ mod tests {
         let fatal = handshake(r#"{"type":"fatal","error":"rediss is not supported"}"#).unwrap_err();
         assert!(fatal.contains("rediss is not supported"), "{fatal}");
         assert!(handshake("hello").unwrap_err().contains("not JSON"));
+        // Whose clock it decides by, when it says; a clock it cannot name is malformed.
+        let said = |clock: &str| {
+            handshake(&format!(
+                r#"{{"type":"ready","protocol":1,"clock":"{clock}"}}"#
+            ))
+        };
+        assert_eq!(said("caller").unwrap().clock, Some(Clock::Caller));
+        assert_eq!(said("redis").unwrap().clock, Some(Clock::Redis));
+        assert!(said("sundial").unwrap_err().contains("malformed"));
+        let unsaid = handshake(r#"{"type":"ready","protocol":1}"#).unwrap();
+        assert_eq!(unsaid.clock, None);
     }
 }

@@ -63,14 +63,14 @@ async function begin(adapter, start, line) {
     throw new Error(`expected a protocol 1 setup line, got: ${line.slice(0, 120)}`);
   }
   const limiter = await start(setup);
-  const { library, version, client } = limiter;
+  const { library, version, client, clock } = limiter;
   // `cluster` only when the setup named a cluster and the library got a cluster client for it;
   // `sentinel` likewise for Sentinels.
   const cluster = setup.cluster === true && (limiter.cluster === true || madeCluster);
   const sentinel = Boolean(setup.sentinel) && (limiter.sentinel === true || madeSentinel);
   say({
     type: 'ready', protocol: 1, adapter, library, version, client,
-    ...(cluster && { cluster }), ...(sentinel && { sentinel }),
+    ...(cluster && { cluster }), ...(sentinel && { sentinel }), ...(clock && { clock }),
   });
   return limiter;
 }
