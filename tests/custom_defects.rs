@@ -256,6 +256,20 @@ fn a_window_opened_by_the_first_hit_is_burst_at_its_own_edge() {
         cell.starts_with("1.00 (no burst at this edge") && cell.contains("epoch-aligned"),
         "{cell}"
     );
+    // That false "no burst" is what its manifest's default anchor gave it: the run says so, from
+    // its key's expiry after the probe; the manifest that says first-hit gets no warning.
+    let meta = std::fs::read_to_string(dir.join("meta.json")).unwrap();
+    let warned = |name: &str| {
+        meta.contains(&format!(
+            "WARNING: custom limiter {name}: its manifest says anchor"
+        ))
+    };
+    assert!(warned("first-hit-unsaid"), "{meta}");
+    assert!(
+        !warned("first-hit") && meta.contains("a whole window left"),
+        "{meta}"
+    );
+    common::mutation::every_limiter_claim_can_hold_and_fail(tmp.path());
 }
 
 #[test]

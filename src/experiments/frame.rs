@@ -373,6 +373,7 @@ fn probe_limiters(
             let probed =
                 runtime.block_on(crate::limiter::process::probe(name.as_str(), &reach, &key))?;
             out.push(limiter_row(limiter, &d, probed.0, Some(&probed.1)));
+            anchor_seen(out.last_mut(), &d, &endpoint, &key, cluster_node);
             continue;
         }
         let probe = runtime.block_on(async {
@@ -384,6 +385,59 @@ fn probe_limiters(
         });
         let probe = probe.phase(|| format!("connecting to probe custom limiter {limiter}"))??;
         out.push(limiter_row(limiter, &d, probe, None));
+        anchor_seen(out.last_mut(), &d, &endpoint, &key, cluster_node);
     }
     Ok(out)
+}
+
+/// Where a window limiter's windows start, read from its probe key's expiry (see
+/// [`crate::limiter::custom::anchor`]), added to its probe note; a warning when its manifest says
+/// otherwise (window-edge measures the edge the manifest names). Not read on a user's cluster,
+/// whose keys are on other nodes.
+fn anchor_seen(
+    probed: Option<&mut (LimiterRow, String)>,
+    d: &crate::limiter::custom::CustomLimiter,
+    endpoint: &crate::server::Endpoint,
+    key: &str,
+    cluster_node: bool,
+) {
+    use crate::limiter::custom::{anchor, Anchor, PROBE_WINDOW_MS};
+    let Some((row, note)) = probed else { return };
+    if !d.algorithm.has_windows() || cluster_node {
+        return;
+    }
+    let pttl =
+        (endpoint.connection().ok()).and_then(|mut c| anchor::longest_expiry(&mut c, key).ok());
+    let now = crate::limiter::unix_ms();
+    let Some(seen) = pttl
+        .flatten()
+        .and_then(|p| anchor::from_expiry(p, now, PROBE_WINDOW_MS))
+    else {
+        return;
+    };
+    // The probe's origin is its own start: an origin-anchored window opens with its first call.
+    let declared = match d.anchor {
+        Anchor::Origin => Anchor::FirstHit,
+        a => a,
+    };
+    // A key named after an epoch window but given a whole window's expiry reads as a first hit:
+    // the words say what was read, and the manifest's author decides.
+    let read = match seen {
+        Anchor::FirstHit => "a whole window left, as a window opened by its first check has",
+        _ => "what is left of the epoch's window, as a window aligned to the epoch has",
+    };
+    note.push_str(&format!("; its key's expiry after the probe: {read}"));
+    if seen != declared {
+        let warning = format!(
+            "custom limiter {}: its manifest says anchor = \"{}\", but its key's expiry after the probe \
+             was {read}: if so, set anchor = \"{}\" in {} (window-edge measures the edge the \
+             manifest names)",
+            row.strategy,
+            d.anchor.name(),
+            seen.name(),
+            d.manifest
+        );
+        eprintln!("ratelab: warning: {warning}");
+        note.push_str(&format!("; WARNING: {warning}"));
+    }
 }

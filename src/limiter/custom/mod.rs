@@ -8,6 +8,7 @@
 //! Loaded limiters are registered once per process ([`register`]) under their manifest's name,
 //! which becomes a [`Strategy::Custom`]; worker processes receive the definitions with their job.
 
+pub mod anchor;
 pub mod manifest;
 pub mod reply;
 pub mod template;
@@ -434,7 +435,7 @@ pub struct Probe {
 pub const PROBE_LIMIT: u64 = 5;
 
 /// The probe's window: its refill (the limit per window) cannot add a token during the probe.
-const PROBE_WINDOW_MS: u64 = 600_000;
+pub const PROBE_WINDOW_MS: u64 = 600_000;
 
 /// The limit a probe gives a limiter: [`PROBE_LIMIT`] per `PROBE_WINDOW_MS`, with a real refill
 /// as slow as the window (a bucket that divides by its rate can run).
