@@ -181,12 +181,16 @@ mod tests {
     #[test]
     fn a_busy_loop_shows_as_harness_cpu_and_a_child_as_redis_cpu() {
         let start = Sample::take();
-        // A child that is not the harness's binary, busy for a while, alive at the end.
+        // A child that is not the harness's binary, busy for a while, alive at the end. It execs
+        // its sleep, so killing it leaves no grandchild holding the test's output open (nextest
+        // called the test leaky).
         let mut child = std::process::Command::new("sh")
             .args([
                 "-c",
-                "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sleep 5",
+                "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exec sleep 5",
             ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
         let t = std::time::Instant::now();
