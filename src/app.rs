@@ -137,6 +137,13 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
 /// The planned time of `ids` (default: every registered experiment) in `profile`, and the total;
 /// `sets` are checked against the one experiment named and named as outside the plan.
 fn estimate(ids: &[String], profile: Profile, sets: &[String]) -> anyhow::Result<()> {
+    // `ratelab estimate check`: the battery's plan, per limiter.
+    if let [only] = ids {
+        if only == "check" {
+            say!("{}", crate::check::plan(&crate::check::battery()?)?);
+            return Ok(());
+        }
+    }
     let budget = crate::analysis::budget::Budget::load()?;
     let chosen: Vec<&str> = match ids {
         [] => experiments::ALL.iter().map(|e| e.id()).collect(),
@@ -569,8 +576,10 @@ fn check(
 
 /// Every check of the battery with what it asserts.
 fn list_checks() -> anyhow::Result<()> {
-    for c in crate::check::battery()? {
+    let battery = crate::check::battery()?;
+    for c in &battery {
         sayln!("{:<12} {:<12} {}", c.name, c.experiment, c.asserts);
     }
+    say!("{}", crate::check::plan(&battery)?);
     Ok(())
 }

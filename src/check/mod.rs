@@ -92,6 +92,16 @@ pub fn chosen(names: &[String]) -> Result<Vec<Check>, CheckEnd> {
         .collect())
 }
 
+/// The planned wall time of `checks` for one limiter (analysis/budget.toml's `check` plan).
+pub fn plan(checks: &[Check]) -> Result<String, crate::analysis::AnalysisError> {
+    let budget = crate::analysis::budget::Budget::load()?;
+    let names: Vec<&str> = checks.iter().map(|c| c.name.as_str()).collect();
+    Ok(format!(
+        "planned wall time of `ratelab check`, per limiter:\n{}",
+        budget.estimate("check", &names)
+    ))
+}
+
 /// What one check came to.
 #[derive(Debug)]
 pub struct Ran {
