@@ -323,6 +323,16 @@ mod tests {
             e.parameters(crate::context::Profile::Quick, &sets)
                 .unwrap_or_else(|err| panic!("{}: {err}", c.name));
         }
+        // Every check is planned, so `ratelab estimate check` adds up the whole battery.
+        let budget = crate::analysis::budget::Budget::load().unwrap();
+        for c in &checks {
+            assert!(
+                budget.planned("check", &c.name).is_some(),
+                "{} has no plan",
+                c.name
+            );
+        }
+        assert!(!plan(&checks).unwrap().contains("not in the budget"));
         assert!(chosen(&["nope".into()])
             .unwrap_err()
             .to_string()
