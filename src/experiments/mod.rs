@@ -34,5 +34,5 @@ pub mod window_edge;
 pub use concurrency::Concurrency;
 pub use definition::{Body, Definition, Render, Summarize, Validate};
 pub use error::{ExperimentError, Phase, PhaseError};
-pub use registry::{draw_all, find, write_report, Experiment, ALL};
+pub use registry::{custom_limiters, draw_all, find, write_report, Experiment, ALL};
 pub use session::Session;
