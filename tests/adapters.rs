@@ -240,6 +240,14 @@ fn every_adapter_runs_race_as_its_library_and_shows_what_its_design_allows() {
         if (verdict == "holds") != exact {
             failures.push(format!("{id}: {verdict} ({measured}); expected {expect:?}"));
         }
+        // And its keys expire, but for the seed's naiveCheck (noop leaves none: no claim).
+        if limiter.name != "noop" {
+            let id = format!("limiter.{}.race.keys-expire", limiter.name);
+            let (verdict, measured) = common::limiter_claim(out.path(), &id);
+            if (verdict == "holds") == leaks {
+                failures.push(format!("{id}: {verdict} ({measured}); leaks: {leaks}"));
+            }
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     common::mutation::every_limiter_claim_can_hold_and_fail(out.path());

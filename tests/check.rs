@@ -96,9 +96,21 @@ fn an_exact_adapter_passes_every_check_with_a_junit_report_a_reader_parses() {
     let judged: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(judged.len(), claims.len());
+    // Each entry has exactly the fields datapackage.json's schema of claims.json describes.
+    let described: Vec<&str> = (ratelab::analysis::claims_json::FIELDS.iter())
+        .map(|f| f.0)
+        .collect();
     for claim in &judged {
         assert_eq!(claim["verdict"], "holds", "{claim}");
         assert_eq!(claim["seed"], "limiter", "{claim}");
+        let fields: Vec<&str> = claim
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(fields.len(), described.len(), "{claim}");
+        assert!(fields.iter().all(|f| described.contains(f)), "{claim}");
     }
 }
 

@@ -3,10 +3,11 @@
 use super::{KeyRow, RaceRow};
 use super::{KEYS, RACE};
 use crate::analysis::claims::LimiterClaim;
+use crate::analysis::claims::{Judge, Select};
 use crate::analysis::table::summary_table;
 use crate::analysis::table::{Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, ClaimsOf, LimiterRow, Verdict};
+use crate::experiments::limiters::{self, ClaimsOf, LimiterRow, RowClaim, Verdict};
 use crate::limiter::custom::{Algorithm, Anchor};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -55,12 +56,29 @@ pub(crate) fn limiter_claims_in(
         file: RACE.name(),
         by: "strategy",
     };
-    Ok(limiters::exact_claims(
-        &of,
-        &of.rows(dir)?,
-        ["limit", "checks"],
-        &EXACT_SCENARIOS,
-    ))
+    let mut out =
+        limiters::exact_claims(&of, &of.rows(dir)?, ["limit", "checks"], &EXACT_SCENARIOS);
+    // The keys it left after each matrix trial (race writes them; libraries does not).
+    let keys = ClaimsOf {
+        file: KEYS.name(),
+        ..of
+    };
+    let expire = RowClaim {
+        what: "keys-expire",
+        aspect: "keys expire",
+        text: "every key it leaves for a client after a trial expires: none outlives every window and \
+               every client"
+            .into(),
+        select: Select::new(),
+        statistic: "pttl_ms",
+        judge: Judge::AllAbove,
+        published: 0.0,
+        published_column: None,
+        why: "a key it left has no expiry (pttl_ms is -1): a client's state stays in Redis forever, \
+              one key per client that ever came",
+    };
+    out.extend(keys.of_every_row(&keys.rows(dir)?, expire));
+    Ok(out)
 }
 
 /// What each custom limiter leaves in Redis per client after a matrix trial.
