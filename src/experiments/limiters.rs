@@ -98,11 +98,16 @@ pub fn none(_: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     Ok(Vec::new())
 }
 
-/// An experiment's claims about one custom limiter recorded in its results directory.
-pub type Claims = fn(&Path, &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError>;
+/// An experiment's claims (the experiment's id, as its claims name it) about one custom limiter
+/// recorded in its results directory.
+pub type Claims = fn(&'static str, &Path, &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError>;
 
 /// No claims: the default of experiments that take no custom limiters.
-pub fn no_claims(_: &Path, _: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
+pub fn no_claims(
+    _: &'static str,
+    _: &Path,
+    _: &LimiterRow,
+) -> Result<Vec<LimiterClaim>, AnalysisError> {
     Ok(Vec::new())
 }
 

@@ -47,10 +47,14 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
 
 /// Each custom limiter exact under contention: every trial admits exactly what an exact limiter
 /// of its algorithm admits from a fresh key of `capacity`.
-pub fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
+pub fn limiter_claims(
+    experiment: &'static str,
+    dir: &Path,
+    l: &LimiterRow,
+) -> Result<Vec<LimiterClaim>, AnalysisError> {
     let of = ClaimsOf {
         limiter: l,
-        experiment: "atomic",
+        experiment,
         file: ATOMIC.name(),
         by: "strategy",
     };

@@ -203,10 +203,14 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
 
 /// Each custom limiter enforces its limit again once the drills are over and its client has
 /// reconnected by itself: it allows no more than its bucket's capacity and what refilled meanwhile.
-pub fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
+pub fn limiter_claims(
+    experiment: &'static str,
+    dir: &Path,
+    l: &LimiterRow,
+) -> Result<Vec<LimiterClaim>, AnalysisError> {
     let of = ClaimsOf {
         limiter: l,
-        experiment: "chaos",
+        experiment,
         file: AFTERS.name(),
         by: "client",
     };

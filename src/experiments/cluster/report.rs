@@ -264,10 +264,14 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
 
 /// Each custom limiter on the cluster: no user's checks fail, and every user that decided admits
 /// exactly its limit (or every request, when there are fewer).
-pub fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
+pub fn limiter_claims(
+    experiment: &'static str,
+    dir: &Path,
+    l: &LimiterRow,
+) -> Result<Vec<LimiterClaim>, AnalysisError> {
     let of = ClaimsOf {
         limiter: l,
-        experiment: "cluster",
+        experiment,
         file: CUSTOM.name(),
         by: "strategy",
     };

@@ -100,10 +100,14 @@ fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
 }
 
 /// race's, outage's and scripts' claims about each adapter, each only where it ran.
-fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
-    let mut out = super::race::limiter_claims_in(Libraries::ID, dir, l)?;
-    out.extend(super::outage::limiter_claims_in(Libraries::ID, dir, l)?);
-    out.extend(super::scripts::limiter_claims_in(Libraries::ID, dir, l)?);
+fn limiter_claims(
+    experiment: &'static str,
+    dir: &Path,
+    l: &LimiterRow,
+) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let mut out = super::race::limiter_claims(experiment, dir, l)?;
+    out.extend(super::outage::limiter_claims(experiment, dir, l)?);
+    out.extend(super::scripts::limiter_claims(experiment, dir, l)?);
     Ok(out)
 }
 

@@ -41,7 +41,7 @@ mod sweep;
 
 pub(crate) use body::{main_runs, server_and_runtime, warn_suspended, Breaker};
 pub(crate) use charts::render as render_charts;
-pub(crate) use report::{limiter_claims_in, summary, verdicts};
+pub(crate) use report::{limiter_claims, summary, verdicts};
 pub use rows::{CheckRow, Phase, PhaseRow, RunLabel, SweepRow};
 pub use rows::{CHECKS, PHASES, SWEEP};
 

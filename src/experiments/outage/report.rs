@@ -118,12 +118,7 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
 
 /// Each custom limiter decides again by itself after Redis restarts and after it hangs: a normal
 /// answer inside the phase that follows, or one of the checks asked after it until Redis answers.
-pub fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
-    limiter_claims_in("outage", dir, l)
-}
-
-/// [`limiter_claims`] of the outage phases `experiment` wrote (libraries writes them too).
-pub(crate) fn limiter_claims_in(
+pub fn limiter_claims(
     experiment: &'static str,
     dir: &Path,
     l: &LimiterRow,

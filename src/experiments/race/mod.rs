@@ -20,7 +20,7 @@ mod rows;
 
 pub(crate) use body::Trial;
 pub(crate) use charts::render as render_charts;
-pub(crate) use report::{limiter_claims_in, summary, verdicts};
+pub(crate) use report::{limiter_claims, summary, verdicts};
 pub use rows::{KeyRow, RaceRow, TraceRow, KEYS, RACE, TRACE};
 
 use super::limiters::Verdicts;

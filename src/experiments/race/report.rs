@@ -40,12 +40,7 @@ pub const EXACT_SCENARIOS: [(&str, &str); 3] = [
 
 /// Each custom limiter exact under concurrency: every trial of each scenario it ran admits
 /// exactly what an exact limiter of its algorithm admits.
-pub fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
-    limiter_claims_in("race", dir, l)
-}
-
-/// [`limiter_claims`] of the trials `experiment` wrote (libraries writes race's rows too).
-pub(crate) fn limiter_claims_in(
+pub fn limiter_claims(
     experiment: &'static str,
     dir: &Path,
     l: &LimiterRow,

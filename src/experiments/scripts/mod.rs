@@ -34,7 +34,7 @@ mod charts;
 mod cost;
 mod flush;
 mod report;
-pub(crate) use report::limiter_claims_in;
+pub(crate) use report::limiter_claims;
 mod rows;
 mod survival;
 

@@ -125,12 +125,7 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
 /// Each custom limiter decides again after each survival event it went through (a replica's
 /// refusal of a writing script is not counted): its first check after the event, or, for a limiter
 /// process, a check within the wait its library is given.
-pub fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
-    limiter_claims_in("scripts", dir, l)
-}
-
-/// [`limiter_claims`] of the survival rows `experiment` wrote (libraries writes them too).
-pub(crate) fn limiter_claims_in(
+pub fn limiter_claims(
     experiment: &'static str,
     dir: &Path,
     l: &LimiterRow,

@@ -113,10 +113,14 @@ fn rate_text(rate: &str) -> String {
 
 /// Each custom limiter admits, at every rate and flat out, no more than an exact limiter of its
 /// algorithm could over the run's span (`ideal`): colliding timestamps let nothing more through.
-pub fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
+pub fn limiter_claims(
+    experiment: &'static str,
+    dir: &Path,
+    l: &LimiterRow,
+) -> Result<Vec<LimiterClaim>, AnalysisError> {
     let of = ClaimsOf {
         limiter: l,
-        experiment: "tsmember",
+        experiment,
         file: CUSTOM.name(),
         by: "strategy",
     };

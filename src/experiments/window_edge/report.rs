@@ -68,10 +68,14 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
 /// algorithm: a bucket or GCRA its burst and what refills meanwhile (`smooth_bound`), a log its
 /// limit, a fixed window a limit per window it touches (two). A sliding-window counter estimates
 /// and has no exact bound: it is not judged.
-pub fn limiter_claims(dir: &Path, l: &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError> {
+pub fn limiter_claims(
+    experiment: &'static str,
+    dir: &Path,
+    l: &LimiterRow,
+) -> Result<Vec<LimiterClaim>, AnalysisError> {
     let of = ClaimsOf {
         limiter: l,
-        experiment: "window-edge",
+        experiment,
         file: WINDOW_EDGE.name(),
         by: "strategy",
     };
