@@ -98,17 +98,39 @@ pub fn none(_: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     Ok(Vec::new())
 }
 
-/// An experiment's claims (the experiment's id, as its claims name it) about one custom limiter
-/// recorded in its results directory.
-pub type Claims = fn(&'static str, &Path, &LimiterRow) -> Result<Vec<LimiterClaim>, AnalysisError>;
+/// An experiment's claims about one custom limiter recorded in its results directory.
+pub type Claims = fn(&ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError>;
 
 /// No claims: the default of experiments that take no custom limiters.
-pub fn no_claims(
-    _: &'static str,
-    _: &Path,
-    _: &LimiterRow,
-) -> Result<Vec<LimiterClaim>, AnalysisError> {
+pub fn no_claims(_: &ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError> {
     Ok(Vec::new())
+}
+
+/// One custom limiter in one experiment's results: what its claims are generated from.
+pub struct ClaimsAt<'a> {
+    /// The experiment's id, as its claims name it (libraries writes race's rows under its own).
+    pub experiment: &'static str,
+    pub dir: &'a Path,
+    pub limiter: &'a LimiterRow,
+}
+
+impl ClaimsAt<'_> {
+    /// Claims reading `file`'s rows whose `by` column names the limiter, with those rows (none
+    /// when the file is missing).
+    pub fn of(&self, file: &'static str, by: &'static str) -> Result<ClaimsOf<'_>, AnalysisError> {
+        let path = self.dir.join(file);
+        let rows = match path.is_file() {
+            true => read_rows(&path)?,
+            false => Vec::new(),
+        };
+        Ok(ClaimsOf {
+            limiter: self.limiter,
+            experiment: self.experiment,
+            file,
+            by,
+            rows,
+        })
+    }
 }
 
 /// Where the claims about one limiter in one experiment read: `file`'s rows whose `by` column
@@ -118,6 +140,8 @@ pub struct ClaimsOf<'a> {
     pub experiment: &'static str,
     pub file: &'static str,
     pub by: &'static str,
+    /// The file's raw rows, as the judge reads them.
+    pub rows: Vec<Row>,
 }
 
 impl ClaimsOf<'_> {
@@ -135,11 +159,11 @@ impl ClaimsOf<'_> {
         }
     }
 
-    /// The claim `c` about every row of the limiter in `rows`, when it has any there.
-    pub fn of_every_row(&self, rows: &[Row], c: RowClaim) -> Option<LimiterClaim> {
+    /// The claim `c` about every row of the limiter, when it has any.
+    pub fn of_every_row(&self, c: RowClaim) -> Option<LimiterClaim> {
         let name = self.limiter.strategy.to_string();
         let mine = |r: &&Row| r.get(self.by) == Some(&name) && matches(r, &c.select);
-        rows.iter().find(mine)?;
+        self.rows.iter().find(mine)?;
         let mut claim = self.claim(c.what, c.aspect.into(), c.text, c.statistic);
         claim.claim.select.extend(c.select);
         claim.claim.judge = c.judge;
@@ -148,15 +172,6 @@ impl ClaimsOf<'_> {
         claim.claim.why = Some(c.why.into());
         claim.claim.basis = Some(Basis::Observed);
         Some(claim)
-    }
-
-    /// The file's raw rows, as the judge reads them (none when the file is missing).
-    pub fn rows(&self, dir: &Path) -> Result<Vec<Row>, AnalysisError> {
-        let path = dir.join(self.file);
-        match path.is_file() {
-            true => Ok(read_rows(&path)?),
-            false => Ok(Vec::new()),
-        }
     }
 }
 

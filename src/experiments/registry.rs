@@ -82,7 +82,12 @@ impl<D: Definition> Experiment for D {
     fn limiter_claims(&self, dir: &Path) -> Result<Vec<LimiterClaim>, AnalysisError> {
         let mut claims = Vec::new();
         for l in limiters::recorded(dir)? {
-            claims.extend((D::LIMITER_CLAIMS)(D::ID, dir, &l)?);
+            let at = limiters::ClaimsAt {
+                experiment: D::ID,
+                dir,
+                limiter: &l,
+            };
+            claims.extend((D::LIMITER_CLAIMS)(&at)?);
         }
         Ok(claims)
     }

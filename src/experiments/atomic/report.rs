@@ -6,7 +6,7 @@ use crate::analysis::claims::LimiterClaim;
 use crate::analysis::table::summary_table;
 use crate::analysis::table::{Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, ClaimsOf, LimiterRow};
+use crate::experiments::limiters::{self, ClaimsAt};
 use std::path::Path;
 
 /// Admission, WATCH retries, round trips (self-reported), the commands Redis counted and Redis CPU
@@ -47,20 +47,11 @@ pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
 
 /// Each custom limiter exact under contention: every trial admits exactly what an exact limiter
 /// of its algorithm admits from a fresh key of `capacity`.
-pub fn limiter_claims(
-    experiment: &'static str,
-    dir: &Path,
-    l: &LimiterRow,
-) -> Result<Vec<LimiterClaim>, AnalysisError> {
-    let of = ClaimsOf {
-        limiter: l,
-        experiment,
-        file: ATOMIC.name(),
-        by: "strategy",
-    };
+pub fn limiter_claims(at: &ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let of = at.of(ATOMIC.name(), "strategy")?;
     Ok(limiters::exact_claims(
         &of,
-        &of.rows(dir)?,
+        &of.rows,
         ["capacity", "checks"],
         &[("", "atomic")],
     ))

@@ -5,7 +5,7 @@ use super::{AfterRow, DirectionRow, Drill, DrillRow, PoolRow, AFTERS, DIRECTIONS
 use crate::analysis::claims::{Judge, LimiterClaim, Select};
 use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, ClaimsOf, LimiterRow, RowClaim, Verdict};
+use crate::experiments::limiters::{self, ClaimsAt, RowClaim, Verdict};
 use std::path::Path;
 
 /// Per client, timeout and drill; then the after-drill check.
@@ -203,17 +203,8 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
 
 /// Each custom limiter enforces its limit again once the drills are over and its client has
 /// reconnected by itself: it allows no more than its bucket's capacity and what refilled meanwhile.
-pub fn limiter_claims(
-    experiment: &'static str,
-    dir: &Path,
-    l: &LimiterRow,
-) -> Result<Vec<LimiterClaim>, AnalysisError> {
-    let of = ClaimsOf {
-        limiter: l,
-        experiment,
-        file: AFTERS.name(),
-        by: "client",
-    };
+pub fn limiter_claims(at: &ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let of = at.of(AFTERS.name(), "client")?;
     let claim = RowClaim {
         what: "enforced-after",
         aspect: "chaos: enforces again after the drills",
@@ -243,10 +234,9 @@ pub fn limiter_claims(
         why: "no check was denied after the drills: they were answered by the policy \
               (degraded_allowed, degraded_denied), so its client did not decide again",
     };
-    let rows = of.rows(dir)?;
     Ok([claim, denies]
         .into_iter()
-        .filter_map(|c| of.of_every_row(&rows, c))
+        .filter_map(|c| of.of_every_row(c))
         .collect())
 }
 

@@ -7,7 +7,7 @@ use super::{BUCKETS, CALLS, CUSTOM, PHASES, SETUPS};
 use crate::analysis::claims::{Judge, LimiterClaim, Select};
 use crate::analysis::table::{short, summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, ClaimsOf, Exact, LimiterRow, RowClaim, Verdict};
+use crate::experiments::limiters::{self, ClaimsAt, Exact, RowClaim, Verdict};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
@@ -264,18 +264,8 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
 
 /// Each custom limiter on the cluster: no user's checks fail, and every user that decided admits
 /// exactly its limit (or every request, when there are fewer).
-pub fn limiter_claims(
-    experiment: &'static str,
-    dir: &Path,
-    l: &LimiterRow,
-) -> Result<Vec<LimiterClaim>, AnalysisError> {
-    let of = ClaimsOf {
-        limiter: l,
-        experiment,
-        file: CUSTOM.name(),
-        by: "strategy",
-    };
-    let rows = of.rows(dir)?;
+pub fn limiter_claims(at: &ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let of = at.of(CUSTOM.name(), "strategy")?;
     let safe = RowClaim {
         what: "no-user-fails",
         aspect: "cluster: no user fails",
@@ -290,10 +280,11 @@ pub fn limiter_claims(
         why: "some users' checks failed (first_error has the first; non_local_key says whether a key \
               built inside the script was on another node)",
     };
-    let mut out: Vec<LimiterClaim> = of.of_every_row(&rows, safe).into_iter().collect();
+    let mut out: Vec<LimiterClaim> = of.of_every_row(safe).into_iter().collect();
     // Users whose checks failed are judged by the claim above, not as under-admitting.
-    let decided: Vec<_> = (rows.into_iter())
+    let decided: Vec<_> = (of.rows.iter())
         .filter(|r| r.get("errors").map(String::as_str) == Some("0"))
+        .cloned()
         .collect();
     let mut exact =
         limiters::exact_claims(&of, &decided, ["limit", "requests"], &[("", "cluster")]);

@@ -21,7 +21,7 @@
 
 mod body;
 
-use super::limiters::{LimiterRow, Verdict};
+use super::limiters::{ClaimsAt, Verdict};
 use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
 use crate::analysis::claims::LimiterClaim;
 use crate::analysis::AnalysisError;
@@ -100,14 +100,10 @@ fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
 }
 
 /// race's, outage's and scripts' claims about each adapter, each only where it ran.
-fn limiter_claims(
-    experiment: &'static str,
-    dir: &Path,
-    l: &LimiterRow,
-) -> Result<Vec<LimiterClaim>, AnalysisError> {
-    let mut out = super::race::limiter_claims(experiment, dir, l)?;
-    out.extend(super::outage::limiter_claims(experiment, dir, l)?);
-    out.extend(super::scripts::limiter_claims(experiment, dir, l)?);
+fn limiter_claims(at: &ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let mut out = super::race::limiter_claims(at)?;
+    out.extend(super::outage::limiter_claims(at)?);
+    out.extend(super::scripts::limiter_claims(at)?);
     Ok(out)
 }
 

@@ -5,7 +5,7 @@ use super::{Phase, PhaseRow, SweepRow, PHASES, SWEEP};
 use crate::analysis::claims::{Basis, Judge, LimiterClaim};
 use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, ClaimsOf, LimiterRow, Verdict};
+use crate::experiments::limiters::{self, ClaimsAt, Verdict};
 use crate::limiter::Strategy;
 use crate::record::csv_text;
 use crate::store::Reconnect;
@@ -118,22 +118,12 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
 
 /// Each custom limiter decides again by itself after Redis restarts and after it hangs: a normal
 /// answer inside the phase that follows, or one of the checks asked after it until Redis answers.
-pub fn limiter_claims(
-    experiment: &'static str,
-    dir: &Path,
-    l: &LimiterRow,
-) -> Result<Vec<LimiterClaim>, AnalysisError> {
-    let of = ClaimsOf {
-        limiter: l,
-        experiment,
-        file: PHASES.name(),
-        by: "limiter",
-    };
-    let rows = of.rows(dir)?;
-    let name = l.strategy.to_string();
+pub fn limiter_claims(at: &ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let of = at.of(PHASES.name(), "limiter")?;
+    let name = at.limiter.strategy.to_string();
     let mut out = Vec::new();
     for (phase, after) in [(Phase::Restarted, "restart"), (Phase::Resumed, "hang")] {
-        let ran = (rows.iter())
+        let ran = (of.rows.iter())
             .any(|r| r.get("limiter") == Some(&name) && r.get("phase") == Some(&phase.to_string()));
         if !ran {
             continue;

@@ -7,7 +7,7 @@ use crate::analysis::claims::{Judge, Select};
 use crate::analysis::table::summary_table;
 use crate::analysis::table::{Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, ClaimsOf, LimiterRow, RowClaim, Verdict};
+use crate::experiments::limiters::{self, ClaimsAt, LimiterRow, RowClaim, Verdict};
 use crate::limiter::custom::{Algorithm, Anchor};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -40,24 +40,11 @@ pub const EXACT_SCENARIOS: [(&str, &str); 3] = [
 
 /// Each custom limiter exact under concurrency: every trial of each scenario it ran admits
 /// exactly what an exact limiter of its algorithm admits.
-pub fn limiter_claims(
-    experiment: &'static str,
-    dir: &Path,
-    l: &LimiterRow,
-) -> Result<Vec<LimiterClaim>, AnalysisError> {
-    let of = ClaimsOf {
-        limiter: l,
-        experiment,
-        file: RACE.name(),
-        by: "strategy",
-    };
-    let mut out =
-        limiters::exact_claims(&of, &of.rows(dir)?, ["limit", "checks"], &EXACT_SCENARIOS);
+pub fn limiter_claims(at: &ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let of = at.of(RACE.name(), "strategy")?;
+    let mut out = limiters::exact_claims(&of, &of.rows, ["limit", "checks"], &EXACT_SCENARIOS);
     // The keys it left after each matrix trial (race writes them; libraries does not).
-    let keys = ClaimsOf {
-        file: KEYS.name(),
-        ..of
-    };
+    let keys = at.of(KEYS.name(), "strategy")?;
     let expire = RowClaim {
         what: "keys-expire",
         aspect: "keys expire",
@@ -72,7 +59,7 @@ pub fn limiter_claims(
         why: "a key it left has no expiry (pttl_ms is -1): a client's state stays in Redis forever, \
               one key per client that ever came",
     };
-    out.extend(keys.of_every_row(&keys.rows(dir)?, expire));
+    out.extend(keys.of_every_row(expire));
     Ok(out)
 }
 

@@ -6,7 +6,7 @@ use super::{COSTS, CUSTOM_SURVIVAL, FLUSH, SURVIVAL};
 use crate::analysis::claims::{Basis, Judge, LimiterClaim};
 use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, ClaimsOf, LimiterRow, Verdict};
+use crate::experiments::limiters::{self, ClaimsAt, Verdict};
 use crate::record::csv_text;
 use std::path::Path;
 
@@ -125,21 +125,11 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
 /// Each custom limiter decides again after each survival event it went through (a replica's
 /// refusal of a writing script is not counted): its first check after the event, or, for a limiter
 /// process, a check within the wait its library is given.
-pub fn limiter_claims(
-    experiment: &'static str,
-    dir: &Path,
-    l: &LimiterRow,
-) -> Result<Vec<LimiterClaim>, AnalysisError> {
-    let of = ClaimsOf {
-        limiter: l,
-        experiment,
-        file: CUSTOM_SURVIVAL.name(),
-        by: "strategy",
-    };
-    let rows = of.rows(dir)?;
-    let name = l.strategy.to_string();
+pub fn limiter_claims(at: &ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let of = at.of(CUSTOM_SURVIVAL.name(), "strategy")?;
+    let name = at.limiter.strategy.to_string();
     let mut events: Vec<&str> = Vec::new();
-    for r in rows.iter().filter(|r| r.get("strategy") == Some(&name)) {
+    for r in of.rows.iter().filter(|r| r.get("strategy") == Some(&name)) {
         // A run before the column was written cannot say when its limiter decided again.
         let (Some(event), true) = (r.get("event"), r.contains_key(DECIDED_AFTER)) else {
             continue;

@@ -6,7 +6,7 @@ use crate::analysis::claims::{Judge, LimiterClaim, Select};
 use crate::analysis::table::summary_table;
 use crate::analysis::table::{Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, ClaimsOf, Exact, LimiterRow, RowClaim, Verdict};
+use crate::experiments::limiters::{self, ClaimsAt, Exact, RowClaim, Verdict};
 use crate::record::csv_text;
 use std::path::Path;
 
@@ -113,24 +113,15 @@ fn rate_text(rate: &str) -> String {
 
 /// Each custom limiter admits, at every rate and flat out, no more than an exact limiter of its
 /// algorithm could over the run's span (`ideal`): colliding timestamps let nothing more through.
-pub fn limiter_claims(
-    experiment: &'static str,
-    dir: &Path,
-    l: &LimiterRow,
-) -> Result<Vec<LimiterClaim>, AnalysisError> {
-    let of = ClaimsOf {
-        limiter: l,
-        experiment,
-        file: CUSTOM.name(),
-        by: "strategy",
-    };
+pub fn limiter_claims(at: &ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let of = at.of(CUSTOM.name(), "strategy")?;
     let claim = RowClaim {
         what: "at-most-exact",
         aspect: "colliding timestamps: at most exact",
         text: format!(
             "at every rate and flat out, admits no more than an exact {} could over the run (its \
              ideal): checks stamped alike are each counted",
-            l.algorithm.name()
+            at.limiter.algorithm.name()
         ),
         select: Select::new(),
         statistic: "admitted",
@@ -140,5 +131,5 @@ pub fn limiter_claims(
         why: "a run admitted more than its ideal: checks whose timestamps collided overwrote each \
               other's entry, or were counted against state they could not see",
     };
-    Ok(of.of_every_row(&of.rows(dir)?, claim).into_iter().collect())
+    Ok(of.of_every_row(claim).into_iter().collect())
 }

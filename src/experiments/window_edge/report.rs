@@ -6,7 +6,7 @@ use crate::analysis::claims::{Judge, LimiterClaim, Select};
 use crate::analysis::table::summary_table;
 use crate::analysis::table::{Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, ClaimsOf, LimiterRow, RowClaim, Verdict};
+use crate::experiments::limiters::{self, ClaimsAt, RowClaim, Verdict};
 use crate::limiter::custom::Algorithm;
 use std::path::Path;
 
@@ -68,27 +68,17 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
 /// algorithm: a bucket or GCRA its burst and what refills meanwhile (`smooth_bound`), a log its
 /// limit, a fixed window a limit per window it touches (two). A sliding-window counter estimates
 /// and has no exact bound: it is not judged.
-pub fn limiter_claims(
-    experiment: &'static str,
-    dir: &Path,
-    l: &LimiterRow,
-) -> Result<Vec<LimiterClaim>, AnalysisError> {
-    let of = ClaimsOf {
-        limiter: l,
-        experiment,
-        file: WINDOW_EDGE.name(),
-        by: "strategy",
-    };
-    let rows = of.rows(dir)?;
-    let name = l.strategy.to_string();
-    let limits: std::collections::BTreeSet<u64> = (rows.iter())
+pub fn limiter_claims(at: &ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let of = at.of(WINDOW_EDGE.name(), "strategy")?;
+    let name = at.limiter.strategy.to_string();
+    let limits: std::collections::BTreeSet<u64> = (of.rows.iter())
         .filter(|r| r.get("strategy") == Some(&name))
         .filter_map(|r| r.get("limit")?.parse().ok())
         .collect();
     let mut out = Vec::new();
     for &limit in &limits {
         let limit_f = limit as f64;
-        let (published, column, bound) = match l.algorithm {
+        let (published, column, bound) = match at.limiter.algorithm {
             Algorithm::TokenBucket | Algorithm::Gcra => (
                 0.0,
                 Some("smooth_bound"),
@@ -107,7 +97,7 @@ pub fn limiter_claims(
             aspect: "window edge: bounded",
             text: format!(
                 "at its own window edge, no more than an exact {} admits in any 1 s: {bound}",
-                l.algorithm.name()
+                at.limiter.algorithm.name()
             ),
             select: Select::from([("limit".to_string(), limit.to_string())]),
             statistic: "max_admitted_in_1s",
@@ -117,7 +107,7 @@ pub fn limiter_claims(
             why: "its most admitted in one second (max_admitted_in_1s) passed what its algorithm allows: \
                   a check that should have waited for a refill or the next window was admitted",
         };
-        out.extend(of.of_every_row(&rows, claim));
+        out.extend(of.of_every_row(claim));
     }
     Ok(out)
 }
