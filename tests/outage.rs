@@ -557,7 +557,7 @@ fn a_limiter_process_decides_its_own_runs_and_its_failures_are_the_policys() {
     }
     assert_eq!(
         common::mutation::every_limiter_claim_can_hold_and_fail(out.path()),
-        2
+        3
     );
 }
 

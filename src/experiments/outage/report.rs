@@ -2,10 +2,10 @@
 //! and what it says about each custom limiter (its dead and hung checks beside the built-in's).
 
 use super::{Phase, PhaseRow, SweepRow, PHASES, SWEEP};
-use crate::analysis::claims::{Basis, Judge, LimiterClaim};
+use crate::analysis::claims::{Judge, LimiterClaim, Select};
 use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, ClaimsAt, Verdict};
+use crate::experiments::limiters::{self, ClaimsAt, RowClaim, Verdict};
 use crate::limiter::Strategy;
 use crate::record::csv_text;
 use crate::store::Reconnect;
@@ -116,46 +116,63 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
     Ok(out)
 }
 
-/// Each custom limiter decides again by itself after Redis restarts and after it hangs: a normal
-/// answer inside the phase that follows, or one of the checks asked after it until Redis answers.
+/// Each custom limiter decides while Redis is healthy, and decides again by itself after Redis
+/// restarts and after it hangs: a normal answer inside the phase, or (after a fault) one of the
+/// checks asked after it until Redis answers. Read on the seed's client (breaker off): a breaker's
+/// open state is ratelab's answer, not the library's.
 pub fn limiter_claims(at: &ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError> {
     let of = at.of(PHASES.name(), "limiter")?;
-    let name = at.limiter.strategy.to_string();
-    let mut out = Vec::new();
-    for (phase, after) in [(Phase::Restarted, "restart"), (Phase::Resumed, "hang")] {
-        let ran = (of.rows.iter())
-            .any(|r| r.get("limiter") == Some(&name) && r.get("phase") == Some(&phase.to_string()));
-        if !ran {
-            continue;
-        }
-        let text = format!(
-            "decides again by itself after Redis's {after}: a check of the {phase} phase answered by \
-             Redis, or one asked after the phase until Redis answers"
-        );
-        let aspect = format!("outage: decides again after the {after}");
-        let mut c = of.claim(
-            &format!("decides-after-{after}"),
-            aspect,
-            text,
-            DECIDED_AGAIN,
-        );
-        // The seed's client, as the verdicts read it: a breaker's open state is ratelab's
-        // answer, not the library's.
-        c.claim.select.insert("phase".into(), phase.to_string());
-        c.claim.select.insert("breaker".into(), "off".into());
-        c.claim
-            .select
-            .insert("reconnect".into(), csv_text(&Reconnect::InCheck));
-        c.claim.judge = Judge::AllAtLeast;
-        c.claim.why = Some(
-            "no check of the phase was answered by Redis, nor one asked after it: first_normal_ms \
-             and recovered_ms are empty, so its library did not reconnect or reload by itself"
-                .into(),
-        );
-        c.claim.basis = Some(Basis::Observed);
-        out.push(c);
-    }
-    Ok(out)
+    let phases = [
+        (
+            Phase::Healthy,
+            "decides-while-healthy",
+            "while Redis is healthy, before any fault",
+        ),
+        (
+            Phase::Restarted,
+            "decides-after-restart",
+            "again by itself after Redis's restart",
+        ),
+        (
+            Phase::Resumed,
+            "decides-after-hang",
+            "again by itself after Redis's hang",
+        ),
+    ];
+    let claims = phases.into_iter().map(|(phase, what, when)| RowClaim {
+        what,
+        aspect: match phase {
+            Phase::Healthy => "outage: decides while healthy",
+            Phase::Restarted => "outage: decides again after the restart",
+            _ => "outage: decides again after the hang",
+        },
+        text: format!(
+            "decides {when}: a check of the {phase} phase answered by Redis, or one asked after \
+             the phase until Redis answers"
+        ),
+        select: Select::from([
+            ("phase".to_string(), phase.to_string()),
+            ("breaker".to_string(), "off".to_string()),
+            ("reconnect".to_string(), csv_text(&Reconnect::InCheck)),
+        ]),
+        statistic: DECIDED_AGAIN,
+        judge: Judge::AllAtLeast,
+        published: 0.0,
+        published_column: None,
+        why: match phase {
+            Phase::Healthy => {
+                "no check was answered by Redis even before any fault (first_normal_ms and \
+                 recovered_ms are empty): outage.csv's failure column says what its checks met, \
+                 an error of its script on this run's limit or a script its server never loaded"
+            }
+            _ => {
+                "no check of the phase was answered by Redis, nor one asked after it: \
+                 first_normal_ms and recovered_ms are empty, so its library did not reconnect or \
+                 reload by itself"
+            }
+        },
+    });
+    Ok(claims.filter_map(|c| of.of_every_row(c)).collect())
 }
 
 /// ms to the first normal answer inside the phase, else the one after it (the recovery wait).
