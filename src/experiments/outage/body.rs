@@ -181,6 +181,14 @@ impl Runner<'_> {
     fn run(&mut self, server: &mut RedisServer, run: Run) -> Result<Counters, ExperimentError> {
         let (p, label) = (self.p, run.label);
         let what = || format!("{run}");
+        // A mode without a fallback loads its script when its service starts, as its library does:
+        // each run is a new start, on a server the runs before it restarted.
+        (self.rt.block_on(async {
+            let client = crate::server::endpoint::client(&server.url())?;
+            let mut con = client.get_multiplexed_async_connection().await?;
+            crate::limiter::custom::initialise(&mut con, run.limiter).await
+        }))
+        .phase(what)?;
         let decider = decider(p, run.limiter, &server.url())
             .map_err(LoadError::from)
             .phase(what)?;
