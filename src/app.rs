@@ -301,17 +301,17 @@ fn write_report(dir: &Path, not_run: &[(&str, String)]) -> anyhow::Result<PathBu
         (rows.iter())
             .filter(|r| r.get("seed").is_some_and(|s| s == LIMITER_SEED) == limiters)
             .map(|r| {
-                CALLS
+                Call::ALL
                     .into_iter()
                     .find(|c| r.get("verdict").is_some_and(|v| v == c.label()))
             })
             .collect()
     };
     let seeds = calls(false);
-    sayln!("{} claims: {}", seeds.len(), verdict_counts(&seeds));
+    sayln!("{} claims: {}", seeds.len(), Call::counts(&seeds));
     let limiters = calls(true);
     if !limiters.is_empty() {
-        let counts = verdict_counts(&limiters);
+        let counts = Call::counts(&limiters);
         sayln!("{} custom limiter claims: {counts}", limiters.len());
     }
     Ok(report)
@@ -443,7 +443,7 @@ fn say_verdicts(id: &str, dir: &Path) {
     if calls.is_empty() {
         return;
     }
-    let counts = verdict_counts(&calls.iter().map(|c| Some(c.1)).collect::<Vec<_>>());
+    let counts = Call::counts(&calls.iter().map(|c| Some(c.1)).collect::<Vec<_>>());
     sayln!("verdicts of {id}'s {} claims: {counts}", calls.len());
     for (claim, call, measured) in calls.iter().filter(|c| c.1 != Call::Holds) {
         sayln!("  {:<12} {}: {measured}", call.label(), claim.id);
@@ -472,7 +472,7 @@ fn say_limiter_verdicts(experiment: &dyn Experiment, dir: &Path) {
             (l, Call::of(&l.claim, &v), v.measured)
         })
         .collect();
-    let counts = verdict_counts(&calls.iter().map(|c| Some(c.1)).collect::<Vec<_>>());
+    let counts = Call::counts(&calls.iter().map(|c| Some(c.1)).collect::<Vec<_>>());
     sayln!(
         "verdicts of the custom limiters' {} claims: {counts}",
         calls.len()
@@ -480,34 +480,6 @@ fn say_limiter_verdicts(experiment: &dyn Experiment, dir: &Path) {
     for (l, call, measured) in &calls {
         sayln!("  {:<12} {}: {measured}", call.label(), l.claim.id);
     }
-}
-
-/// Every verdict, in the judge's order.
-const CALLS: [Call; 5] = [
-    Call::Holds,
-    Call::Differs,
-    Call::Inconclusive,
-    Call::MachineDependent,
-    Call::NoData,
-];
-
-/// "4 hold, 1 differ": how many of `calls` got each verdict (None: the claim's experiment did not
-/// run), as REPORT.md counts them.
-fn verdict_counts(calls: &[Option<Call>]) -> String {
-    let words = [
-        "hold",
-        "differ",
-        "inconclusive",
-        "machine-dependent",
-        "without data",
-    ];
-    let named = (CALLS.into_iter().map(Some).zip(words)).chain([(None, "not run")]);
-    let counts: Vec<String> = named
-        .map(|(call, word)| (calls.iter().filter(|c| **c == call).count(), word))
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, word)| format!("{n} {word}"))
-        .collect();
-    counts.join(", ")
 }
 
 /// Redraws the charts of every experiment that has results under `dir`.

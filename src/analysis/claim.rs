@@ -272,6 +272,34 @@ pub enum Call {
 }
 
 impl Call {
+    /// Every verdict, in the judge's order.
+    pub const ALL: [Call; 5] = [
+        Call::Holds,
+        Call::Differs,
+        Call::Inconclusive,
+        Call::MachineDependent,
+        Call::NoData,
+    ];
+
+    /// "4 hold, 1 differ": how many of `calls` got each verdict (None: the claim's experiment did
+    /// not run), as REPORT.md counts them.
+    pub fn counts(calls: &[Option<Call>]) -> String {
+        let words = [
+            "hold",
+            "differ",
+            "inconclusive",
+            "machine-dependent",
+            "without data",
+        ];
+        let named = (Call::ALL.into_iter().map(Some).zip(words)).chain([(None, "not run")]);
+        let counts: Vec<String> = named
+            .map(|(call, word)| (calls.iter().filter(|c| **c == call).count(), word))
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, word)| format!("{n} {word}"))
+            .collect();
+        counts.join(", ")
+    }
+
     pub fn of(claim: &Claim, verdict: &Verdict) -> Call {
         match verdict.holds {
             None => Call::NoData,
@@ -307,5 +335,22 @@ impl Verdict {
             holds: Some(false),
             ..Verdict::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_name_each_verdict_once_in_the_judges_order() {
+        let calls = [
+            Some(Call::Differs),
+            Some(Call::Holds),
+            None,
+            Some(Call::Holds),
+        ];
+        assert_eq!(Call::counts(&calls), "2 hold, 1 differ, 1 not run");
+        assert_eq!(Call::counts(&[]), "");
     }
 }

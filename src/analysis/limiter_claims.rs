@@ -59,15 +59,20 @@ pub(super) fn section(limiters: &Limiters, judged: &[Judged]) -> String {
         return String::new();
     }
     let calls: Vec<Option<Call>> = judged.iter().map(|j| j.call).collect();
+    let counted = match judged.is_empty() {
+        true => String::new(),
+        false => format!(
+            "**{} limiter claims: {}.**\n\n",
+            judged.len(),
+            Call::counts(&calls)
+        ),
+    };
     let mut out = format!(
         "\n## Custom limiters\n\nEach `--limiter`, and each adapter an experiment runs of its own \
          (libraries), beside the built-in strategies, from this run's CSVs (the experiments' sections \
          show the runs). Each verdict is a claim that its algorithm implies, judged as the seeds' \
          are: an exact limiter admits what its algorithm allows and not one request more. \
-         Latencies are set beside the built-in strategy of the same algorithm.\n\n\
-         **{} limiter claims: {}.**\n\n",
-        judged.len(),
-        counts(&calls)
+         Latencies are set beside the built-in strategy of the same algorithm.\n\n{counted}"
     );
     out.push_str(&pivot(&cells, &limiters.what));
     if !judged.is_empty() {
@@ -131,27 +136,6 @@ fn claim_cells(limiters: &Limiters, judged: &[Judged]) -> Vec<Cell> {
 
 fn label(j: &Judged) -> &'static str {
     j.call.map_or("not run", Call::label)
-}
-
-/// "3 hold, 1 differ": how many of `calls` got each verdict.
-pub fn counts(calls: &[Option<Call>]) -> String {
-    let words = [
-        (Some(Call::Holds), "hold"),
-        (Some(Call::Differs), "differ"),
-        (Some(Call::Inconclusive), "inconclusive"),
-        (Some(Call::MachineDependent), "machine-dependent"),
-        (Some(Call::NoData), "without data"),
-        (None, "not run"),
-    ];
-    let counts: Vec<String> = (words.iter())
-        .map(|(call, word)| (calls.iter().filter(|c| *c == call).count(), word))
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, word)| format!("{n} {word}"))
-        .collect();
-    match counts.is_empty() {
-        true => "none".into(),
-        false => counts.join(", "),
-    }
 }
 
 /// The table, one row per limiter, one column per aspect in first-seen order.
@@ -220,17 +204,5 @@ mod tests {
             "{text}"
         );
         assert_eq!(section(&Limiters::default(), &[]), "");
-    }
-
-    #[test]
-    fn counts_name_each_verdict_once() {
-        let calls = [
-            Some(Call::Holds),
-            Some(Call::Differs),
-            Some(Call::Holds),
-            None,
-        ];
-        assert_eq!(counts(&calls), "2 hold, 1 differ, 1 not run");
-        assert_eq!(counts(&[]), "none");
     }
 }
