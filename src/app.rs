@@ -67,6 +67,18 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
                 Ok(())
             }
             _ => {
+                // The comparison is one file (and its .html beside it): a directory there would
+                // fail only after every run was read.
+                if let Some(path) = out.as_deref().filter(|p| p.is_dir()) {
+                    anyhow::bail!(
+                        "--out {} is a directory: name the comparison's file (e.g. {}/COMPARE.md)",
+                        path.display(),
+                        path.display()
+                    );
+                }
+                for dir in &dirs {
+                    has_results(dir)?;
+                }
                 let ids: Vec<&str> = experiments::ALL.iter().map(|e| e.id()).collect();
                 // Charts are linked from where the comparison is written, so it can be committed.
                 let from: Option<PathBuf> = out.as_deref().map(|p| match p.parent() {
@@ -267,6 +279,11 @@ fn all(ctx: &Ctx) -> anyhow::Result<()> {
 
 /// A directory `report` can work from: one with at least one experiment's results.
 fn has_results(dir: &Path) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        dir.exists(),
+        "{} does not exist: name a results directory (e.g. results/latest, written by `ratelab run`)",
+        dir.display()
+    );
     anyhow::ensure!(dir.is_dir(), "{} is not a results directory", dir.display());
     let ran = experiments::ALL
         .iter()

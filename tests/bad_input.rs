@@ -89,6 +89,35 @@ fn report_and_chart_of_a_directory_without_results_say_so_and_write_nothing() {
     assert_eq!(std::fs::read_dir(empty.path()).unwrap().count(), 0);
 }
 
+/// A directory that does not exist is named as missing; a comparison whose --out is a directory
+/// is refused before any run is read, naming a file to give instead.
+#[test]
+fn report_of_a_missing_directory_and_a_comparison_into_a_directory_say_what_to_give() {
+    let empty = tempfile::tempdir().unwrap();
+    let missing = empty.path().join("nope");
+    let output = ratelab(&["report", missing.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && err.contains("does not exist"),
+        "{err}"
+    );
+    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/reference");
+    let runs = [reference.to_str().unwrap(), reference.to_str().unwrap()];
+    let output = ratelab(&[
+        "report",
+        runs[0],
+        runs[1],
+        "--out",
+        empty.path().to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && err.contains("is a directory: name the comparison's file"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(empty.path()).unwrap().count(), 0);
+}
+
 #[test]
 fn a_truncated_csv_is_named_with_its_line_by_chart_and_report_and_kept() {
     let out = with_reference_race();

@@ -443,7 +443,7 @@ fn report_sets_runs_side_by_side_and_names_a_missing_one() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr)
-        .contains("/nonexistent/run is not a results directory"));
+        .contains("/nonexistent/run does not exist: name a results directory"));
 }
 
 /// `ratelab list | head` closes the pipe before ratelab is done: it must neither panic nor fail.
