@@ -33,16 +33,10 @@ pub(super) fn judge<'a>(limiters: &'a Limiters, dir: &Path) -> Vec<Judged<'a>> {
     let mut judging = claims::Judging::default();
     let mut judged: Vec<Judged> = (limiters.claims.iter())
         .map(|l| {
-            let v = judging.judge(&l.claim, &dir.join(&l.claim.experiment));
-            Judged {
-                claim: &l.claim,
-                call: Some(Call::of(&l.claim, &v)),
-                measured: v.measured,
-                outside: v.holds == Some(false),
-                kind: None,
-                why: String::new(),
-                figures: v.figures,
-            }
+            Judged::of(
+                &l.claim,
+                judging.judge(&l.claim, &dir.join(&l.claim.experiment)),
+            )
         })
         .collect();
     reasons::attach(&mut judged, dir);

@@ -73,6 +73,21 @@ struct Judged<'a> {
     figures: Option<Box<claim::Figures>>,
 }
 
+impl<'a> Judged<'a> {
+    /// `claim` with its verdict; its reason comes once every claim is judged.
+    fn of(claim: &'a claims::Claim, v: claims::Verdict) -> Self {
+        Judged {
+            claim,
+            call: Some(claims::Call::of(claim, &v)),
+            measured: v.measured,
+            outside: v.holds == Some(false),
+            kind: None,
+            why: String::new(),
+            figures: v.figures,
+        }
+    }
+}
+
 /// Writes `dir/REPORT.md` (the verdicts first, then per experiment its setup, summary and claims),
 /// `dir/REPORT.html` (the same, one page with the charts inline), `dir/claims.csv` (one row per
 /// claim) and `dir/claims.json` (the same claims with their numbers as numbers).
@@ -162,21 +177,11 @@ fn judge_section<'a>(
     }
     let mut judging = claims::Judging::default();
     ours.map(|claim| {
-        let v = judging.judge(claim, &exp_dir);
-        let call = claims::Call::of(claim, &v);
-        let mut measured = v.measured;
-        if call == claims::Call::MachineDependent {
-            let _ = write!(measured, "; this machine: {machine}");
+        let mut j = Judged::of(claim, judging.judge(claim, &exp_dir));
+        if j.call == Some(claims::Call::MachineDependent) {
+            let _ = write!(j.measured, "; this machine: {machine}");
         }
-        Judged {
-            claim,
-            call: Some(call),
-            measured,
-            outside: v.holds == Some(false),
-            kind: None,
-            why: String::new(),
-            figures: v.figures,
-        }
+        j
     })
     .collect()
 }
