@@ -470,8 +470,8 @@ fn say_verdicts(id: &str, dir: &Path) {
 /// The verdicts of the custom limiters' claims on `experiment`'s results in `dir`, each limiter's
 /// with what was measured (the Custom limiters table of REPORT.md says why).
 fn say_limiter_verdicts(experiment: &dyn Experiment, dir: &Path) {
-    let generated = match experiment.limiter_claims(dir) {
-        Ok(generated) => generated,
+    let judged = match crate::check::judged(experiment, dir) {
+        Ok(judged) => judged,
         Err(e) => {
             return eprintln!(
                 "ratelab: warning: limiter claims: {}",
@@ -479,23 +479,21 @@ fn say_limiter_verdicts(experiment: &dyn Experiment, dir: &Path) {
             )
         }
     };
-    if generated.is_empty() {
+    if judged.is_empty() {
         return;
     }
-    let mut judging = analysis::claims::Judging::default();
-    let calls: Vec<_> = (generated.iter())
-        .map(|l| {
-            let v = judging.judge(&l.claim, dir);
-            (l, Call::of(&l.claim, &v), v.measured)
-        })
-        .collect();
-    let counts = Call::counts(&calls.iter().map(|c| Some(c.1)).collect::<Vec<_>>());
+    let counts = Call::counts(&judged.iter().map(|j| Some(j.call)).collect::<Vec<_>>());
     sayln!(
         "verdicts of the custom limiters' {} claims: {counts}",
-        calls.len()
+        judged.len()
     );
-    for (l, call, measured) in &calls {
-        sayln!("  {:<12} {}: {measured}", call.label(), l.claim.id);
+    for j in &judged {
+        sayln!(
+            "  {:<12} {}: {}",
+            j.call.label(),
+            j.claim.claim.id,
+            j.measured
+        );
     }
 }
 

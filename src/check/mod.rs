@@ -153,7 +153,8 @@ pub fn run(ctx: &Ctx, checks: &[Check], say: &mut dyn FnMut(&str)) -> Result<Vec
                 check: check.clone(),
                 seconds: started.elapsed().as_secs_f64(),
                 skipped: None,
-                claims: judged(experiment, &dir)?,
+                claims: judged(experiment, &dir)
+                    .map_err(|e| CheckEnd::Broken(format!("{}: {e}", experiment.id())))?,
             },
         };
         say(&line(&ran));
@@ -228,10 +229,13 @@ fn no_client_for(err: &(dyn std::error::Error + 'static)) -> Option<String> {
     None
 }
 
-/// The limiter claims `experiment` generates for its results in `dir`, judged.
-fn judged(experiment: &dyn Experiment, dir: &Path) -> Result<Vec<Judged>, CheckEnd> {
-    let generated = (experiment.limiter_claims(dir))
-        .map_err(|e| CheckEnd::Broken(format!("{}: {e}", experiment.id())))?;
+/// The limiter claims `experiment` generates for its results in `dir`, judged (`check` and the
+/// end of `run` say them).
+pub fn judged(
+    experiment: &dyn Experiment,
+    dir: &Path,
+) -> Result<Vec<Judged>, crate::analysis::AnalysisError> {
+    let generated = experiment.limiter_claims(dir)?;
     let mut judging = claims::Judging::default();
     Ok(generated
         .into_iter()
