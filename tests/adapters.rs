@@ -374,8 +374,10 @@ fn each_library_follows_a_sentinel_promotion_by_itself_or_says_it_cannot() {
 /// library finds the replica the Sentinels promote with its own client. Physics, not times: no
 /// library decides again before the promotion (no primary exists in between), which comes no
 /// sooner than down-after; a check either failed or was held until then. The protocol fixture has
-/// no Sentinel client and is not run, saying why; a script is refused, as failover runs processes
-/// only; no adapter is left.
+/// no Sentinel client and is not run, saying why; one that says it has but keeps to the crashed
+/// primary never decides again, and its claim says so where the libraries' hold (each claim moved
+/// both ways on its own rows); a script is refused, as failover runs processes only; no adapter is
+/// left.
 #[test]
 fn a_crashed_primary_is_found_again_by_each_library_itself() {
     let mark = common::mark_descendants();
@@ -384,6 +386,7 @@ fn a_crashed_primary_is_found_again_by_each_library_itself() {
         "python-redis-py/python-redis-py.toml",
     ]);
     limiters.push(common::fixture_adapter("window"));
+    limiters.push(common::fixture_adapter("sentinel-blind"));
     let out = tempfile::tempdir().unwrap();
     // One replicated trial of the built-in bucket beside them (the variants cannot be empty).
     let sets = [
@@ -436,6 +439,25 @@ fn a_crashed_primary_is_found_again_by_each_library_itself() {
         "failover: a crashed primary, found again by itself",
     );
     assert!(cell.starts_with("decided again "), "{cell}");
+    let blind = (clients.iter())
+        .find(|r| r["strategy"] == "fixture-sentinel-blind")
+        .unwrap_or_else(|| panic!("the blind fixture's row in {clients:?}"));
+    assert!(blind["rediscovered_ms"].is_empty(), "{blind:?}");
+    assert!(
+        num(blind, "unavailable_ms") > 0.0 && num(blind, "failed") > 0.0,
+        "its keys had no limiter from the crash on: {blind:?}"
+    );
+    let claim = |name: &str| {
+        common::limiter_claim(
+            out.path(),
+            &format!("limiter.{name}.failover.decides-after-promotion"),
+        )
+    };
+    assert_eq!(claim("fixture-sentinel-blind").0, "DIFFERS");
+    for name in ["seed001-lua", "python-redis-py"] {
+        assert_eq!(claim(name).0, "holds", "{name}");
+    }
+    common::mutation::every_limiter_claim_can_hold_and_fail(out.path());
     common::assert_marked_gone("adapter", &mark);
 
     let script =

@@ -18,6 +18,8 @@ argv[1] picks how it behaves:
   fatal           says it cannot start
   old-protocol    says it speaks protocol 0
   no-handshake    exits before its handshake
+  sentinel-blind  says it follows a Sentinel promotion but keeps to the primary it was given, as a
+                  library's client pinned to one address does
 """
 import asyncio
 import json
@@ -121,8 +123,11 @@ async def main():
     client = Client(urllib.parse.urlparse(setup["redis_url"]))
     await client.connection()
     protocol = 0 if mode == "old-protocol" else 1
-    say({"type": "ready", "protocol": protocol, "adapter": "fixture", "library": "fixture",
-         "version": "1." + mode, "client": "raw RESP"})
+    ready = {"type": "ready", "protocol": protocol, "adapter": "fixture", "library": "fixture",
+             "version": "1." + mode, "client": "raw RESP"}
+    if mode == "sentinel-blind":
+        ready["sentinel"] = True
+    say(ready)
     limit, window_ms = setup["limit"], setup["window_ms"]
     timeout_s = setup["timeout_ms"] / 1000
     answered = sent = 0

@@ -76,6 +76,7 @@ impl Definition for Failover {
     /// own Sentinel client.
     const TAKES_PROCESSES: bool = true;
     const VERDICTS: Verdicts = report::verdicts;
+    const LIMITER_CLAIMS: super::limiters::Claims = report::limiter_claims;
 
     const BODY: Body<Params> = body::run;
     const CHARTS: Render = charts::render;

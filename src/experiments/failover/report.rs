@@ -4,9 +4,10 @@
 //! their checks met until then.
 
 use super::{how_called, ClientRow, TrialRow, Variant, CLIENTS, TRIALS};
+use crate::analysis::claims::{Judge, LimiterClaim, Select};
 use crate::analysis::table::{short, summarize, summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, Verdict};
+use crate::experiments::limiters::{self, ClaimsAt, RowClaim, Verdict};
 use crate::limiter::custom::Algorithm;
 use crate::record::csv_text;
 use std::path::Path;
@@ -64,7 +65,7 @@ fn sentinel_clients(dir: &Path) -> Result<String, AnalysisError> {
     ];
     let stats: [Stat<ClientRow>; 7] = [
         ("promoted ms", |r| Some(r.promoted_ms)),
-        ("client moved ms", |r| Some(r.rediscovered_ms)),
+        ("client moved ms", |r| r.rediscovered_ms),
         ("asks", |r| Some(r.asks as f64)),
         ("failed checks", |r| Some(r.failed as f64)),
         ("of them READONLY", |r| Some(r.readonly as f64)),
@@ -112,13 +113,16 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
             false => String::new(),
         };
         let held = worst.checks_between - worst.failed;
+        let decided = match worst.rediscovered_ms {
+            Some(ms) => format!("decided again {} ms after the crash", short(ms)),
+            None => "never decided again after the crash".to_string(),
+        };
         out.push(Verdict {
             limiter: l.strategy.to_string(),
             aspect: "failover: a crashed primary, found again by itself",
             value: format!(
-                "decided again {} ms after the crash, promoted at {} ms (down-after {} ms); of {} checks \
-                 meanwhile {} failed (no limiter for {} ms), {held} held{overshoot}",
-                short(worst.rediscovered_ms),
+                "{decided}, promoted at {} ms (down-after {} ms); of {} checks meanwhile {} failed \
+                 (no limiter for {} ms), {held} held{overshoot}",
                 short(worst.promoted_ms),
                 worst.down_after_ms,
                 worst.checks_between,
@@ -128,4 +132,25 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
         });
     }
     Ok(out)
+}
+
+/// Each limiter process's claim on a crashed primary: its own client finds the replica the
+/// Sentinels promote and decides there, in every sentinel-crash trial it ran.
+pub fn limiter_claims(at: &ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError> {
+    let of = at.of(CLIENTS.name(), "strategy")?;
+    let claim = RowClaim {
+        what: "decides-after-promotion",
+        aspect: "failover: decides again after a promotion",
+        text: "decides again after its primary is SIGKILLed: its own client finds the replica the \
+               Sentinels promote and a check is decided there, in every trial"
+            .to_string(),
+        select: Select::from([("variant".to_string(), csv_text(&Variant::SentinelCrash))]),
+        statistic: "rediscovered_ms",
+        judge: Judge::AllAtLeast,
+        published: 0.0,
+        published_column: None,
+        why: "no check was decided after the promotion (rediscovered_ms is empty): its client \
+              kept to the old primary, or asked no Sentinel, until the trial's end",
+    };
+    Ok(of.of_every_row(claim).into_iter().collect())
 }

@@ -230,8 +230,9 @@ pub struct ClientRow {
     /// The failover's start (SENTINEL FAILOVER sent, or the primary killed) to the replica
     /// reporting role:master, ms.
     pub promoted_ms: f64,
-    /// The failover's start to the client's connection to the promoted replica, ms.
-    pub rediscovered_ms: f64,
+    /// The failover's start to the client's connection to the promoted replica, ms; empty when
+    /// it never decided there (a library whose client did not follow the promotion).
+    pub rediscovered_ms: Option<f64>,
     /// Times the client asked the Sentinels after the failover's start.
     pub asks: u64,
     /// Checks the client sent from the failover's start to its move.
@@ -241,8 +242,8 @@ pub struct ClientRow {
     pub failed: u64,
     /// Of the failed, those refused READONLY (the demoted primary).
     pub readonly: u64,
-    /// The first failed check's send to the first decided check's send after it, ms (0: none
-    /// failed): how long the client's keys had no limiter.
+    /// The first failed check's send to the first decided check's send after it, or to the run's
+    /// last answer when none came, ms (0: none failed): how long the client's keys had no limiter.
     pub unavailable_ms: f64,
     /// Active keys on this client (key % 8 == client).
     pub client_keys: u64,

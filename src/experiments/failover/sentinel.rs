@@ -344,6 +344,11 @@ impl Failover<'_> {
             .await?;
         let replica_keys: u64 = redis::cmd("DBSIZE").query_async(&mut replica).await?;
         while !self.load.clients.moved(self.new_port, promoted) {
+            // A library that never decides again is what its trial measures (clients.csv shows
+            // it); a finder of ratelab's own that never moves is a broken drill.
+            if Instant::now() > until && matches!(self.load.clients, Clients::Library(_)) {
+                break;
+            }
             self.give_up_after(until, watched, "a client never found the promoted replica")?;
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -469,8 +474,9 @@ fn reading(
     });
     let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1e3;
     let since = (started, promoted);
-    let clients = clients_reading(load, ran, since, new_port, place.library_moved_ns)?;
-    let last_move = (clients.iter().map(|c| c.rediscovered_ms)).fold(0.0, f64::max);
+    let clients = clients_reading(load, ran, since, new_port, place.mover)?;
+    // The last of the clients that moved (a library that never decided again shows in clients.csv).
+    let last_move = (clients.iter().filter_map(|c| c.rediscovered_ms)).fold(0.0, f64::max);
     debug_assert!(last_move <= ms(started, moved) + 1.0);
     Ok(Measured {
         checks,
@@ -495,17 +501,26 @@ fn reading(
 /// came after the promotion was the promoted replica's: between the crash and the promotion no
 /// server could decide, so later replies are not the old primary's (a library may hold a check
 /// through the failover and send it again). Its failed checks went to the promoted replica once
-/// it had decided there.
+/// it had decided there; a library that never decided after the promotion stayed on the old one.
 struct Placement {
-    /// When the library first decided after the promotion (None: finders), ns on the drill's clock.
-    library_moved_ns: Option<u64>,
+    mover: Mover,
     promoted_ns: i64,
     old_port: u16,
     new_port: u16,
 }
 
+/// Who moves the checks to the promoted replica.
+#[derive(Clone, Copy)]
+enum Mover {
+    /// ratelab's finders: each check carries the port it was sent to.
+    Finders,
+    /// A library's own client: when it first decided after the promotion (ns on the drill's
+    /// clock), None if it never did, which the trial records rather than fails on.
+    Library(Option<u64>),
+}
+
 impl Placement {
-    /// A library's adapter that broke, or never decided after the promotion, fails the trial.
+    /// A library's adapter that broke fails the trial.
     fn of(
         load: &Load,
         ran: &Ran<Sent>,
@@ -513,24 +528,23 @@ impl Placement {
         ports: (u16, u16),
     ) -> Result<Self, PhaseError> {
         let promoted_ns = ran.ns(promoted);
-        let library_moved_ns = match &load.clients {
-            Clients::Finders { .. } => None,
+        let mover = match &load.clients {
+            Clients::Finders { .. } => Mover::Finders,
             Clients::Library(library) => {
                 if let Some(why) = library.broken.borrow().clone() {
                     return Err(PhaseError::Invalid(why));
                 }
-                let decided_after = (ran.records.iter())
-                    .filter(|r| r.end_ns as i64 >= promoted_ns && r.out.answer != Answer::Error)
-                    .map(|r| r.end_ns)
-                    .min();
-                Some(decided_after.ok_or_else(|| {
-                    PhaseError::Invalid("the library never decided after the failover".into())
-                })?)
+                Mover::Library(
+                    (ran.records.iter())
+                        .filter(|r| r.end_ns as i64 >= promoted_ns && r.out.answer != Answer::Error)
+                        .map(|r| r.end_ns)
+                        .min(),
+                )
             }
         };
         let (old_port, new_port) = ports;
         Ok(Placement {
-            library_moved_ns,
+            mover,
             promoted_ns,
             old_port,
             new_port,
@@ -539,11 +553,13 @@ impl Placement {
 
     fn port(&self, r: &Record<Sent>) -> u16 {
         let promoted = r.end_ns as i64 >= self.promoted_ns;
-        match (self.library_moved_ns, r.out.answer) {
-            (None, _) => r.out.port,
-            (Some(_), Answer::Admitted | Answer::Denied) if promoted => self.new_port,
-            (Some(moved_ns), Answer::Error) if r.start_ns >= moved_ns => self.new_port,
-            (Some(_), _) => self.old_port,
+        match (self.mover, r.out.answer) {
+            (Mover::Finders, _) => r.out.port,
+            (Mover::Library(_), Answer::Admitted | Answer::Denied) if promoted => self.new_port,
+            (Mover::Library(Some(moved_ns)), Answer::Error) if r.start_ns >= moved_ns => {
+                self.new_port
+            }
+            (Mover::Library(_), _) => self.old_port,
         }
     }
 }
@@ -554,22 +570,24 @@ fn clients_reading(
     ran: &Ran<Sent>,
     since: (Instant, Instant),
     new_port: u16,
-    library_moved_ns: Option<u64>,
+    mover: Mover,
 ) -> Result<Vec<ClientReading>, PhaseError> {
-    match (&load.clients, library_moved_ns) {
+    match (&load.clients, mover) {
         (Clients::Finders { finders, .. }, _) => (finders.iter().enumerate())
             .map(|(c, finder)| finder_reading(c, finder, ran, since, new_port))
             .collect(),
-        (Clients::Library(_), moved_ns) => {
-            let arrived_ns = moved_ns.unwrap_or_default() as i64;
+        (Clients::Library(_), Mover::Library(moved_ns)) => {
             let library = Client {
                 index: 0,
                 of: 1,
                 asks: 0,
-                arrived_ns,
+                arrived_ns: moved_ns.map(|ns| ns as i64),
             };
             Ok(vec![client_reading(library, ran, since)])
         }
+        (Clients::Library(_), Mover::Finders) => Err(PhaseError::Invalid(
+            "a library's checks were placed as a finder's".into(),
+        )),
     }
 }
 
@@ -587,7 +605,7 @@ fn finder_reading(
             "client {c} never moved to the promoted replica"
         )));
     };
-    let arrived_ns = ran.ns(arrived.at);
+    let arrived_ns = Some(ran.ns(arrived.at));
     Ok(client_reading(
         Client {
             index: c,
@@ -601,40 +619,50 @@ fn finder_reading(
 }
 
 /// One client of `of` (its keys are those with key % of == index), the Sentinel asks it made and
-/// when it arrived on the promoted replica (ns on the drill's clock).
+/// when it arrived on the promoted replica (ns on the drill's clock; None: it never did).
 struct Client {
     index: usize,
     of: usize,
     asks: u64,
-    arrived_ns: i64,
+    arrived_ns: Option<i64>,
 }
 
 /// What `client`'s checks met from the failover's start (`since.0`, promoted at `since.1`) until
-/// it arrived on the promoted replica.
+/// it arrived on the promoted replica, or until the run's end when it never did.
 fn client_reading(
     client: Client,
     ran: &Ran<Sent>,
     (started, promoted): (Instant, Instant),
 ) -> ClientReading {
-    let (from_ns, to_ns) = (ran.ns(started), client.arrived_ns);
+    let from_ns = ran.ns(started);
     let mine: Vec<_> = (ran.records.iter())
         .filter(|r| r.tag as usize % client.of == client.index && r.start_ns as i64 >= from_ns)
         .collect();
-    let between: Vec<_> = mine
-        .iter()
-        .filter(|r| (r.start_ns as i64) < to_ns)
+    let between: Vec<_> = (mine.iter())
+        .filter(|r| {
+            client
+                .arrived_ns
+                .is_none_or(|to_ns| (r.start_ns as i64) < to_ns)
+        })
         .collect();
     let failed = between.iter().filter(|r| r.out.answer == Answer::Error);
     let first_failed = mine.iter().find(|r| r.out.answer == Answer::Error);
+    // With no decision after the first failure, its keys had no limiter to the run's last check.
     let unavailable_ms = first_failed.map_or(0.0, |f| {
         let back = (mine.iter()).find(|r| r.start_ns > f.start_ns && r.out.answer != Answer::Error);
-        back.map_or(0.0, |b| (b.start_ns - f.start_ns) as f64 / 1e6)
+        let end_ns = back.map_or(
+            mine.iter().map(|r| r.end_ns).max().unwrap_or(f.start_ns),
+            |b| b.start_ns,
+        );
+        end_ns.saturating_sub(f.start_ns) as f64 / 1e6
     });
     let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1e3;
     ClientReading {
         client: client.index as u64,
         promoted_ms: ms(started, promoted),
-        rediscovered_ms: (to_ns - from_ns).max(0) as f64 / 1e6,
+        rediscovered_ms: client
+            .arrived_ns
+            .map(|to_ns| (to_ns - from_ns).max(0) as f64 / 1e6),
         asks: client.asks,
         checks_between: between.len() as u64,
         failed: failed.clone().count() as u64,

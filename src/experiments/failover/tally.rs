@@ -138,7 +138,8 @@ pub fn bins(frame: &Frame, checks: &[Check], bin_ms: u64) -> Vec<Bin> {
 pub struct ClientReading {
     pub client: u64,
     pub promoted_ms: f64,
-    pub rediscovered_ms: f64,
+    /// None: the client never decided on the promoted replica.
+    pub rediscovered_ms: Option<f64>,
     pub asks: u64,
     pub checks_between: u64,
     pub failed: u64,
