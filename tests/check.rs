@@ -168,6 +168,61 @@ fn a_script_without_a_noscript_fallback_fails_after_it_is_lost() {
     }
 }
 
+/// What a manifest promises is judged as its documentation states it: a fixture that promises to
+/// fail open (it answers errors while Redis is down) fails those claims, each quoting the
+/// promise, while the reconnection it promises holds; a script whose documentation disclaims
+/// surviving its script's loss is not judged on it, and the check says so with the quote.
+#[test]
+fn promises_are_judged_with_their_quote_and_a_disclaimed_one_is_not_judged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let promising = manifest("tests/adapters/promising.toml");
+    let output = check(
+        &tmp.path().join("out"),
+        &["outage", "--limiter", promising.to_str().unwrap()],
+    );
+    let (out, err) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{out}\n{err}");
+    for id in ["fails-open-while-dead", "fails-open-while-hung"] {
+        let line = format!("FAIL limiter.fixture-promising.outage.{id}: ");
+        assert!(out.contains(&line), "{id}: {out}");
+    }
+    for id in ["decides-after-restart", "decides-after-hang"] {
+        let line = format!("ok   limiter.fixture-promising.outage.{id}: ");
+        assert!(out.contains(&line), "{id}: {out}");
+    }
+    let report = std::fs::read_to_string(tmp.path().join("out/REPORT.md")).unwrap();
+    let quoted = (report.lines())
+        .find(|l| l.starts_with("| `limiter.fixture-promising.outage.fails-open-while-dead` |"))
+        .unwrap_or_else(|| panic!("its detail row:\n{report}"));
+    assert!(
+        quoted.contains("“If Redis cannot be reached, every request is allowed.”"),
+        "{quoted}"
+    );
+    let out_dir = tmp.path().join("out");
+    assert_eq!(
+        common::mutation::every_limiter_claim_can_hold_and_fail(&out_dir),
+        5
+    );
+
+    let disclaiming = manifest("tests/limiters/reload-is-yours.toml");
+    let output = check(
+        &tmp.path().join("out2"),
+        &["survival", "--limiter", disclaiming.to_str().unwrap()],
+    );
+    let (out, err) = text(&output);
+    assert!(!out.contains("decides-again"), "{out}");
+    assert!(
+        out.contains("not judged on survives-script-loss (reload-is-yours): its documentation disclaims it: \
+             \"After a SCRIPT FLUSH or a restart, call load() again before the next check.\""),
+        "{out}"
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "nothing was judged: {out}\n{err}"
+    );
+}
+
 /// Bad input stops the check with exit 2 and why, before or instead of any verdict.
 #[test]
 fn a_broken_manifest_an_unknown_check_and_a_garbling_adapter_exit_2() {

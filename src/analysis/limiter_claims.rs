@@ -78,11 +78,15 @@ pub(super) fn section(limiters: &Limiters, judged: &[Judged]) -> String {
                 true => label(j).to_string(),
                 false => format!("{}: {}", label(j), j.why),
             };
+            // A promise's claim quotes the library's documentation under its text.
+            let text = match &j.claim.quote {
+                Some(quote) => format!("{}<br/>“{quote}”", j.claim.text),
+                None => j.claim.text.clone(),
+            };
             let _ = writeln!(
                 out,
-                "| `{}` | {} | {} | {} | {verdict} |",
+                "| `{}` | {text} | {} | {} | {verdict} |",
                 j.claim.id,
-                j.claim.text,
                 super::published(j.claim),
                 j.measured
             );

@@ -9,6 +9,7 @@ mod junit;
 
 use crate::analysis::claims::{self, Call, LimiterClaim};
 use crate::context::Ctx;
+use crate::experiments::limiters::{self, PromiseRow};
 use crate::experiments::{self, Experiment};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -112,6 +113,8 @@ pub struct Ran {
     pub skipped: Option<String>,
     /// Its limiter claims and their verdicts.
     pub claims: Vec<Judged>,
+    /// What the manifest disclaims that this check would judge (promises.csv, value false).
+    pub disclaimed: Vec<PromiseRow>,
 }
 
 /// One limiter claim's verdict.
@@ -148,6 +151,7 @@ pub fn run(ctx: &Ctx, checks: &[Check], say: &mut dyn FnMut(&str)) -> Result<Vec
                 seconds: 0.0,
                 skipped: Some(skipped),
                 claims: Vec::new(),
+                disclaimed: Vec::new(),
             },
             Ok(dir) => Ran {
                 check: check.clone(),
@@ -155,6 +159,11 @@ pub fn run(ctx: &Ctx, checks: &[Check], say: &mut dyn FnMut(&str)) -> Result<Vec
                 skipped: None,
                 claims: judged(experiment, &dir)
                     .map_err(|e| CheckEnd::Broken(format!("{}: {e}", experiment.id())))?,
+                disclaimed: (limiters::promised(&dir))
+                    .map_err(|e| CheckEnd::Broken(format!("{}: {e}", experiment.id())))?
+                    .into_iter()
+                    .filter(|p| !p.is_made())
+                    .collect(),
             },
         };
         say(&line(&ran));
@@ -265,7 +274,13 @@ fn line(ran: &Ran) -> String {
         };
         text.push_str(&format!("\n  {mark} {}: {}", j.claim.claim.id, j.measured));
     }
-    if ran.claims.is_empty() {
+    for p in &ran.disclaimed {
+        text.push_str(&format!(
+            "\n  not judged on {} ({}): its documentation disclaims it: \"{}\" ({})",
+            p.promise, p.strategy, p.quote, p.source
+        ));
+    }
+    if ran.claims.is_empty() && ran.disclaimed.is_empty() {
         text.push_str("\n  (no limiter claim: nothing this check measured judges its algorithm)");
     }
     text
@@ -276,7 +291,9 @@ pub fn outcome(ran: &[Ran], strict: bool) -> Result<(), CheckEnd> {
     let all: Vec<&Judged> = ran.iter().flat_map(|r| &r.claims).collect();
     if all.is_empty() {
         return Err(CheckEnd::Broken(
-            "no limiter claim was judged: every check was skipped or none applies".into(),
+            "no limiter claim was judged: every check was skipped, none applies, or the manifest \
+             disclaims what they measure"
+                .into(),
         ));
     }
     let failed = all.iter().filter(|j| j.fails(strict)).count();

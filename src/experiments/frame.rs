@@ -6,7 +6,7 @@
 
 use super::definition::Definition;
 use super::error::{ExperimentError, Phase};
-use super::limiters::{LimiterRow, PROCESS_INVOCATION};
+use super::limiters::{LimiterRow, PromiseRow, PROCESS_INVOCATION};
 use super::params::{self, ParamError};
 use super::session::{Parts, Session};
 use crate::context::Ctx;
@@ -164,10 +164,11 @@ pub fn run<D: Definition>(
         let mut sink = run
             .staging
             .csv::<LimiterRow>(super::limiters::LIMITERS_CSV)?;
-        for (row, note) in probes {
-            sink.write(&row)?;
-            run.note(note);
+        for (row, note) in &probes {
+            sink.write(row)?;
+            run.note(note.clone());
         }
+        record_promises(&mut run, &probes)?;
     }
     // The parameter file as this build ran it, beside the rows: a published dataset carries it.
     run.staging.write_text(EXPERIMENT_TOML, D::TOML)?;
@@ -337,6 +338,28 @@ fn limiter_row(
 
 /// Calls every custom limiter on a fresh key of the run before any measurement (see
 /// [`crate::limiter::custom::probe`]): its row of `limiters.csv` and a note on what the probe saw.
+/// promises.csv: what each probed limiter's manifest promised (written only when one did).
+fn record_promises(
+    run: &mut RunRecord,
+    probes: &[(LimiterRow, String)],
+) -> Result<(), ExperimentError> {
+    let mut rows = Vec::new();
+    for (row, _) in probes {
+        if let Strategy::Custom(name) = row.strategy {
+            let promises = name.definition().map(|d| d.promises).unwrap_or_default();
+            rows.extend(promises.iter().map(|p| PromiseRow::of(row.strategy, p)));
+        }
+    }
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut sink = run
+        .staging
+        .csv::<PromiseRow>(super::limiters::PROMISES_CSV)?;
+    rows.iter().try_for_each(|r| sink.write(r))?;
+    Ok(())
+}
+
 fn probe_limiters(
     ctx: &Ctx,
     target: &Target,

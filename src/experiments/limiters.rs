@@ -7,6 +7,7 @@ use crate::analysis::table::{matches, read_rows, read_typed, Row};
 use crate::analysis::AnalysisError;
 use crate::experiments::params::ParamError;
 use crate::experiments::{ExperimentError, Session};
+use crate::limiter::custom::promise::{Promise, Promised};
 use crate::limiter::custom::{Algorithm, Anchor};
 use crate::limiter::Strategy;
 use serde::{Deserialize, Serialize};
@@ -14,6 +15,42 @@ use std::path::Path;
 
 /// The file, in each experiment's directory.
 pub const LIMITERS_CSV: &str = "limiters.csv";
+
+/// What each custom limiter's manifest promises (`[promises]`), beside limiters.csv.
+pub const PROMISES_CSV: &str = "promises.csv";
+
+/// One promise a custom limiter's manifest declared, quoting its library's documentation.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PromiseRow {
+    /// The manifest's name: the strategy column of the experiment's other CSVs.
+    pub strategy: Strategy,
+    /// What it promises: fails, reconnects, survives-script-loss or follows-promotion.
+    pub promise: Promised,
+    /// `open` or `closed` for fails; `true` or `false` for the others (false: not promised, so
+    /// not judged).
+    pub value: String,
+    /// The library's own documentation, word for word: the quote of the claim that judges it.
+    pub quote: String,
+    /// Where the quote is written.
+    pub source: String,
+}
+
+impl PromiseRow {
+    /// Whether it promises the behaviour (false: disclaimed, not judged).
+    pub fn is_made(&self) -> bool {
+        self.value != "false"
+    }
+
+    pub fn of(strategy: Strategy, p: &Promise) -> Self {
+        PromiseRow {
+            strategy,
+            promise: p.promise,
+            value: p.value.clone(),
+            quote: p.quote.clone(),
+            source: p.source.clone(),
+        }
+    }
+}
 
 /// The `invocation` of a limiter process in limiters.csv (and its mode in scripts' survival).
 pub const PROCESS_INVOCATION: &str = "process";
@@ -106,15 +143,65 @@ pub fn no_claims(_: &ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError> {
     Ok(Vec::new())
 }
 
+/// The promises recorded in an experiment's directory (none if no manifest declared any).
+pub fn promised(dir: &Path) -> Result<Vec<PromiseRow>, AnalysisError> {
+    let path = dir.join(PROMISES_CSV);
+    match path.is_file() {
+        true => read_typed(&path),
+        false => Ok(Vec::new()),
+    }
+}
+
 /// One custom limiter in one experiment's results: what its claims are generated from.
 pub struct ClaimsAt<'a> {
     /// The experiment's id, as its claims name it (libraries writes race's rows under its own).
     pub experiment: &'static str,
     pub dir: &'a Path,
     pub limiter: &'a LimiterRow,
+    /// What its manifest promised (promises.csv's rows of this limiter).
+    pub promises: Vec<PromiseRow>,
+}
+
+/// How a behaviour a library may or may not promise is judged.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Promising<'a> {
+    /// Not declared: judged as ratelab's baseline, with no quote.
+    Undeclared,
+    /// Declared (a side of `fails`, or true): judged, quoting the documentation.
+    Made(&'a PromiseRow),
+    /// Declared false: not judged.
+    Disclaimed,
 }
 
 impl ClaimsAt<'_> {
+    /// What the manifest declared of `what`.
+    pub fn promise(&self, what: Promised) -> Promising<'_> {
+        match self.promises.iter().find(|p| p.promise == what) {
+            None => Promising::Undeclared,
+            Some(p) if !p.is_made() => Promising::Disclaimed,
+            Some(p) => Promising::Made(p),
+        }
+    }
+
+    /// `claims` as the manifest's promise of `what` has them judged: none when it disclaimed it,
+    /// each quoting the documentation when it made it, as they are when it said nothing.
+    pub fn as_promised(&self, what: Promised, claims: Vec<LimiterClaim>) -> Vec<LimiterClaim> {
+        match self.promise(what) {
+            Promising::Disclaimed => Vec::new(),
+            Promising::Undeclared => claims,
+            Promising::Made(p) => (claims.into_iter())
+                .map(|mut c| {
+                    c.claim.quote = Some(p.quote.clone());
+                    c.claim.text = format!(
+                        "{} (as its documentation promises: {})",
+                        c.claim.text, p.source
+                    );
+                    c
+                })
+                .collect(),
+        }
+    }
+
     /// Claims reading `file`'s rows whose `by` column names the limiter, with those rows (none
     /// when the file is missing).
     pub fn of(&self, file: &'static str, by: &'static str) -> Result<ClaimsOf<'_>, AnalysisError> {

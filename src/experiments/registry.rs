@@ -81,11 +81,16 @@ impl<D: Definition> Experiment for D {
     }
     fn limiter_claims(&self, dir: &Path) -> Result<Vec<LimiterClaim>, AnalysisError> {
         let mut claims = Vec::new();
+        let promises = limiters::promised(dir)?;
         for l in limiters::recorded(dir)? {
             let at = limiters::ClaimsAt {
                 experiment: D::ID,
                 dir,
                 limiter: &l,
+                promises: (promises.iter())
+                    .filter(|p| p.strategy == l.strategy)
+                    .cloned()
+                    .collect(),
             };
             claims.extend((D::LIMITER_CLAIMS)(&at)?);
         }
@@ -102,6 +107,9 @@ impl<D: Definition> Experiment for D {
         if D::TAKES_LIMITERS || D::TAKES_PROCESSES {
             tables.push(Table::of_custom_limiters::<limiters::LimiterRow>(
                 limiters::LIMITERS_CSV,
+            ));
+            tables.push(Table::of_custom_limiters::<limiters::PromiseRow>(
+                limiters::PROMISES_CSV,
             ));
         }
         tables

@@ -8,6 +8,7 @@ use crate::analysis::claims::{Judge, LimiterClaim, Select};
 use crate::analysis::table::{short, summarize, summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::experiments::limiters::{self, ClaimsAt, RowClaim, Verdict};
+use crate::limiter::custom::promise::Promised;
 use crate::limiter::custom::Algorithm;
 use crate::record::csv_text;
 use std::path::Path;
@@ -152,5 +153,8 @@ pub fn limiter_claims(at: &ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError>
         why: "no check was decided after the promotion (rediscovered_ms is empty): its client \
               kept to the old primary, or asked no Sentinel, until the trial's end",
     };
-    Ok(of.of_every_row(claim).into_iter().collect())
+    Ok(at.as_promised(
+        Promised::FollowsPromotion,
+        of.of_every_row(claim).into_iter().collect(),
+    ))
 }

@@ -65,6 +65,7 @@ impl Definition for Libraries {
             super::scripts::CUSTOM_SURVIVAL.table(),
             // Its adapters, probed by the frame as --limiter's are (every run has them).
             Table::of::<super::limiters::LimiterRow>(super::limiters::LIMITERS_CSV),
+            Table::of_custom_limiters::<super::limiters::PromiseRow>(super::limiters::PROMISES_CSV),
         ]
     }
 }

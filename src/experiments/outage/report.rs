@@ -5,7 +5,8 @@ use super::{Phase, PhaseRow, SweepRow, PHASES, SWEEP};
 use crate::analysis::claims::{Judge, LimiterClaim, Select};
 use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
-use crate::experiments::limiters::{self, ClaimsAt, RowClaim, Verdict};
+use crate::experiments::limiters::{self, ClaimsAt, Promising, RowClaim, Verdict};
+use crate::limiter::custom::promise::Promised;
 use crate::limiter::Strategy;
 use crate::record::csv_text;
 use crate::store::Reconnect;
@@ -117,44 +118,71 @@ pub fn verdicts(dir: &Path) -> Result<Vec<Verdict>, AnalysisError> {
 }
 
 /// Each custom limiter decides while Redis is healthy, and decides again by itself after Redis
-/// restarts and after it hangs: a normal answer inside the phase, or (after a fault) one of the
-/// checks asked after it until Redis answers. Read on the seed's client (breaker off): a breaker's
-/// open state is ratelab's answer, not the library's.
+/// restarts and after it hangs (unless its manifest disclaims `reconnects`): a normal answer
+/// inside the phase, or (after a fault) one of the checks asked after it until Redis answers. When
+/// its manifest promises to fail open or closed, every check while Redis is dead or hung is
+/// admitted, or denied, by the library itself. Read on the seed's client (breaker off): a
+/// breaker's open state is ratelab's answer, not the library's.
 pub fn limiter_claims(at: &ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError> {
     let of = at.of(PHASES.name(), "limiter")?;
-    let phases = [
-        (
-            Phase::Healthy,
+    let healthy: Vec<LimiterClaim> = (of.of_every_row(decides(Phase::Healthy)))
+        .into_iter()
+        .collect();
+    let recovered = [Phase::Restarted, Phase::Resumed].map(decides);
+    let recovered = recovered
+        .into_iter()
+        .filter_map(|c| of.of_every_row(c))
+        .collect();
+    let mut claims = healthy;
+    claims.extend(at.as_promised(Promised::Reconnects, recovered));
+    if let Promising::Made(side) = at.promise(Promised::Fails) {
+        let side = side.value.clone();
+        let fails = [Phase::Dead, Phase::Hung].map(|phase| fails(phase, &side));
+        let fails = fails
+            .into_iter()
+            .filter_map(|c| of.of_every_row(c))
+            .collect();
+        claims.extend(at.as_promised(Promised::Fails, fails));
+    }
+    Ok(claims)
+}
+
+/// The seed's client, on which the library's own behaviour is read: no breaker of ratelab's.
+fn own_client(phase: Phase) -> Select {
+    Select::from([
+        ("phase".to_string(), phase.to_string()),
+        ("breaker".to_string(), "off".to_string()),
+        ("reconnect".to_string(), csv_text(&Reconnect::InCheck)),
+    ])
+}
+
+/// It decides in `phase`, or (after a fault) on a check asked after it.
+fn decides(phase: Phase) -> RowClaim<'static> {
+    let (what, aspect, when) = match phase {
+        Phase::Healthy => (
             "decides-while-healthy",
+            "outage: decides while healthy",
             "while Redis is healthy, before any fault",
         ),
-        (
-            Phase::Restarted,
+        Phase::Restarted => (
             "decides-after-restart",
+            "outage: decides again after the restart",
             "again by itself after Redis's restart",
         ),
-        (
-            Phase::Resumed,
+        _ => (
             "decides-after-hang",
+            "outage: decides again after the hang",
             "again by itself after Redis's hang",
         ),
-    ];
-    let claims = phases.into_iter().map(|(phase, what, when)| RowClaim {
+    };
+    RowClaim {
         what,
-        aspect: match phase {
-            Phase::Healthy => "outage: decides while healthy",
-            Phase::Restarted => "outage: decides again after the restart",
-            _ => "outage: decides again after the hang",
-        },
+        aspect,
         text: format!(
             "decides {when}: a check of the {phase} phase answered by Redis, or one asked after \
              the phase until Redis answers"
         ),
-        select: Select::from([
-            ("phase".to_string(), phase.to_string()),
-            ("breaker".to_string(), "off".to_string()),
-            ("reconnect".to_string(), csv_text(&Reconnect::InCheck)),
-        ]),
+        select: own_client(phase),
         statistic: DECIDED_AGAIN,
         judge: Judge::AllAtLeast,
         published: 0.0,
@@ -171,8 +199,41 @@ pub fn limiter_claims(at: &ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError>
                  reload by itself"
             }
         },
-    });
-    Ok(claims.filter_map(|c| of.of_every_row(c)).collect())
+    }
+}
+
+/// While Redis is dead or hung, the library itself admits (`open`) or denies (`closed`) every
+/// check, as its documentation promises.
+fn fails(phase: Phase, side: &str) -> RowClaim<'static> {
+    let open = side == "open";
+    let dead = phase == Phase::Dead;
+    RowClaim {
+        what: match (open, dead) {
+            (true, true) => "fails-open-while-dead",
+            (true, false) => "fails-open-while-hung",
+            (false, true) => "fails-closed-while-dead",
+            (false, false) => "fails-closed-while-hung",
+        },
+        aspect: match dead {
+            true => "outage: fails as promised while dead",
+            false => "outage: fails as promised while hung",
+        },
+        text: format!(
+            "fails {side} by itself while Redis is {phase}: the library {} every check of the phase",
+            if open { "admits" } else { "denies" }
+        ),
+        select: own_client(phase),
+        statistic: if open { "allowed" } else { "denied" },
+        judge: Judge::AllEqual,
+        published: 0.0,
+        published_column: Some("checks"),
+        why: match open {
+            true => "some checks of the phase were not admitted by the library: denied, or left to \
+                     the policy (degraded_allowed, degraded_denied) because it answered an error",
+            false => "some checks of the phase were not denied by the library: admitted, or left \
+                      to the policy (degraded_allowed, degraded_denied) because it answered an error",
+        },
+    }
 }
 
 /// ms to the first normal answer inside the phase, else the one after it (the recovery wait).

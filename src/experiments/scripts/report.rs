@@ -7,6 +7,7 @@ use crate::analysis::claims::{Basis, Judge, LimiterClaim};
 use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use crate::experiments::limiters::{self, ClaimsAt, Verdict};
+use crate::limiter::custom::promise::Promised;
 use crate::record::csv_text;
 use std::path::Path;
 
@@ -160,9 +161,16 @@ pub fn limiter_claims(at: &ClaimsAt) -> Result<Vec<LimiterClaim>, AnalysisError>
                 .into(),
         );
         c.claim.basis = Some(Basis::Observed);
-        c
+        (event == csv_text(&super::Event::Promoted), c)
     });
-    Ok(claims.collect())
+    // Every event loses the script; the promotion also moves the primary.
+    let (promoted, lost): (Vec<_>, Vec<_>) = claims.partition(|(promoted, _)| *promoted);
+    let lost = lost.into_iter().map(|(_, c)| c).collect();
+    let promoted = promoted.into_iter().map(|(_, c)| c).collect();
+    let promoted = at.as_promised(Promised::FollowsPromotion, promoted);
+    let mut out = at.as_promised(Promised::SurvivesScriptLoss, lost);
+    out.extend(at.as_promised(Promised::SurvivesScriptLoss, promoted));
+    Ok(out)
 }
 
 /// ms from the event to the first decision after it.

@@ -19,8 +19,12 @@
 //! ```
 //!
 //! A manifest with `kind = "process"` names an adapter program instead (`command`, `algorithm`,
-//! `anchor`; examples/adapters/PROTOCOL.md): a real library run as itself.
+//! `anchor`; examples/adapters/PROTOCOL.md): a real library run as itself. Either kind may declare
+//! what its library promises, each quoting its documentation (`[promises.fails]`, ...: [`promise`]).
+//!
+//! [`promise`]: super::promise
 
+use super::promise::{self, Promise};
 use super::reply::{Pick, Rule, TimePick};
 use super::template::{Piece, Placeholder, Template};
 use super::{Algorithm, Anchor, CustomLimiter, ManifestError, ProcessCommand};
@@ -56,7 +60,12 @@ struct File {
     remaining: Option<Spanned<String>>,
     #[serde(default)]
     retry_after_ms: Option<Spanned<String>>,
+    #[serde(default)]
+    promises: Option<Spanned<Promises>>,
 }
+
+/// `[promises.<name>]` tables, in the order of their names.
+type Promises = std::collections::BTreeMap<String, promise::Written>;
 
 /// Reads and checks the manifest at `path` and the script it names.
 pub fn load(path: &Path) -> Result<CustomLimiter, ManifestError> {
@@ -110,6 +119,8 @@ struct ProcessFile {
     algorithm: Spanned<String>,
     #[serde(default)]
     anchor: Option<Spanned<String>>,
+    #[serde(default)]
+    promises: Option<Spanned<Promises>>,
 }
 
 fn parse_process(path: &Path, text: &str, at: &At) -> Result<CustomLimiter, ManifestError> {
@@ -155,6 +166,7 @@ fn parse_process(path: &Path, text: &str, at: &At) -> Result<CustomLimiter, Mani
             argv: file.command.get_ref().clone(),
             dir: dir.display().to_string(),
         }),
+        promises: promises(file.promises.as_ref(), at)?,
     })
 }
 
@@ -225,7 +237,18 @@ fn parse_script(path: &Path, text: &str, at: &At) -> Result<CustomLimiter, Manif
         remaining,
         retry_after_ms,
         process: None,
+        promises: promises(file.promises.as_ref(), at)?,
     })
+}
+
+/// The declared promises, each checked (its line is the `[promises]` table's).
+fn promises(written: Option<&Spanned<Promises>>, at: &At) -> Result<Vec<Promise>, ManifestError> {
+    let Some(written) = written else {
+        return Ok(Vec::new());
+    };
+    (written.get_ref().iter())
+        .map(|(name, w)| promise::parse(name, w).map_err(|m| at(written.span(), m)))
+        .collect()
 }
 
 /// `remaining`: a count of requests, so a unit (`in s`) is a mistake said as one.

@@ -10,6 +10,7 @@
 
 pub mod anchor;
 pub mod manifest;
+pub mod promise;
 pub mod reply;
 pub mod template;
 
@@ -171,6 +172,9 @@ pub struct CustomLimiter {
     /// fields are then empty).
     #[serde(default)]
     pub process: Option<ProcessCommand>,
+    /// What its library promises beyond its algorithm, each with its documentation's words.
+    #[serde(default)]
+    pub promises: Vec<promise::Promise>,
 }
 
 /// A limiter process's program: its argv and the folder it runs in (the manifest's).
