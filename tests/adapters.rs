@@ -20,6 +20,11 @@ enum Expect {
     OverAdmitsInFlight,
     /// Every check (it decides nothing).
     Everything,
+    /// Its limit one check at a time; with checks in flight, whatever its library's timing gives
+    /// that run (pyrate-limiter's non-blocking lock turns a busy lock into a denial without asking
+    /// Redis, and its script counts entries only up to the caller's own timestamp: fewer or more
+    /// than the limit, run to run), so its claim is not asserted either way here.
+    Varies,
 }
 
 fn expected(name: &str) -> Option<Expect> {
@@ -28,15 +33,36 @@ fn expected(name: &str) -> Option<Expect> {
         "noop" => Everything,
         "rlf-non-atomic" | "seed000-naive" | "seed001-naive" => OverAdmitsInFlight,
         "rate-limiter-flexible"
+        | "rate-limiter-flexible-node-redis"
         | "rolling-rate-limiter"
         | "rate-limit-redis"
+        | "ratelimiter"
+        | "ratelimiter-ioredis"
+        | "async-ratelimiter"
+        | "nestjs-throttler-redis"
+        | "limits-fixed-window"
+        | "limits-moving-window"
+        | "limits-sliding-window-counter"
+        | "python-redis-rate-limit"
         | "seed000-lua"
         | "seed000-queue"
         | "seed001-lua"
         | "python-redis-py" => Exact,
+        "pyrate-limiter" | "pyrate-limiter-per-thread" => Varies,
         _ => return None,
     })
 }
+
+/// The adapters whose library stamps its entries with the caller's clock (their handshake says so).
+const CALLER_CLOCK: &[&str] = &[
+    "rolling-rate-limiter",
+    "ratelimiter",
+    "ratelimiter-ioredis",
+    "async-ratelimiter",
+    "limits-moving-window",
+    "pyrate-limiter",
+    "pyrate-limiter-per-thread",
+];
 
 fn manifests() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adapters");
@@ -128,7 +154,10 @@ fn key_ttls(keys_csv: &str, name: &str) -> Vec<i64> {
 fn shows(expect: Expect, t: &Trial) -> bool {
     t.errors == 0
         && match (expect, t.config.as_str()) {
-            (Expect::Exact, _) | (Expect::OverAdmitsInFlight, "1x1") => t.admitted == t.limit,
+            (Expect::Exact, _) | (Expect::OverAdmitsInFlight | Expect::Varies, "1x1") => {
+                t.admitted == t.limit
+            }
+            (Expect::Varies, _) => true,
             (Expect::OverAdmitsInFlight, _) => t.admitted >= t.limit,
             (Expect::Everything, _) => t.admitted == t.checks,
         }
@@ -209,7 +238,14 @@ fn every_adapter_runs_race_as_its_library_and_shows_what_its_design_allows() {
             ));
         }
         let ttls = key_ttls(&keys, &limiter.name);
-        let leaks = limiter.name == "seed000-naive"; // the seed's naiveCheck never sets an expiry
+        // The seed's naiveCheck never sets an expiry, nor does pyrate-limiter's sorted set (a TTL
+        // was added in its PR #306 and reverted).
+        let leaks = [
+            "seed000-naive",
+            "pyrate-limiter",
+            "pyrate-limiter-per-thread",
+        ]
+        .contains(&limiter.name.as_str());
         let as_designed = match limiter.name.as_str() {
             "noop" => ttls.is_empty(),
             _ => !ttls.is_empty() && ttls.iter().all(|&t| (t == -1) == leaks),
@@ -225,8 +261,8 @@ fn every_adapter_runs_race_as_its_library_and_shows_what_its_design_allows() {
             "{}: {limiters}",
             limiter.name
         );
-        // Whose clock: only rolling-rate-limiter's handshake says it stamps entries itself.
-        let caller = limiter.name == "rolling-rate-limiter";
+        // Whose clock: the handshakes of the libraries that stamp entries with their own time.
+        let caller = CALLER_CLOCK.contains(&limiter.name.as_str());
         let clock = format!(",{caller},");
         assert!(
             row.is_some_and(|r| r.contains(&clock)),
@@ -237,7 +273,7 @@ fn every_adapter_runs_race_as_its_library_and_shows_what_its_design_allows() {
         let id = format!("limiter.{}.race.matrix-exact", limiter.name);
         let (verdict, measured) = common::limiter_claim(out.path(), &id);
         let exact = matches!(expect, Expect::Exact);
-        if (verdict == "holds") != exact {
+        if expect != Expect::Varies && (verdict == "holds") != exact {
             failures.push(format!("{id}: {verdict} ({measured}); expected {expect:?}"));
         }
         // And its keys expire, but for the seed's naiveCheck (noop leaves none: no claim).

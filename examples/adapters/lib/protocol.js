@@ -19,7 +19,8 @@ function text(err) {
 // and it did not load it again) or another error, the client gave up waiting, or (the default) the
 // connection failed or is not ready.
 function errorKind(err) {
-  const name = String((err && (err.name || (err.constructor && err.constructor.name))) || '');
+  // node-redis's ErrorReply keeps the name `Error`: its class says what it is.
+  const name = err ? `${err.name || ''} ${(err.constructor && err.constructor.name) || ''}` : '';
   if (/ReplyError|ErrorReply/.test(name)) return /^NOSCRIPT/.test(text(err)) ? 'noscript' : 'reply';
   if (/timed? ?out|timeout/i.test(`${name} ${text(err)}`)) return 'timeout';
   return 'connection';

@@ -17,13 +17,22 @@ NOSCRIPT until the bucket is built again; this adapter does not rebuild it. The 
 expiry: a `Limiter` schedules a background "leak" thread (every 10 s) that ZREMRANGEBYSCOREs entries
 older than the window.
 
-Configuration: one `Limiter` per ratelab key (cached by key; the bucket key is ratelab's key itself,
-so every key it writes is the key ratelab sent), all sharing one redis-py client. The `Limiter` is
-shared by every thread as the README says it may be ("thread-safe via RLock"): checks run in a pool
-of 32 threads (a threaded WSGI server's shape), each calling `try_acquire` on the key's limiter.
-With `blocking=False` the limiter's RLock is taken without waiting, and a check that finds another
-thread holding it is refused on the spot (`try_acquire` turns the lock's TimeoutError into False):
-that is the library's non-blocking behaviour, measured as it is.
+Configuration (this adapter's argument, one manifest each: the choice PyrateLimiter's issue #172,
+"Global or local instance of the Limiter?", is about):
+
+- `shared` (pyrate-limiter.toml): one `Limiter` per ratelab key in the process (cached by key),
+  shared by every thread as the README says it may be ("thread-safe via RLock"). With
+  `blocking=False` that RLock is taken without waiting, and a check that finds another thread
+  holding it is refused on the spot (`try_acquire` turns the lock's TimeoutError into False)
+  without asking Redis: the library's non-blocking behaviour, measured as it is.
+- `per-thread` (pyrate-limiter-per-thread.toml): each thread builds its own `Limiter` and
+  `RedisBucket` for the key (cached per thread and key), as code that makes a limiter where it
+  needs one does: no lock is shared, so the threads of one process meet only in Redis, as
+  processes do, and the script's count up to the caller's own `now` is all that keeps them apart.
+
+Either way the bucket key is ratelab's key itself (every key it writes is the key ratelab sent),
+every limiter shares one redis-py client, and checks run in a pool of 32 threads (a threaded WSGI
+server's shape), each calling `try_acquire` on its limiter.
 
 Client: redis-py with the run's `timeout_ms` as socket timeouts; its exceptions pass through
 `try_acquire` and are answered as errors by kind. Sentinel (`Sentinel(...).master_for(name)`) and
@@ -80,20 +89,32 @@ def client(setup):
     return redis.Redis(connection_pool=redis.ConnectionPool.from_url(setup["redis_url"], **options))
 
 
+MODES = ("shared", "per-thread")
+
+
 class Limiters:
-    def __init__(self, setup):
+    def __init__(self, setup, mode):
         self.setup = setup
+        self.mode = mode
         self.redis = client(setup)
-        self.limiters = {}
+        self.limiters = {}  # shared: by key
+        self.local = threading.local()  # per-thread: each thread's own, by key
         self.lock = threading.Lock()
 
+    def new(self, key):
+        rates = [Rate(self.setup["limit"], self.setup["window_ms"])]
+        return Limiter(RedisBucket.init(rates, self.redis, key))
+
     def limiter(self, key):
+        if self.mode == "per-thread":
+            mine = self.local.__dict__.setdefault("limiters", {})
+            if key not in mine:
+                mine[key] = self.new(key)
+            return mine[key]
         with self.lock:
-            limiter = self.limiters.get(key)
-            if limiter is None:
-                rates = [Rate(self.setup["limit"], self.setup["window_ms"])]
-                limiter = self.limiters[key] = Limiter(RedisBucket.init(rates, self.redis, key))
-            return limiter
+            if key not in self.limiters:
+                self.limiters[key] = self.new(key)
+            return self.limiters[key]
 
     def check(self, key, cost):
         return {"allowed": self.limiter(key).try_acquire(key, weight=cost, blocking=False)}
@@ -107,6 +128,7 @@ def answer(limiters, check):
 
 
 def main():
+    mode = sys.argv[1] if len(sys.argv) > 1 else "shared"
     line = sys.stdin.readline()
     if not line:
         return
@@ -114,13 +136,16 @@ def main():
     if setup.get("type") != "setup" or setup.get("protocol") != 1:
         say({"type": "fatal", "error": "expected a protocol 1 setup line"})
         return
+    if mode not in MODES:
+        say({"type": "fatal", "error": f"unknown mode {mode!r}: one of {', '.join(MODES)}"})
+        return
     try:
-        limiters = Limiters(setup)
+        limiters = Limiters(setup, mode)
         limiters.redis.ping()
     except Exception as err:
         say({"type": "fatal", "error": f"cannot reach Redis: {err}"})
         return
-    ready = {"type": "ready", "protocol": 1, "adapter": "pyrate-limiter", "library": "pyrate-limiter",
+    ready = {"type": "ready", "protocol": 1, "adapter": f"pyrate-limiter-{mode}", "library": "pyrate-limiter",
              "version": importlib.metadata.version("pyrate-limiter"),
              "client": f"redis-py {importlib.metadata.version('redis')}",
              # Its entries are stamped with this process's time_ns().
