@@ -58,7 +58,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
             finish_experiment(experiment, &dir);
             Ok(())
         }
-        Command::All { run } => all(&run.into_ctx(&[])?),
+        Command::All { ids, run } => all(&run.into_ctx(&[])?, &ids),
         Command::Chart { dir } => chart(&dir),
         Command::Report { dirs, out } => match dirs.as_slice() {
             [dir] => {
@@ -231,12 +231,16 @@ fn list() -> anyhow::Result<()> {
 /// Every experiment that can run here: parameters and preconditions checked up front (an
 /// experiment that may not run is skipped with its reason), a failure does not stop the rest,
 /// and charts and REPORT.md are written for what finished. Fails naming every failure.
-fn all(ctx: &Ctx) -> anyhow::Result<()> {
+fn all(ctx: &Ctx, ids: &[String]) -> anyhow::Result<()> {
+    for id in ids {
+        experiments::find(id)?;
+    }
     std::fs::create_dir_all(&ctx.out_dir)
         .with_context(|| format!("creating {}", ctx.out_dir.display()))?;
     let mut not_run: Vec<(&'static str, String)> = Vec::new();
     let mut runnable = Vec::new();
-    for &experiment in experiments::ALL {
+    let named = |id: &str| ids.is_empty() || ids.iter().any(|i| i == id);
+    for &experiment in experiments::ALL.iter().filter(|e| named(e.id())) {
         match experiment.prepare(ctx) {
             Ok(()) => runnable.push(experiment),
             // A bad --set or a broken parameter file is the user's to fix before an hour's run.
@@ -250,13 +254,17 @@ fn all(ctx: &Ctx) -> anyhow::Result<()> {
     }
     pin_harness(ctx);
     let mut failures = Vec::new();
+    let mut finished = 0;
     let plan = Plan::of(ctx, &runnable);
     for (i, experiment) in runnable.into_iter().enumerate() {
         let ticker = plan.start(ctx, i);
         let ran = experiment.run(ctx);
         drop(ticker);
         match ran {
-            Ok(dir) => finish_experiment(experiment, &dir),
+            Ok(dir) => {
+                finished += 1;
+                finish_experiment(experiment, &dir)
+            }
             Err(e) => {
                 let reason = crate::errors::one_line(&e);
                 eprintln!("ratelab: experiment `{}` failed: {reason}", experiment.id());
@@ -270,7 +278,7 @@ fn all(ctx: &Ctx) -> anyhow::Result<()> {
         failures.is_empty(),
         "{} of {} experiments failed: {} (see {})",
         failures.len(),
-        experiments::ALL.len(),
+        failures.len() + finished,
         failures.join(", "),
         report.display()
     );

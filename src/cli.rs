@@ -35,6 +35,9 @@ pub enum Command {
     },
     /// Run every experiment, then draw the charts and write the report.
     All {
+        /// Only these experiments (ids from `ratelab list`), in the registry's order; every one
+        /// when none is named.
+        ids: Vec<String>,
         #[command(flatten)]
         run: RunArgs,
     },

@@ -3,9 +3,6 @@
 //! restart and reaches the replica, and each client fallback turns NOSCRIPT into a decision at the
 //! round trips it states, as Redis itself counted them. No timing is asserted.
 
-use crate::common;
-
-use ratelab::experiments;
 use ratelab::limiter::{library, Attempt, Invocation, LimitSpec, Limiter, Strategy};
 use ratelab::server::{self, Info, Persistence, RedisServer, ServerOptions, ADMIN_TIMEOUT};
 use redis::{ErrorKind, ServerErrorKind};
@@ -193,59 +190,4 @@ fn each_fallback_turns_noscript_into_a_decision_at_its_stated_round_trips() {
     server.restart().unwrap();
     let (a, counted) = attempt(&server, Invocation::Eval);
     assert!(a.outcome.is_ok() && !a.noscript && a.round_trips == 1 && counted == 1);
-}
-
-#[test]
-fn quick_profile_writes_cost_flush_and_survival() {
-    let out = tempfile::tempdir().unwrap();
-    let ctx = common::ctx(out.path());
-    let dir = experiments::find("scripts")
-        .unwrap()
-        .run(&ctx)
-        .expect("scripts runs");
-    for csv in ["cost.csv", "flush.csv", "survival.csv"] {
-        let text = std::fs::read_to_string(dir.join(csv)).unwrap();
-        assert!(text.lines().count() > 1, "{csv} has no rows");
-    }
-    let table = |name: &str| -> Vec<csv::StringRecord> {
-        let mut reader = csv::Reader::from_path(dir.join(name)).unwrap();
-        reader.records().map(Result::unwrap).collect()
-    };
-    let header = |name: &str| -> Vec<String> {
-        let mut reader = csv::Reader::from_path(dir.join(name)).unwrap();
-        reader
-            .headers()
-            .unwrap()
-            .iter()
-            .map(str::to_string)
-            .collect()
-    };
-    let survival_columns = header("survival.csv");
-    for column in [
-        "mode",
-        "fallback",
-        "event",
-        "first_outcome",
-        "error",
-        "round_trips",
-        "first_call_us",
-    ] {
-        assert!(
-            survival_columns.iter().any(|c| c == column),
-            "survival.csv lacks {column}"
-        );
-    }
-    // Every mode after every event: 6 x 7.
-    assert_eq!(table("survival.csv").len(), 42);
-    // Steady state costs no fallback and no error in any mode.
-    let cost_columns = header("cost.csv");
-    let col = |name: &str| cost_columns.iter().position(|c| c == name).unwrap();
-    for row in table("cost.csv") {
-        assert_eq!(&row[col("errors")], "0", "{row:?}");
-        assert_eq!(&row[col("noscript")], "0", "{row:?}");
-    }
-    let ctx_charts = experiments::find("scripts").unwrap().charts(&dir).unwrap();
-    assert_eq!(ctx_charts.len(), 10, "five charts, SVG and PNG");
-    let summary = experiments::find("scripts").unwrap().summary(&dir).unwrap();
-    assert!(summary.contains("| restart-rdb |"), "{summary}");
 }
