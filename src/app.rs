@@ -64,6 +64,10 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
             [dir] => {
                 has_results(dir)?;
                 write_report(dir, &[])?;
+                // A scoreboard's run: its board is redrawn from the same CSVs.
+                if dir.join(crate::scoreboard::SCOREBOARD_MD).is_file() {
+                    crate::scoreboard::write(dir)?;
+                }
                 Ok(())
             }
             _ => {
@@ -141,6 +145,27 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
                 strict,
             };
             check(run, &names, &limiters, outputs)
+        }
+        Command::Scoreboard {
+            only,
+            adapters,
+            out,
+            redis_server,
+            quiet,
+        } => {
+            let run = crate::cli::RunArgs {
+                profile: Profile::Quick,
+                out,
+                redis_server,
+                redis_url: None,
+                tls_ca: None,
+                tls_cert: None,
+                tls_key: None,
+                tls: false,
+                seed: 0x5eed,
+                quiet,
+            };
+            scoreboard(run, &adapters, &only)
         }
         Command::Worker => Ok(crate::load::worker_main()?),
     }
@@ -566,6 +591,24 @@ fn check(
     battery::outcome(&ran, outputs.strict)?;
     let claims: usize = ran.iter().map(|r| r.claims.len()).sum();
     sayln!("check: every one of {claims} limiter claims holds");
+    Ok(())
+}
+
+/// `ratelab scoreboard`: the battery over every adapter, then REPORT.md and SCOREBOARD.md. A
+/// library that breaks the protocol stops it (`--only` leaves it out).
+fn scoreboard(run: crate::cli::RunArgs, adapters: &Path, only: &[String]) -> anyhow::Result<()> {
+    let manifests = crate::scoreboard::adapters(adapters, only)?;
+    let mut ctx = run.into_ctx(&[])?;
+    ctx.limiters = crate::cli::load_limiters(&manifests)?;
+    pin_harness(&ctx);
+    let checks = crate::check::battery()?;
+    crate::scoreboard::run(&ctx, &checks, &mut |line| sayln!("{line}"))?;
+    let report = experiments::write_report(&ctx.out_dir, &[])?;
+    sayln!("report: {}", report.display());
+    sayln!(
+        "scoreboard: {}",
+        crate::scoreboard::write(&ctx.out_dir)?.display()
+    );
     Ok(())
 }
 

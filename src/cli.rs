@@ -136,6 +136,26 @@ pub enum Command {
         #[arg(long)]
         quiet: bool,
     },
+    /// Every library adapter in examples/adapters/ through check's battery, all in each check's
+    /// one run: SCOREBOARD.md (a library per row, a failure mode per column), its HTML and CSV,
+    /// beside the runs' CSVs and REPORT.md.
+    Scoreboard {
+        /// Only these adapters (their manifests' names).
+        #[arg(long, num_args = 1..)]
+        only: Vec<String>,
+        /// Where the adapters are: a folder per library, each with its manifest(s).
+        #[arg(long, default_value = "examples/adapters")]
+        adapters: PathBuf,
+        /// Where the runs' results go.
+        #[arg(long, default_value = "results/scoreboard")]
+        out: PathBuf,
+        /// redis-server binary for the servers ratelab starts.
+        #[arg(long, default_value = "redis-server")]
+        redis_server: PathBuf,
+        /// Never draw progress bars.
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Internal: one load-generator process, driven over stdin/stdout by its parent.
     #[command(hide = true)]
     Worker,

@@ -62,5 +62,6 @@ pub mod load;
 pub mod progress;
 pub mod publish;
 pub mod record;
+pub mod scoreboard;
 pub mod server;
 pub mod store;

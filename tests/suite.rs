@@ -40,6 +40,7 @@ mod race;
 mod readme;
 mod refill;
 mod replica;
+mod scoreboard;
 mod scripts;
 mod sentinel;
 mod stalls;

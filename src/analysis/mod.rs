@@ -7,7 +7,7 @@ pub mod claims;
 pub mod claims_json;
 pub mod compare;
 mod front;
-mod html;
+pub mod html;
 mod judge;
 pub mod limiter_claims;
 mod reasons;

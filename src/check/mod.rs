@@ -111,6 +111,8 @@ pub struct Ran {
     pub seconds: f64,
     /// Why it was not run, when it was not (a server the user named, a client the adapter lacks).
     pub skipped: Option<String>,
+    /// The limiter whose missing client skipped it, when that was why.
+    pub refused: Option<String>,
     /// Its limiter claims and their verdicts.
     pub claims: Vec<Judged>,
     /// What the manifest disclaims that this check would judge (promises.csv, value false).
@@ -142,50 +144,60 @@ impl Judged {
 pub fn run(ctx: &Ctx, checks: &[Check], say: &mut dyn FnMut(&str)) -> Result<Vec<Ran>, CheckEnd> {
     let mut out = Vec::new();
     for check in checks {
-        let experiment = experiments::find(&check.experiment)
-            .map_err(|e| CheckEnd::Broken(format!("check {}: {e}", check.name)))?;
-        let started = Instant::now();
-        let ran = match run_one(ctx, check, experiment)? {
-            Err(skipped) => Ran {
-                check: check.clone(),
-                seconds: 0.0,
-                skipped: Some(skipped),
-                claims: Vec::new(),
-                disclaimed: Vec::new(),
-            },
-            Ok(dir) => Ran {
-                check: check.clone(),
-                seconds: started.elapsed().as_secs_f64(),
-                skipped: None,
-                claims: judged(experiment, &dir)
-                    .map_err(|e| CheckEnd::Broken(format!("{}: {e}", experiment.id())))?,
-                disclaimed: (limiters::promised(&dir))
-                    .map_err(|e| CheckEnd::Broken(format!("{}: {e}", experiment.id())))?
-                    .into_iter()
-                    .filter(|p| !p.is_made())
-                    .collect(),
-            },
-        };
+        let ran = run_check(ctx, check)?;
         say(&line(&ran));
         out.push(ran);
     }
     Ok(out)
 }
 
+/// One check of the battery with `ctx`'s limiters, judged.
+pub fn run_check(ctx: &Ctx, check: &Check) -> Result<Ran, CheckEnd> {
+    let experiment = experiments::find(&check.experiment)
+        .map_err(|e| CheckEnd::Broken(format!("check {}: {e}", check.name)))?;
+    let started = Instant::now();
+    let broken = |e: &dyn std::fmt::Display| CheckEnd::Broken(format!("{}: {e}", experiment.id()));
+    Ok(match run_one(ctx, check, experiment)? {
+        Err((skipped, refused)) => Ran {
+            check: check.clone(),
+            seconds: 0.0,
+            skipped: Some(skipped),
+            refused,
+            claims: Vec::new(),
+            disclaimed: Vec::new(),
+        },
+        Ok(dir) => Ran {
+            check: check.clone(),
+            seconds: started.elapsed().as_secs_f64(),
+            skipped: None,
+            refused: None,
+            claims: judged(experiment, &dir).map_err(|e| broken(&e))?,
+            disclaimed: (limiters::promised(&dir).map_err(|e| broken(&e))?)
+                .into_iter()
+                .filter(|p| !p.is_made())
+                .collect(),
+        },
+    })
+}
+
+/// Why a check was not run, and the limiter whose missing client it was, if one's.
+type Skipped = (String, Option<String>);
+
 /// One check's experiment run: its directory, or why it was skipped.
 fn run_one(
     ctx: &Ctx,
     check: &Check,
     experiment: &dyn Experiment,
-) -> Result<Result<PathBuf, String>, CheckEnd> {
+) -> Result<Result<PathBuf, Skipped>, CheckEnd> {
     if let (Some(_), Some(why)) = (&ctx.redis_url, experiment.must_own_server()) {
-        return Ok(Err(format!("not on a server you named: {why}")));
+        return Ok(Err((format!("not on a server you named: {why}"), None)));
     }
     if check.needs_cluster && !on_users_cluster_or_none(ctx)? {
-        return Ok(Err(
+        return Ok(Err((
             "the server you named is not a Redis Cluster node: name one to check the library's cluster client"
                 .into(),
-        ));
+            None,
+        )));
     }
     let mut ctx = ctx.clone();
     ctx.sets = check.sets.clone().into_iter().collect();
@@ -200,7 +212,7 @@ fn run_one(
     match experiment.run(&ctx) {
         Ok(dir) => Ok(Ok(dir)),
         Err(e) => match no_client_for(&e) {
-            Some(why) => Ok(Err(why)),
+            Some((name, why)) => Ok(Err((why, Some(name)))),
             None => Err(broken(&e)),
         },
     }
@@ -219,8 +231,8 @@ fn on_users_cluster_or_none(ctx: &Ctx) -> Result<bool, CheckEnd> {
 }
 
 /// A limiter process refused for lacking the client the check needs (a cluster's, a Sentinel
-/// one): the check does not apply to it, which is not a failure of the library.
-fn no_client_for(err: &(dyn std::error::Error + 'static)) -> Option<String> {
+/// one): the check does not apply to it, which is not a failure of the library. Its name and why.
+fn no_client_for(err: &(dyn std::error::Error + 'static)) -> Option<(String, String)> {
     use crate::experiments::PhaseError;
     use crate::limiter::LimiterError;
     let mut cause = Some(err);
@@ -230,8 +242,8 @@ fn no_client_for(err: &(dyn std::error::Error + 'static)) -> Option<String> {
             Some(PhaseError::Limiter(l)) => Some(l),
             _ => e.downcast_ref::<LimiterError>(),
         };
-        if let Some(l @ LimiterError::NoClientFor { .. }) = limiter {
-            return Some(l.to_string());
+        if let Some(l @ LimiterError::NoClientFor { name, .. }) = limiter {
+            return Some((name.clone(), l.to_string()));
         }
         cause = e.source();
     }
@@ -260,7 +272,7 @@ pub fn judged(
 }
 
 /// What one check printed as it ended.
-fn line(ran: &Ran) -> String {
+pub fn line(ran: &Ran) -> String {
     let head = format!("{} ({})", ran.check.name, ran.check.experiment);
     if let Some(why) = &ran.skipped {
         return format!("SKIP  {head}: {why}");

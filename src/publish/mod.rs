@@ -126,6 +126,7 @@ impl Dataset {
         let ours = |name: &str| {
             present.iter().any(|p| p.experiment.id() == name)
                 || REPORT_FILES.contains(&name)
+                || crate::scoreboard::FILES.contains(&name)
                 || [DATAPACKAGE, CITATION, README, LICENSE, SHA256SUMS].contains(&name)
         };
         let mut left_out: Vec<String> = read_names(root)?
@@ -145,7 +146,8 @@ impl Dataset {
     /// the publishing files that exist, and every non-hidden file under each experiment's directory.
     pub fn files(&self) -> Result<Vec<String>, PublishError> {
         let publishing = [DATAPACKAGE, CITATION, README, LICENSE];
-        let mut files: Vec<String> = (REPORT_FILES.iter().chain(&publishing))
+        let board = crate::scoreboard::FILES;
+        let mut files: Vec<String> = (REPORT_FILES.iter().chain(&board).chain(&publishing))
             .filter(|f| self.root.join(f).is_file())
             .map(|f| f.to_string())
             .collect();
@@ -194,20 +196,20 @@ impl Dataset {
     }
 }
 
-/// The tables at the dataset's root that are there (claims.csv, which `ratelab report` writes).
+/// The tables at the dataset's root that are there (claims.csv, which `ratelab report` writes, and a
+/// scoreboard's scoreboard.csv).
 pub fn root_tables(root: &Path) -> Vec<Table> {
-    let claims = crate::analysis::claims_table();
-    (root.join(claims.file).is_file())
-        .then_some(claims)
+    [crate::analysis::claims_table(), crate::scoreboard::table()]
         .into_iter()
+        .filter(|t| root.join(t.file).is_file())
         .collect()
 }
 
 /// The table a resource path names, for this build: `<experiment>/<file>` or a root table.
 pub fn table_for(path: &str) -> Option<Table> {
-    let claims = crate::analysis::claims_table();
-    if path == claims.file {
-        return Some(claims);
+    let root = [crate::analysis::claims_table(), crate::scoreboard::table()];
+    if let Some(t) = root.into_iter().find(|t| t.file == path) {
+        return Some(t);
     }
     let (id, file) = path.split_once('/')?;
     let experiment = crate::experiments::find(id).ok()?;

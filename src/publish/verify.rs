@@ -7,6 +7,7 @@
 use super::tables::{self, Resource};
 use super::{checksums, extract, Dataset, PublishError, DATAPACKAGE, SHA256SUMS};
 use crate::experiments;
+use crate::scoreboard;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -468,11 +469,23 @@ fn compare_report(root: &Path, copy: &Path) -> Result<(Vec<String>, usize), Publ
             "claim {id}: in the published claims.csv, not judged by this build"
         ));
     }
-    for file in [
+    let mut files = vec![
         "REPORT.md",
         "REPORT.html",
         crate::analysis::claims_json::FILE,
-    ] {
+    ];
+    // A scoreboard's run: its board is redrawn from the same CSVs.
+    if root.join(scoreboard::SCOREBOARD_MD).is_file() {
+        match scoreboard::write(copy) {
+            Ok(_) => files.extend(scoreboard::FILES),
+            Err(e) => problems.push(format!(
+                "{} does not redraw from the CSVs: {}",
+                scoreboard::SCOREBOARD_MD,
+                crate::errors::one_line(&e)
+            )),
+        }
+    }
+    for file in files {
         let read = |dir: &Path| std::fs::read_to_string(dir.join(file)).unwrap_or_default();
         problems.extend(text_difference(file, &read(root), &read(copy)));
     }
