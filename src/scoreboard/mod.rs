@@ -5,6 +5,8 @@
 //! ([`write`]), so `report` and `verify` redraw it. A product over runs, like `check` and
 //! `publish`: it runs experiments, it is not one.
 
+mod picture;
+
 use crate::analysis::claims::Call;
 use crate::analysis::AnalysisError;
 use crate::check::{self, Check, CheckEnd, Judged, Ran};
@@ -19,7 +21,13 @@ pub const SCOREBOARD_MD: &str = "SCOREBOARD.md";
 pub const SCOREBOARD_HTML: &str = "SCOREBOARD.html";
 pub const SCOREBOARD_CSV: &str = "scoreboard.csv";
 /// What [`write`] puts at a results directory's root, published with it when there.
-pub const FILES: [&str; 3] = [SCOREBOARD_MD, SCOREBOARD_HTML, SCOREBOARD_CSV];
+pub const FILES: [&str; 5] = [
+    SCOREBOARD_MD,
+    SCOREBOARD_HTML,
+    SCOREBOARD_CSV,
+    picture::SVG,
+    picture::PNG,
+];
 
 /// The adapter that decides nothing: the process boundary's measure, not a library.
 const BOUNDARY: &str = "noop";
@@ -178,6 +186,10 @@ pub fn write(dir: &Path) -> Result<PathBuf, ScoreboardError> {
         w.serialize(r).map_err(csv_error)?;
     }
     w.flush().map_err(|e| csv_error(e.into()))?;
+    let svg_path = dir.join(picture::SVG);
+    write_text(&svg_path, &picture::svg(&board, &board.counts()))?;
+    (crate::charts::svg_to_png(&svg_path, &dir.join(picture::PNG)))
+        .map_err(|e| ScoreboardError::Battery(e.to_string()))?;
     let markdown = board.markdown();
     let md_path = dir.join(SCOREBOARD_MD);
     write_text(&md_path, &markdown)?;
@@ -219,23 +231,31 @@ struct Board {
 }
 
 impl Board {
-    fn markdown(&self) -> String {
-        let mut out = String::from("# Which library holds its limit?\n\n");
+    /// How many libraries, checks and claims, and what the claims came to.
+    fn counts(&self) -> String {
         let count = |call: Call| {
-            self.rows
-                .iter()
+            (self.rows.iter())
                 .filter(|r| r.verdict == call.label())
                 .count()
         };
-        let _ = writeln!(
-            out,
-            "{} libraries through {} failure modes: {} limiter claims, {} hold, {} differ, {} inconclusive.\n",
+        format!(
+            "{} libraries through {} failure modes: {} limiter claims, {} hold, {} differ, {} inconclusive",
             self.libraries.len(),
             self.checks.len(),
             self.rows.len(),
             count(Call::Holds),
             count(Call::Differs),
             count(Call::Inconclusive),
+        )
+    }
+
+    fn markdown(&self) -> String {
+        let mut out = String::from("# Which library holds its limit?\n\n");
+        let _ = writeln!(out, "{}.\n", self.counts());
+        let _ = writeln!(
+            out,
+            "![the board: a library per row, a check per column]({})\n",
+            picture::SVG
         );
         out.push_str(
             "Each library is installed from its registry by name and version (its adapter's lock file) and run \
@@ -265,42 +285,71 @@ impl Board {
         out
     }
 
-    /// One library in one check: every claim holds (how many), or each that does not with its
-    /// figure; a library the check did not run says why.
+    /// One library in one check, as the table shows it: every claim holds (how many), or each
+    /// that does not with its figure; a library the check did not run says why.
     fn cell(&self, name: &str, c: &Check, ran: &BTreeSet<String>) -> String {
-        if !ran.contains(name) {
-            return match c.needs_cluster {
-                true => "not run: no cluster client".into(),
-                false => "not run".into(),
-            };
+        let mine = self.claims_of(name, c);
+        let link = |text: String| format!("[{text}]({})", mine[0].evidence);
+        match self.status(name, c, ran) {
+            Status::NotRun(why) => why.into(),
+            Status::NoClaim => "no claim".into(),
+            Status::Holds(n) => link(format!("holds ({n})")),
+            Status::Misses { holding, of, .. } => {
+                let missed: Vec<String> = (mine.iter())
+                    .filter(|r| r.verdict != Call::Holds.label())
+                    .map(|r| {
+                        let what = r.claim.rsplit('.').next().unwrap_or(&r.claim);
+                        format!("**{}** `{what}`: {}", r.verdict, r.measured)
+                    })
+                    .collect();
+                format!(
+                    "{}<br/>{}",
+                    link(format!("{holding} of {of} hold")),
+                    missed.join("<br/>")
+                )
+            }
         }
-        let mine: Vec<&ScoreRow> = self
-            .rows
-            .iter()
+    }
+
+    fn claims_of(&self, name: &str, c: &Check) -> Vec<&ScoreRow> {
+        (self.rows.iter())
             .filter(|r| r.limiter == name && r.check == c.name)
-            .collect();
-        let Some(first) = mine.first() else {
-            return "no claim".into();
-        };
-        let holding = mine
-            .iter()
+            .collect()
+    }
+
+    fn status(&self, name: &str, c: &Check, ran: &BTreeSet<String>) -> Status {
+        if !ran.contains(name) {
+            return Status::NotRun(match c.needs_cluster {
+                true => "not run: no cluster client",
+                false => "not run",
+            });
+        }
+        let mine = self.claims_of(name, c);
+        let holding = (mine.iter())
             .filter(|r| r.verdict == Call::Holds.label())
             .count();
-        let link = |text: String| format!("[{text}]({})", first.evidence);
-        if holding == mine.len() {
-            return link(format!("holds ({holding})"));
+        match mine.len() {
+            0 => Status::NoClaim,
+            of if of == holding => Status::Holds(of),
+            of => Status::Misses {
+                holding,
+                of,
+                differs: mine.iter().any(|r| r.verdict == Call::Differs.label()),
+            },
         }
-        let missed: Vec<String> = (mine.iter())
-            .filter(|r| r.verdict != Call::Holds.label())
-            .map(|r| {
-                let what = r.claim.rsplit('.').next().unwrap_or(&r.claim);
-                format!("**{}** `{what}`: {}", r.verdict, r.measured)
-            })
-            .collect();
-        format!(
-            "{}<br/>{}",
-            link(format!("{holding} of {} hold", mine.len())),
-            missed.join("<br/>")
-        )
     }
+}
+
+/// What a library's claims in one check came to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Status {
+    NotRun(&'static str),
+    NoClaim,
+    Holds(usize),
+    /// Some do not hold: `differs` when one differs, else they are undecided.
+    Misses {
+        holding: usize,
+        of: usize,
+        differs: bool,
+    },
 }
