@@ -95,6 +95,11 @@ fn two_libraries_through_the_battery_and_the_board_agrees_with_claims_csv() {
         html.contains("<table>") && html.contains("ratelimiter"),
         "the page has the table"
     );
+    // The picture: a cell per library and check, the cluster one of ratelimiter not run.
+    let svg = std::fs::read_to_string(out.join("scoreboard.svg")).unwrap();
+    assert_eq!(svg.matches("<rect x=").count(), 2 * 6, "{svg}");
+    assert_eq!(svg.matches(">not run<").count(), 1, "{svg}");
+    assert!(out.join("scoreboard.png").is_file());
 
     let archive = tmp.path().join("board.tar.gz");
     let publish = Command::new(common::ratelab_exe())
