@@ -543,3 +543,43 @@ fn the_reference_html_report_inlines_every_chart_and_every_claim() {
     let generated = ratelab::experiments::custom_limiters(&reference()).claims;
     assert_eq!(claims, claims::all().unwrap().len() + generated.len());
 }
+
+/// No verdict without a reason: a claim the claims file gives no cause for (race.control), made to
+/// differ by a mutation of its rows, is reported with an observed reason naming the column and the
+/// file it read, in REPORT.md's table of claims outside what they accept and in claims.json.
+#[test]
+fn a_claim_with_no_cause_given_differs_with_what_its_columns_show() {
+    let claim = claims::all().unwrap();
+    let claim = (claim.iter()).find(|c| c.id == "race.control").unwrap();
+    assert!(
+        claim.why.is_none(),
+        "the claims file gives race.control no cause"
+    );
+    let copy = copy_reference();
+    mutate(&copy.path().join("race"), "race.csv", |g| {
+        let control =
+            g("strategy") == "naive-bucket" && g("processes") == "1" && g("in_flight") == "1";
+        (control && g("trial") == "0").then(|| vec![("admitted", "101".into())])
+    });
+    ratelab::experiments::write_report(copy.path(), &[]).unwrap();
+    let report = std::fs::read_to_string(copy.path().join("REPORT.md")).unwrap();
+    assert!(
+        !report.contains("unexplained"),
+        "no verdict goes unexplained"
+    );
+    let row = (report.lines())
+        .find(|l| l.starts_with("| `race.control` |"))
+        .unwrap_or_else(|| panic!("race.control among the claims outside:\n{report}"));
+    assert!(
+        row.contains("| DIFFERS |")
+            && row.contains("observed: `admitted` of the claim's rows in race/race.csv"),
+        "{row}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(copy.path().join("claims.json")).unwrap())
+            .unwrap();
+    let entry = (json.as_array().unwrap().iter())
+        .find(|c| c["id"] == "race.control")
+        .unwrap();
+    assert_eq!(entry["reason_kind"], "observed", "{entry}");
+}

@@ -54,7 +54,7 @@ pub const FIELDS: [(&str, &str, &str); 16] = [
     ("published_column", "string|null", "The column that gives each row its own published figure, if any."),
     ("verdict", "string", "holds, DIFFERS, inconclusive, machine-dependent, no data, or not run."),
     ("reason_kind", "string|null", "How the reason of a claim outside what it accepts knows what it \
-      says: tested, refuted, unconfirmed, observed, hypothesis or unexplained; null when it owes none."),
+      says: tested, refuted, unconfirmed, observed or hypothesis; null when it owes none."),
 ];
 
 /// The JSON text of claims.json for `judged`, one entry per claim in the report's order.

@@ -214,11 +214,8 @@ fn differences(judged: &[Judged]) -> String {
         kinds.join(", ")
     );
     for j in outside {
-        let why = if j.why.is_empty() {
-            "not yet explained"
-        } else {
-            &j.why
-        };
+        // Every claim outside what it accepts has its reason (reasons::attach).
+        let why = &j.why;
         let label = j.call.map_or("not run", Call::label);
         let unit = (j.figures.as_deref())
             .and_then(|f| f.unit.as_deref())

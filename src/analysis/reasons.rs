@@ -11,7 +11,8 @@ use std::path::Path;
 type Calls = BTreeMap<String, Option<Call>>;
 
 /// Fills each claim's reason, and a machine-dependent figure's judged part, now that every claim
-/// has its verdict. A claim outside what it accepts owes a reason; one without is "unexplained".
+/// has its verdict. A claim outside what it accepts owes a reason: its claims file's, else what its
+/// columns show (an inconclusive one: its noise), so none goes unexplained.
 pub(super) fn attach(judged: &mut [Judged], dir: &Path) {
     let calls: Calls = judged
         .iter()
@@ -36,7 +37,12 @@ pub(super) fn attach(judged: &mut [Judged], dir: &Path) {
                 why = ANOTHER_MACHINE.into();
                 (Kind::Hypothesis, "hypothesis: ".into())
             }
-            (true, _) => (Kind::Unexplained, String::new()),
+            // No verdict goes without a reason: with no cause in the claims file, the reason is
+            // what the claim's own columns show, said as an observation and no more.
+            (true, _) => {
+                why = no_cause_given(j.claim);
+                (Kind::Observed, "observed: ".into())
+            }
         };
         j.kind = Some(kind);
         j.why = format!("{lead}{why}");
@@ -47,6 +53,18 @@ pub(super) fn attach(judged: &mut [Judged], dir: &Path) {
 const NOISE: &str =
     "the runs scatter more than the claim's margin: their 95% interval (measured here) reaches \
     both inside and outside what it accepts, so more runs, not a cause, would decide it";
+
+/// A differing claim's reason when the claims file gives no cause: which of this run's columns put
+/// it outside, and that nothing here tests why.
+fn no_cause_given(claim: &Claim) -> String {
+    format!(
+        "`{}` of the claim's rows in {}/{} reads outside what it accepts (measured here); the \
+         claims file gives no cause and no variation of this run tests one",
+        claim.statistic.replace('?', " or "),
+        claim.experiment,
+        claim.file
+    )
+}
 
 /// A machine-dependent figure off the seed's, when the claims file says nothing more.
 const ANOTHER_MACHINE: &str =
@@ -67,17 +85,15 @@ pub(super) enum Kind {
     Unconfirmed,
     Observed,
     Hypothesis,
-    Unexplained,
 }
 
 impl Kind {
-    pub(super) const ALL: [Kind; 6] = [
+    pub(super) const ALL: [Kind; 5] = [
         Kind::Tested,
         Kind::Refuted,
         Kind::Unconfirmed,
         Kind::Observed,
         Kind::Hypothesis,
-        Kind::Unexplained,
     ];
 
     /// Its name in claims.json.
@@ -88,7 +104,6 @@ impl Kind {
             Kind::Unconfirmed => "unconfirmed",
             Kind::Observed => "observed",
             Kind::Hypothesis => "hypothesis",
-            Kind::Unexplained => "unexplained",
         }
     }
 
@@ -101,7 +116,6 @@ impl Kind {
             Kind::Observed => "observed in this run's columns",
             Kind::Hypothesis if n == 1 => "hypothesis",
             Kind::Hypothesis => "hypotheses",
-            Kind::Unexplained => "unexplained",
         };
         format!("{n} {word}")
     }
@@ -158,8 +172,8 @@ fn lead(claim: &Claim, calls: &Calls) -> (Kind, String) {
                 (Kind::Tested, format!("tested ({}): ", named(&all, calls)))
             }
         }
-        Some(Basis::Observed) => (Kind::Observed, "observed: ".into()),
+        // The claims file refuses a reason without its basis: none is read as an observation.
+        Some(Basis::Observed) | None => (Kind::Observed, "observed: ".into()),
         Some(Basis::Hypothesis) => (Kind::Hypothesis, "hypothesis: ".into()),
-        None => (Kind::Unexplained, String::new()),
     }
 }
