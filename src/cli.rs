@@ -281,3 +281,24 @@ fn ensure_writable(out: &std::path::Path) -> anyhow::Result<()> {
         })?;
     Ok(())
 }
+
+/// An unknown option, said with the fix: a near option's name when there is one, and that an
+/// experiment's parameters are `--set name=value`, not options of their own.
+pub fn unknown_option(err: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let text = |kind| match err.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(s)) => s.first().cloned(),
+        _ => None,
+    };
+    let option = text(ContextKind::InvalidArg).unwrap_or_default();
+    let mut out = format!("ratelab: error: unknown option `{option}`");
+    if let Some(near) = text(ContextKind::SuggestedArg) {
+        out.push_str(&format!("; did you mean `{near}`?"));
+    }
+    out.push_str(
+        "\n  an experiment's parameters are set with `--set name=value` (`ratelab params ID` lists them); \
+         `ratelab help COMMAND` lists a command's options",
+    );
+    out
+}

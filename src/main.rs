@@ -4,7 +4,15 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = ratelab::cli::Cli::parse();
+    let cli = match ratelab::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        // clap's own tip for an unknown option (`-- --trails`) points the wrong way.
+        Err(err) if err.kind() == clap::error::ErrorKind::UnknownArgument => {
+            eprintln!("{}", ratelab::cli::unknown_option(&err));
+            return ExitCode::from(2);
+        }
+        Err(err) => err.exit(),
+    };
     match ratelab::app::execute(cli) {
         Ok(()) => ExitCode::SUCCESS,
         // The run failed because the interrupt handler was stopping its servers: exit as it does.

@@ -50,6 +50,29 @@ fn unknown_parameter_is_a_clear_error_and_writes_nothing() {
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
 }
 
+/// A mistyped option is named with the fix: the option it is near, and that parameters are set
+/// with `--set`; not clap's tip to pass it as a value (`-- --trails`).
+#[test]
+fn an_unknown_option_says_how_parameters_are_set() {
+    for (option, near) in [("--trails", None), ("--profil", Some("--profile"))] {
+        let assert = ratelab()
+            .args(["run", "race", option, "3"])
+            .assert()
+            .failure();
+        let output = assert.get_output();
+        assert_eq!(output.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert!(err.contains(&format!("unknown option `{option}`")), "{err}");
+        assert!(
+            err.contains("--set name=value") && !err.contains("-- --"),
+            "{err}"
+        );
+        if let Some(near) = near {
+            assert!(err.contains(&format!("did you mean `{near}`?")), "{err}");
+        }
+    }
+}
+
 #[test]
 fn out_naming_a_file_is_a_clear_error_and_the_file_is_kept() {
     let dir = tempfile::tempdir().unwrap();

@@ -129,8 +129,10 @@ pub fn type_words(rust: &str) -> String {
         return format!("{} (optional)", type_words(inner));
     }
     match rust {
-        "u8" | "u16" | "u32" | "u64" | "usize" => "integer >= 0".into(),
-        "i8" | "i16" | "i32" | "i64" | "isize" => "integer".into(),
+        // An experiment may ask more (`trials` >= 1): its own check says so when a value is run.
+        "u8" | "u16" | "u32" | "u64" | "usize" | "i8" | "i16" | "i32" | "i64" | "isize" => {
+            "integer".into()
+        }
         "f32" | "f64" => "number".into(),
         "bool" => "true or false".into(),
         "String" => "text".into(),
@@ -221,7 +223,7 @@ mod tests {
 
     #[test]
     fn types_read_as_a_parameter_file_would() {
-        assert_eq!(type_words("Vec<u64>"), "list of integer >= 0");
+        assert_eq!(type_words("Vec<u64>"), "list of integer");
         assert_eq!(type_words("Option<f64>"), "number (optional)");
         assert_eq!(type_words("Vec<Strategy>"), "list of Strategy");
     }

@@ -16,15 +16,14 @@ pub enum ParamError {
         name: String,
         valid: String,
     },
-    #[error(
-        "bad value for {experiment} parameter `{name}` ({value}): {reason}; valid names: {valid}"
-    )]
+    #[error("bad value for {experiment} parameter `{name}` ({value}): {reason}; {hint}")]
     BadValue {
         experiment: String,
         name: String,
         value: String,
         reason: String,
-        valid: String,
+        /// What the parameter takes, with its profile's value as the example to follow.
+        hint: String,
     },
     #[error("{experiment}: {reason}")]
     Invalid { experiment: String, reason: String },
@@ -32,6 +31,26 @@ pub enum ParamError {
     Syntax(String),
     #[error("{experiment}: embedded parameter file is broken: {reason}")]
     Embedded { experiment: String, reason: String },
+}
+
+/// What `name` takes, shown by its profile's own value in `--set` form; a list or a text is quoted
+/// for the shell, which would otherwise take its brackets and quotes.
+fn value_hint(name: &str, current: &toml::Value) -> String {
+    let kind = match current {
+        toml::Value::Integer(_) => "an integer",
+        toml::Value::Float(_) => "a number",
+        toml::Value::Boolean(_) => "true or false",
+        toml::Value::String(_) => "a text",
+        toml::Value::Array(_) => "a list in TOML's brackets, its texts in double quotes",
+        _ => "a value like its profile's",
+    };
+    let example = format!("{name}={current}");
+    match current {
+        toml::Value::Array(_) | toml::Value::String(_) => {
+            format!("`{name}` takes {kind}, quoted for the shell: --set '{example}'")
+        }
+        _ => format!("`{name}` takes {kind}: --set {example}"),
+    }
 }
 
 /// The header of an experiment's TOML.
@@ -132,7 +151,7 @@ fn resolve_names<P: DeserializeOwned>(
                 name: name.clone(),
                 value: value.clone(),
                 reason: e.message().to_string(),
-                valid,
+                hint: value_hint(name, &table[name]),
             });
         }
         table = probe;
@@ -212,6 +231,13 @@ name = "a"
             matches!(err, ParamError::BadValue { ref name, .. } if name == "trials"),
             "{err}"
         );
+        // The name was right: the message shows what it takes, not the list of names.
+        let msg = err.to_string();
+        assert!(
+            msg.contains("`trials` takes an integer: --set trials="),
+            "{msg}"
+        );
+        assert!(!msg.contains("valid names"), "{msg}");
     }
 
     #[test]
