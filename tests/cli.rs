@@ -114,24 +114,33 @@ fn missing_redis_server_says_how_to_install_and_keeps_old_results() {
     let race = out.path().join("race");
     std::fs::create_dir(&race).unwrap();
     std::fs::write(race.join("race.csv"), "good results\n").unwrap();
-    let assert = ratelab()
-        .args([
-            "run",
-            "race",
-            "--profile",
-            "quick",
-            "--redis-server",
+    // A bare name not on PATH is a server to install; a path named with no file there, a typo.
+    for (binary, says) in [
+        (
+            "redis-server-not-installed",
+            ["redis-server not found", "apt-get install"],
+        ),
+        (
             "/nonexistent/redis-server",
-            "--out",
-        ])
-        .arg(out.path())
-        .assert()
-        .failure();
-    let err = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
-    assert!(
-        err.contains("redis-server not found") && err.contains("apt-get install"),
-        "{err}"
-    );
+            ["no file at `/nonexistent/redis-server`", "check the path"],
+        ),
+    ] {
+        let assert = ratelab()
+            .args([
+                "run",
+                "race",
+                "--profile",
+                "quick",
+                "--redis-server",
+                binary,
+                "--out",
+            ])
+            .arg(out.path())
+            .assert()
+            .failure();
+        let err = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+        assert!(says.iter().all(|s| err.contains(s)), "{binary}: {err}");
+    }
     assert_eq!(
         std::fs::read_to_string(race.join("race.csv")).unwrap(),
         "good results\n"

@@ -54,6 +54,9 @@ pub enum ServerError {
          (as root) or pass --redis-server PATH"
     )]
     BinaryNotFound(PathBuf),
+    /// A path the user named (`--redis-server PATH`) with no file there.
+    #[error("no file at `{0}`, the redis-server you named with --redis-server: check the path")]
+    NamedBinaryMissing(PathBuf),
     #[error(
         "`{}` is not a redis-server: `--version` printed {said} (pass --redis-server PATH to a \
          redis-server or valkey-server binary)",

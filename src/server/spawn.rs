@@ -99,7 +99,7 @@ pub(super) fn resolve_binary(binary: &Path) -> Result<PathBuf, ServerError> {
         return if binary.is_file() {
             Ok(binary.to_path_buf())
         } else {
-            Err(ServerError::BinaryNotFound(binary.to_path_buf()))
+            Err(ServerError::NamedBinaryMissing(binary.to_path_buf()))
         };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
