@@ -529,3 +529,18 @@ fn a_function_library_is_never_loaded_into_a_users_server() {
     ctx.limiters = vec![load("incr-inside.toml")];
     assert!(find("race").unwrap().prepare(&ctx).is_ok());
 }
+
+/// docs/limiters.md names the experiments that take `--limiter`: exactly the registry's.
+#[test]
+fn the_docs_name_every_experiment_that_takes_a_limiter() {
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/limiters.md")).unwrap();
+    let list = docs.split("that take it:").nth(1).expect("the sentence");
+    let list = list.split("(tests/").next().unwrap();
+    let named: Vec<&str> = list.split('`').skip(1).step_by(2).collect();
+    let takers: Vec<&str> = (ratelab::experiments::ALL.iter())
+        .filter(|e| e.takes_limiters())
+        .map(|e| e.id())
+        .collect();
+    assert_eq!(named, takers);
+}
