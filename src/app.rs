@@ -63,6 +63,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::Report { dirs, out } => match dirs.as_slice() {
             [dir] => {
                 has_results(dir)?;
+                say_unfinished(dir);
                 write_report(dir, &[])?;
                 // A scoreboard's run: its board is redrawn from the same CSVs.
                 if dir.join(crate::scoreboard::SCOREBOARD_MD).is_file() {
@@ -174,10 +175,14 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
 /// The planned time of `ids` (default: every registered experiment) in `profile`, and the total;
 /// `sets` are checked against the one experiment named and named as outside the plan.
 fn estimate(ids: &[String], profile: Profile, sets: &[String]) -> anyhow::Result<()> {
-    // `ratelab estimate check`: the battery's plan, per limiter.
+    // `ratelab estimate check`: the battery's plan, per limiter; `scoreboard`: every adapter's.
     if let [only] = ids {
         if only == "check" {
             say!("{}", crate::check::plan(&crate::check::battery()?)?);
+            return Ok(());
+        }
+        if only == "scoreboard" {
+            say!("{}", crate::scoreboard::plan(&crate::check::battery()?)?);
             return Ok(());
         }
     }
@@ -308,6 +313,26 @@ fn all(ctx: &Ctx, ids: &[String]) -> anyhow::Result<()> {
         report.display()
     );
     Ok(())
+}
+
+/// The partial rows of runs that did not finish (`.<id>.failed/`), which the report leaves out:
+/// said, so that they are neither mistaken for results nor forgotten.
+fn say_unfinished(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut failed: Vec<String> = (entries.flatten())
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter(|n| n.starts_with('.') && n.ends_with(".failed"))
+        .collect();
+    failed.sort();
+    for name in failed {
+        eprintln!(
+            "ratelab: note: {}/{name}/ holds the partial rows of a run that did not finish; the report \
+             reads only the complete results beside it (delete it once read)",
+            dir.display()
+        );
+    }
 }
 
 /// A directory `report` can work from: one with at least one experiment's results.

@@ -570,3 +570,23 @@ fn report_of_two_runs_lists_changed_verdicts_first_and_writes_html() {
         "no charts"
     );
 }
+
+/// An unfinished run's partial rows (`.race.failed/`, beside a complete race run) are said by
+/// `report`, which reads only the complete results.
+#[test]
+fn report_names_the_partial_rows_of_a_run_that_did_not_finish() {
+    let out = tempfile::tempdir().unwrap();
+    let race = out.path().join("race");
+    std::fs::create_dir(&race).unwrap();
+    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/reference/race");
+    for file in std::fs::read_dir(&reference).unwrap().flatten() {
+        std::fs::copy(file.path(), race.join(file.file_name())).unwrap();
+    }
+    std::fs::create_dir(out.path().join(".race.failed")).unwrap();
+    let assert = ratelab().arg("report").arg(out.path()).assert().success();
+    let err = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        err.contains("/.race.failed/ holds the partial rows of a run that did not finish"),
+        "{err}"
+    );
+}

@@ -116,6 +116,16 @@ pub fn adapters(root: &Path, only: &[String]) -> Result<Vec<PathBuf>, CheckEnd> 
         .collect())
 }
 
+/// The planned wall time of the scoreboard of every adapter, per check (analysis/budget.toml).
+pub fn plan(checks: &[Check]) -> Result<String, AnalysisError> {
+    let budget = crate::analysis::budget::Budget::load()?;
+    let names: Vec<&str> = checks.iter().map(|c| c.name.as_str()).collect();
+    Ok(format!(
+        "planned wall time of `ratelab scoreboard`, every adapter of examples/adapters/:\n{}",
+        budget.estimate("scoreboard", &names)
+    ))
+}
+
 /// Every check of the battery with `ctx`'s limiters, all of them in each check's one run. A
 /// library refused for lacking the client a check needs (a cluster's) is left out of that check
 /// alone, and the check runs with the others.
@@ -131,6 +141,9 @@ pub fn run(ctx: &Ctx, checks: &[Check], say: &mut dyn FnMut(&str)) -> Result<Vec
             let why = ran.skipped.clone().unwrap_or_default();
             say(&format!("  {}: {refused} left out: {why}", check.name));
             ctx.limiters.retain(|l| l.to_string() != refused);
+            // The refused attempt's partial rows: nothing to inspect, the check runs again.
+            let _ =
+                std::fs::remove_dir_all(ctx.out_dir.join(format!(".{}.failed", check.experiment)));
             if ctx.limiters.is_empty() {
                 break ran;
             }
