@@ -199,7 +199,13 @@ fn estimate(ids: &[String], profile: Profile, sets: &[String]) -> anyhow::Result
         };
         experiments::find(id)?.parameters(profile, &parse_sets(sets)?)?;
     }
-    sayln!("planned wall time, profile {}:", profile.name());
+    // The plans are measured on different builds (analysis/budget.toml): quick's, a debug build
+    // as the tests run it, can exceed full's release-build figure for the same experiment.
+    let build = match profile {
+        Profile::Quick => "a debug build's, as the tests run it; a release build takes less",
+        Profile::Full => "a release build's",
+    };
+    sayln!("planned wall time, profile {} ({build}):", profile.name());
     say!("{}", budget.estimate(profile.name(), &chosen));
     if !sets.is_empty() {
         sayln!("{}", unplanned_sets(sets));

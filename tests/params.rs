@@ -158,6 +158,8 @@ fn estimate_adds_up_the_experiments_named() {
         .filter_map(|l| l.split_whitespace().next())
         .collect();
     assert_eq!(ids, ["race", "cost", "total"], "{text}");
+    // The quick plan is a debug build's: said, since it can exceed the full profile's.
+    assert!(text.starts_with("planned wall time, profile quick (a debug build's"), "{text}");
     assert!(
         text.contains(&format!("{}:{:02}", total / 60, total % 60)),
         "{text}"
