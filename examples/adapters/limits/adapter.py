@@ -44,18 +44,19 @@ own exceptions reach this adapter and are classified by kind. redis-py's `Script
 Concurrency: the sync API in a pool of 32 threads (a threaded WSGI server's shape): every check of
 a read is submitted at once; beyond 32 in flight they queue here and count as latency.
 """
-import concurrent.futures
 import importlib.metadata
-import json
 import os
 import sys
 import threading
 import urllib.parse
 
-import redis
-from limits import RateLimitItemPerSecond
-from limits.storage import storage_from_string
-from limits.strategies import (
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import protocol  # noqa: E402  (../lib: the protocol, shared by the Python adapters)
+
+import redis  # noqa: E402
+from limits import RateLimitItemPerSecond  # noqa: E402
+from limits.storage import storage_from_string  # noqa: E402
+from limits.strategies import (  # noqa: E402
     FixedWindowRateLimiter,
     MovingWindowRateLimiter,
     SlidingWindowCounterRateLimiter,
@@ -68,39 +69,14 @@ STRATEGIES = {
     "sliding-window-counter": (SlidingWindowCounterRateLimiter, "redis"),
 }
 
-out = threading.Lock()
-
-
-def say(message):
-    line = json.dumps(message) + "\n"
-    with out:
-        sys.stdout.write(line)
-        sys.stdout.flush()
-
-
-def kind(err):
-    if isinstance(err, redis.exceptions.NoScriptError):
-        return "noscript"
-    if isinstance(err, redis.exceptions.ResponseError):
-        return "reply"
-    if isinstance(err, redis.exceptions.TimeoutError):
-        return "timeout"
-    return "connection"
-
 
 class Limits:
     """One limits storage (and strategy) per ratelab key, its key_prefix the key."""
 
     def __init__(self, setup, strategy):
-        self.setup = setup
         self.strategy = strategy
-        self.item = RateLimitItemPerSecond(setup["limit"], setup["window_ms"] // 1000)
-        timeout = setup["timeout_ms"] / 1000
-        self.options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
-        # A server whose certificate the system's roots do not vouch for needs its CA.
-        for name, option in [("tls_ca", "ssl_ca_certs"), ("tls_cert", "ssl_certfile"), ("tls_key", "ssl_keyfile")]:
-            if setup.get(name):
-                self.options[option] = setup[name]
+        self.item = RateLimitItemPerSecond(setup["limit"], protocol.whole_seconds(setup, "limits'"))
+        self.options = protocol.client_options(setup)
         url = urllib.parse.urlsplit(setup["redis_url"])
         auth = ""
         if url.username or url.password:
@@ -109,8 +85,8 @@ class Limits:
             addresses = ",".join(setup["sentinel"]["addresses"])
             self.url = f"redis+sentinel://{auth}{addresses}/{setup['sentinel']['name']}"
             # The Sentinels themselves are asked without the server's credentials.
-            self.options["sentinel_kwargs"] = {"username": None, "password": None,
-                                               "socket_timeout": timeout, "socket_connect_timeout": timeout}
+            timeouts = {k: self.options[k] for k in ("socket_timeout", "socket_connect_timeout")}
+            self.options["sentinel_kwargs"] = {"username": None, "password": None, **timeouts}
             self.pool = None
         elif setup.get("cluster"):
             if url.scheme == "rediss":
@@ -140,51 +116,22 @@ class Limits:
         return {"allowed": self.limiter(key).hit(self.item, key, cost=cost)}
 
 
-def answer(limits, check):
-    try:
-        say({"id": check["id"], **limits.check(check["key"], check.get("cost", 1))})
-    except Exception as err:  # the client failed: no decision was made
-        say({"id": check["id"], "error": str(err) or type(err).__name__, "kind": kind(err)})
-
-
-def main():
+def start(setup):
     strategy = sys.argv[1] if len(sys.argv) > 1 else ""
-    line = sys.stdin.readline()
-    if not line:
-        return
-    setup = json.loads(line)
-    if setup.get("type") != "setup" or setup.get("protocol") != 1:
-        say({"type": "fatal", "error": "expected a protocol 1 setup line"})
-        return
     if strategy not in STRATEGIES:
-        say({"type": "fatal", "error": f"unknown strategy {strategy!r}: one of {', '.join(STRATEGIES)}"})
-        return
-    if setup["window_ms"] % 1000 or setup["window_ms"] <= 0:
-        say({"type": "fatal", "error": f"limits' windows are whole seconds: cannot express {setup['window_ms']} ms"})
-        return
+        raise ValueError(f"unknown strategy {strategy!r}: one of {', '.join(STRATEGIES)}")
+    limits = Limits(setup, strategy)
     try:
-        limits = Limits(setup, strategy)
         # Connect (and, through Sentinels or a cluster node, find the servers) before the handshake.
         limits.storage("ratelab").get_connection().ping()  # PING only: no key written
     except Exception as err:
-        say({"type": "fatal", "error": f"cannot reach Redis: {err}"})
-        return
-    ready = {"type": "ready", "protocol": 1, "adapter": f"limits-{strategy}", "library": "limits",
+        raise RuntimeError(f"cannot reach Redis: {err}") from err
+    ready = {"adapter": f"limits-{strategy}", "library": "limits",
              "version": importlib.metadata.version("limits"),
              "client": f"redis-py {importlib.metadata.version('redis')}",
-             "clock": STRATEGIES[strategy][1]}
-    for topology in ("sentinel", "cluster"):
-        if setup.get(topology):
-            ready[topology] = True
-    say(ready)
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=32)
-    for line in sys.stdin:
-        if line.strip():
-            pool.submit(answer, limits, json.loads(line))
-    # stdin is closed: ratelab is done (or gone). Leave without waiting for checks still in flight.
-    sys.stdout.flush()
-    os._exit(0)
+             "clock": STRATEGIES[strategy][1], **protocol.topologies(setup)}
+    return limits.check, ready
 
 
 if __name__ == "__main__":
-    main()
+    protocol.serve(start)

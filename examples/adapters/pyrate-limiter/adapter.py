@@ -39,50 +39,28 @@ Client: redis-py with the run's `timeout_ms` as socket timeouts; its exceptions 
 Cluster (`RedisCluster`) clients are handed to `RedisBucket.init` the same way (its README's Redis
 section takes any redis-py client; SCRIPT LOAD on a cluster client goes to every primary).
 """
-import concurrent.futures
 import importlib.metadata
-import json
 import os
 import sys
 import threading
 import urllib.parse
 
-import redis
-from redis.cluster import RedisCluster
-from redis.sentinel import Sentinel
-from pyrate_limiter import Limiter, Rate, RedisBucket
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import protocol  # noqa: E402  (../lib: the protocol, shared by the Python adapters)
 
-out = threading.Lock()
-
-
-def say(message):
-    line = json.dumps(message) + "\n"
-    with out:
-        sys.stdout.write(line)
-        sys.stdout.flush()
-
-
-def kind(err):
-    if isinstance(err, redis.exceptions.NoScriptError):
-        return "noscript"
-    if isinstance(err, redis.exceptions.ResponseError):
-        return "reply"
-    if isinstance(err, redis.exceptions.TimeoutError):
-        return "timeout"
-    return "connection"
+import redis  # noqa: E402
+from redis.cluster import RedisCluster  # noqa: E402
+from redis.sentinel import Sentinel  # noqa: E402
+from pyrate_limiter import Limiter, Rate, RedisBucket  # noqa: E402
 
 
 def client(setup):
     """The run's redis-py client: a Sentinel's primary, a cluster, or one server."""
-    timeout = setup["timeout_ms"] / 1000
-    options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
-    for name, option in [("tls_ca", "ssl_ca_certs"), ("tls_cert", "ssl_certfile"), ("tls_key", "ssl_keyfile")]:
-        if setup.get(name):
-            options[option] = setup[name]
-    url = urllib.parse.urlsplit(setup["redis_url"])
+    options = protocol.client_options(setup)
     if setup.get("sentinel"):
-        addresses = [(host, int(port)) for host, port in (a.rsplit(":", 1) for a in setup["sentinel"]["addresses"])]
-        sentinel = Sentinel(addresses, socket_timeout=timeout, socket_connect_timeout=timeout)
+        url = urllib.parse.urlsplit(setup["redis_url"])
+        timeouts = {k: options[k] for k in ("socket_timeout", "socket_connect_timeout")}
+        sentinel = Sentinel(protocol.sentinel_addresses(setup), **timeouts)
         return sentinel.master_for(setup["sentinel"]["name"], username=url.username, password=url.password, **options)
     if setup.get("cluster"):
         return RedisCluster.from_url(setup["redis_url"], **options)
@@ -120,48 +98,22 @@ class Limiters:
         return {"allowed": self.limiter(key).try_acquire(key, weight=cost, blocking=False)}
 
 
-def answer(limiters, check):
-    try:
-        say({"id": check["id"], **limiters.check(check["key"], check.get("cost", 1))})
-    except Exception as err:  # the client failed: no decision was made
-        say({"id": check["id"], "error": str(err) or type(err).__name__, "kind": kind(err)})
-
-
-def main():
+def start(setup):
     mode = sys.argv[1] if len(sys.argv) > 1 else "shared"
-    line = sys.stdin.readline()
-    if not line:
-        return
-    setup = json.loads(line)
-    if setup.get("type") != "setup" or setup.get("protocol") != 1:
-        say({"type": "fatal", "error": "expected a protocol 1 setup line"})
-        return
     if mode not in MODES:
-        say({"type": "fatal", "error": f"unknown mode {mode!r}: one of {', '.join(MODES)}"})
-        return
+        raise ValueError(f"unknown mode {mode!r}: one of {', '.join(MODES)}")
+    limiters = Limiters(setup, mode)
     try:
-        limiters = Limiters(setup, mode)
         limiters.redis.ping()
     except Exception as err:
-        say({"type": "fatal", "error": f"cannot reach Redis: {err}"})
-        return
-    ready = {"type": "ready", "protocol": 1, "adapter": f"pyrate-limiter-{mode}", "library": "pyrate-limiter",
+        raise RuntimeError(f"cannot reach Redis: {err}") from err
+    ready = {"adapter": f"pyrate-limiter-{mode}", "library": "pyrate-limiter",
              "version": importlib.metadata.version("pyrate-limiter"),
              "client": f"redis-py {importlib.metadata.version('redis')}",
              # Its entries are stamped with this process's time_ns().
-             "clock": "caller"}
-    for topology in ("sentinel", "cluster"):
-        if setup.get(topology):
-            ready[topology] = True
-    say(ready)
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=32)
-    for line in sys.stdin:
-        if line.strip():
-            pool.submit(answer, limiters, json.loads(line))
-    # stdin is closed: ratelab is done (or gone). Leave without waiting for checks still in flight.
-    sys.stdout.flush()
-    os._exit(0)
+             "clock": "caller", **protocol.topologies(setup)}
+    return limiters.check, ready
 
 
 if __name__ == "__main__":
-    main()
+    protocol.serve(start)

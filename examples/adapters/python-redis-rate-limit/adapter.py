@@ -31,49 +31,27 @@ follow a cluster's slots, so this adapter does not say `cluster` and ratelab doe
 Concurrency: checks run in a pool of 32 threads (a threaded WSGI server's shape), each calling its
 key's `RateLimit`; the library keeps no lock of its own.
 """
-import concurrent.futures
 import importlib.metadata
-import json
 import os
 import sys
 import threading
 import urllib.parse
 
-import redis
-from redis.sentinel import Sentinel
-from redis_rate_limit import RateLimiter, TooManyRequests
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import protocol  # noqa: E402  (../lib: the protocol, shared by the Python adapters)
 
-out = threading.Lock()
-
-
-def say(message):
-    line = json.dumps(message) + "\n"
-    with out:
-        sys.stdout.write(line)
-        sys.stdout.flush()
-
-
-def kind(err):
-    if isinstance(err, redis.exceptions.NoScriptError):
-        return "noscript"
-    if isinstance(err, redis.exceptions.ResponseError):
-        return "reply"
-    if isinstance(err, redis.exceptions.TimeoutError):
-        return "timeout"
-    return "connection"
+import redis  # noqa: E402
+from redis.sentinel import Sentinel  # noqa: E402
+from redis_rate_limit import RateLimiter, TooManyRequests  # noqa: E402
 
 
 def pool(setup):
     """The `redis_pool` handed to the library: a Sentinel's primary or one server."""
-    timeout = setup["timeout_ms"] / 1000
-    options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
-    for name, option in [("tls_ca", "ssl_ca_certs"), ("tls_cert", "ssl_certfile"), ("tls_key", "ssl_keyfile")]:
-        if setup.get(name):
-            options[option] = setup[name]
+    options = protocol.client_options(setup)
     if setup.get("sentinel"):
         url = urllib.parse.urlsplit(setup["redis_url"])
-        addresses = [(host, int(port)) for host, port in (a.rsplit(":", 1) for a in setup["sentinel"]["addresses"])]
-        sentinel = Sentinel(addresses, socket_timeout=timeout, socket_connect_timeout=timeout)
+        timeouts = {k: options[k] for k in ("socket_timeout", "socket_connect_timeout")}
+        sentinel = Sentinel(protocol.sentinel_addresses(setup), **timeouts)
         primary = sentinel.master_for(setup["sentinel"]["name"], username=url.username, password=url.password,
                                       **options)
         return primary.connection_pool
@@ -82,9 +60,10 @@ def pool(setup):
 
 class Limits:
     def __init__(self, setup):
+        expire = protocol.whole_seconds(setup, "its expire's")
         self.pool = pool(setup)
-        self.factory = RateLimiter(resource="ratelab", max_requests=setup["limit"],
-                                   expire=setup["window_ms"] // 1000, redis_pool=self.pool)
+        self.factory = RateLimiter(resource="ratelab", max_requests=setup["limit"], expire=expire,
+                                   redis_pool=self.pool)
         self.limits = {}
         self.lock = threading.Lock()
 
@@ -105,48 +84,22 @@ class Limits:
         return {"allowed": True}
 
 
-def answer(limits, check):
+def start(setup):
+    limits = Limits(setup)
     try:
-        say({"id": check["id"], **limits.check(check["key"], check.get("cost", 1))})
-    except redis.exceptions.RedisError as err:  # the client failed: no decision was made
-        say({"id": check["id"], "error": str(err) or type(err).__name__, "kind": kind(err)})
-    except Exception as err:  # the library refused the check itself (a cost above the limit)
-        say({"id": check["id"], "error": f"{type(err).__name__}: {err}"})
-
-
-def main():
-    line = sys.stdin.readline()
-    if not line:
-        return
-    setup = json.loads(line)
-    if setup.get("type") != "setup" or setup.get("protocol") != 1:
-        say({"type": "fatal", "error": "expected a protocol 1 setup line"})
-        return
-    if setup["window_ms"] % 1000 or setup["window_ms"] <= 0:
-        say({"type": "fatal", "error": f"its expire is whole seconds: cannot express {setup['window_ms']} ms"})
-        return
-    try:
-        limits = Limits(setup)
         redis.Redis(connection_pool=limits.pool).ping()
     except Exception as err:
-        say({"type": "fatal", "error": f"cannot reach Redis: {err}"})
-        return
-    ready = {"type": "ready", "protocol": 1, "adapter": "python-redis-rate-limit",
-             "library": "python-redis-rate-limit", "version": importlib.metadata.version("python-redis-rate-limit"),
+        raise RuntimeError(f"cannot reach Redis: {err}") from err
+    # No cluster: the library wraps any pool in a plain Redis, which cannot follow slots.
+    ready = {"adapter": "python-redis-rate-limit", "library": "python-redis-rate-limit",
+             "version": importlib.metadata.version("python-redis-rate-limit"),
              "client": f"redis-py {importlib.metadata.version('redis')}",
              # Its windows are Redis's EXPIRE: Redis's clock.
              "clock": "redis"}
     if setup.get("sentinel"):
         ready["sentinel"] = True
-    say(ready)
-    workers = concurrent.futures.ThreadPoolExecutor(max_workers=32)
-    for line in sys.stdin:
-        if line.strip():
-            workers.submit(answer, limits, json.loads(line))
-    # stdin is closed: ratelab is done (or gone). Leave without waiting for checks still in flight.
-    sys.stdout.flush()
-    os._exit(0)
+    return limits.check, ready
 
 
 if __name__ == "__main__":
-    main()
+    protocol.serve(start)
