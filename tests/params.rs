@@ -159,11 +159,22 @@ fn estimate_adds_up_the_experiments_named() {
         .collect();
     assert_eq!(ids, ["race", "cost", "total"], "{text}");
     // The quick plan is a debug build's: said, since it can exceed the full profile's.
-    assert!(text.starts_with("planned wall time, profile quick (a debug build's"), "{text}");
+    assert!(
+        text.starts_with("planned wall time, profile quick (a debug build's"),
+        "{text}"
+    );
     assert!(
         text.contains(&format!("{}:{:02}", total / 60, total % 60)),
         "{text}"
     );
+    // The scoreboard's plan: every check of the battery, and their total.
+    let board = stdout(&["estimate", "scoreboard"]);
+    for check in ["concurrency", "outage", "cluster", "total"] {
+        assert!(
+            board.lines().any(|l| l.trim_start().starts_with(check)),
+            "{board}"
+        );
+    }
     let out = ratelab(&["estimate", "rcae"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown experiment `rcae`"));

@@ -418,6 +418,25 @@ fn the_committed_reference_verifies() {
     );
 }
 
+/// The committed library scoreboard is published and current the same way: its board, report and
+/// package redraw from its CSVs (`ratelab report results/libraries && ratelab publish
+/// results/libraries` after a change to what they show, then commit).
+#[test]
+fn the_committed_scoreboard_verifies() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/libraries");
+    assert!(
+        dir.join("SCOREBOARD.md").is_file(),
+        "results/libraries has its board"
+    );
+    let v = publish::verify(&dir).unwrap();
+    assert!(
+        v.passed(),
+        "results/libraries is stale: run `ratelab report results/libraries && ratelab publish \
+         results/libraries` and commit\n{}",
+        v.render()
+    );
+}
+
 /// CITATION.cff validates against the Citation File Format 1.2.0 schema with `cffconvert`
 /// (CFFCONVERT names the command).
 #[test]
