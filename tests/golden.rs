@@ -583,3 +583,23 @@ fn a_claim_with_no_cause_given_differs_with_what_its_columns_show() {
         .unwrap();
     assert_eq!(entry["reason_kind"], "observed", "{entry}");
 }
+
+/// A claim about the spread across a configuration's trials cannot be judged on one trial each
+/// (`--set trials=1`): no data, where it read DIFFERS ("0 (one measurement)").
+#[test]
+fn a_spread_across_one_trial_is_no_data_not_a_difference() {
+    let claim = claims::all().unwrap();
+    let claim = (claim.iter())
+        .find(|c| c.id == "race.more-processes-noisier")
+        .unwrap();
+    let copy = copy_reference();
+    let dir = copy.path().join("race");
+    assert_eq!(claims::judge(claim, &dir).holds, Some(true));
+    // Only trial 0 of each configuration is left for the claim to read.
+    mutate(&dir, "race.csv", |g| {
+        (g("trial") != "0").then(|| vec![("strategy", "gone".into())])
+    });
+    let v = claims::judge(claim, &dir);
+    assert_eq!(v.holds, None, "{}", v.measured);
+    assert!(v.measured.contains("needs two or more"), "{}", v.measured);
+}

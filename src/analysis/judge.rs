@@ -21,7 +21,10 @@ pub(super) fn numbers(claim: &Claim, selected: &[&Row], all_rows: &[Row]) -> Ver
     };
     if !claim.spread_by.is_empty() {
         let label = format!("spread across trials per {}: ", claim.spread_by.join(" x "));
-        return verdict(claim, &spreads(claim, selected, &direct), &label);
+        return match spreads(claim, selected, &direct) {
+            Ok(spreads) => verdict(claim, &spreads, &label),
+            Err(why) => why,
+        };
     }
     let Some(other) = &claim.other else {
         return verdict(claim, &direct, "");
@@ -144,23 +147,28 @@ fn row_values(claim: &Claim, rows: &[&Row]) -> Result<Vec<Value>, String> {
 }
 
 /// Per group of rows equal on the claim's `spread_by` columns (a configuration's trials), its
-/// highest value less its lowest, against `published`; groups in the order they first appear.
-fn spreads(claim: &Claim, selected: &[&Row], direct: &[Value]) -> Vec<Value> {
-    let mut groups: Vec<(Vec<Option<&String>>, f64, f64)> = Vec::new();
+/// highest value less its lowest, against `published`; groups in the order they first appear. A
+/// group of one trial has no spread to judge (`--set trials=1`): no data, not a difference.
+fn spreads(claim: &Claim, selected: &[&Row], direct: &[Value]) -> Result<Vec<Value>, Verdict> {
+    let mut groups: Vec<(Vec<Option<&String>>, f64, f64, usize)> = Vec::new();
     for (row, v) in selected.iter().zip(direct) {
         let key: Vec<Option<&String>> = claim.spread_by.iter().map(|c| row.get(c)).collect();
-        match groups.iter_mut().find(|(k, _, _)| *k == key) {
-            Some((_, lo, hi)) => (*lo, *hi) = (lo.min(v.got), hi.max(v.got)),
-            None => groups.push((key, v.got, v.got)),
+        match groups.iter_mut().find(|(k, ..)| *k == key) {
+            Some((_, lo, hi, n)) => (*lo, *hi, *n) = (lo.min(v.got), hi.max(v.got), *n + 1),
+            None => groups.push((key, v.got, v.got, 1)),
         }
     }
-    groups
-        .into_iter()
-        .map(|(_, lo, hi)| Value {
+    if groups.iter().any(|g| g.3 < 2) {
+        return Err(Verdict::no_data(
+            "one trial of a configuration: a spread across trials needs two or more",
+        ));
+    }
+    Ok((groups.into_iter())
+        .map(|(_, lo, hi, _)| Value {
             got: hi - lo,
             want: claim.published,
         })
-        .collect()
+        .collect())
 }
 
 /// The selection set beside `others`: per pair (the same `pair_by` values) when the claim
