@@ -191,6 +191,13 @@ fn promises_are_judged_with_their_quote_and_a_disclaimed_one_is_not_judged() {
         assert!(out.contains(&line), "{id}: {out}");
     }
     let report = std::fs::read_to_string(tmp.path().join("out/REPORT.md")).unwrap();
+    // A run of the user's own limiter opens with its verdicts, before the seeds'.
+    let at = |heading: &str| {
+        report
+            .find(heading)
+            .unwrap_or_else(|| panic!("{heading}:\n{report}"))
+    };
+    assert!(at("## Custom limiters") < at("## Verdicts"), "{report}");
     let quoted = (report.lines())
         .find(|l| l.starts_with("| `limiter.fixture-promising.outage.fails-open-while-dead` |"))
         .unwrap_or_else(|| panic!("its detail row:\n{report}"));

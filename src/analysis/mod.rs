@@ -134,6 +134,14 @@ pub fn write_report_with(
             );
         }
     }
+    // A run of the user's own limiters (`--limiter`, `check`, `scoreboard`) opens with their
+    // verdicts, which the reader came for; libraries' adapters belong to the seeds' reproduction.
+    let users_limiters = (limiter_judged.iter()).any(|j| j.claim.experiment != "libraries");
+    let (first, after_verdicts) = match users_limiters {
+        true => (after_verdicts, String::new()),
+        false => (String::new(), after_verdicts),
+    };
+    out.push_str(&first);
     out.push_str(&front::first_screen(sections, &judged, &machine));
     let ids: Vec<&str> = sections.iter().map(|s| s.id).collect();
     let rest = format!(
