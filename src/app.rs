@@ -148,6 +148,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
             check(run, &names, &limiters, outputs)
         }
         Command::Scoreboard {
+            checks,
             only,
             adapters,
             out,
@@ -166,7 +167,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
                 seed: 0x5eed,
                 quiet,
             };
-            scoreboard(run, &adapters, &only)
+            scoreboard(run, &checks, &adapters, &only)
         }
         Command::Worker => Ok(crate::load::worker_main()?),
     }
@@ -625,14 +626,19 @@ fn check(
     Ok(())
 }
 
-/// `ratelab scoreboard`: the battery over every adapter, then REPORT.md and SCOREBOARD.md. A
-/// library that breaks the protocol stops it (`--only` leaves it out).
-fn scoreboard(run: crate::cli::RunArgs, adapters: &Path, only: &[String]) -> anyhow::Result<()> {
+/// `ratelab scoreboard`: the battery (or the checks `names` picks) over every adapter, then
+/// REPORT.md and SCOREBOARD.md. A library that breaks the protocol stops it (`--only` leaves it out).
+fn scoreboard(
+    run: crate::cli::RunArgs,
+    names: &[String],
+    adapters: &Path,
+    only: &[String],
+) -> anyhow::Result<()> {
+    let checks = crate::check::chosen(names)?;
     let manifests = crate::scoreboard::adapters(adapters, only)?;
     let mut ctx = run.into_ctx(&[])?;
     ctx.limiters = crate::cli::load_limiters(&manifests)?;
     pin_harness(&ctx);
-    let checks = crate::check::battery()?;
     crate::scoreboard::run(&ctx, &checks, &mut |line| sayln!("{line}"))?;
     let report = experiments::write_report(&ctx.out_dir, &[])?;
     sayln!("report: {}", report.display());

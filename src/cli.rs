@@ -140,6 +140,8 @@ pub enum Command {
     /// one run: SCOREBOARD.md (a library per row, a failure mode per column), its HTML and CSV,
     /// beside the runs' CSVs and REPORT.md.
     Scoreboard {
+        /// Checks to run alone (default: the whole battery; `ratelab check --list` names them).
+        checks: Vec<String>,
         /// Only these adapters (their manifests' names).
         #[arg(long, num_args = 1..)]
         only: Vec<String>,
