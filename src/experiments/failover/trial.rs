@@ -265,6 +265,9 @@ struct Promotion {
     switched: Option<Instant>,
     replica_offset: i64,
     replica_keys: u64,
+    /// The primary's replication offset once every key was warmed up: a replica that reached it
+    /// had the stream.
+    warmed_offset: i64,
 }
 
 /// The admin connections the plan uses.
@@ -299,6 +302,7 @@ async fn timeline(
             .await?,
     };
     load.warm_up().await?;
+    let warmed_offset = offset(&mut admin.primary, "master_repl_offset").await?;
     let clock = Clock::now();
     let start = Instant::now() + LEAD;
     let (switch_ms, end_ms) = switch_and_end(p, case, clock.unix(start));
@@ -310,6 +314,7 @@ async fn timeline(
         .collect();
     let promotion = RefCell::new(Promotion {
         cut_unix: f64::NAN,
+        warmed_offset,
         ..Promotion::default()
     });
     let promote_at = Duration::from_secs_f64(switch_ms / 1e3);
@@ -388,12 +393,15 @@ async fn promote(
     let promoted = Instant::now();
     let replica_offset = offset(&mut admin.replica, "master_repl_offset").await?;
     let replica_keys: u64 = redis::cmd("DBSIZE").query_async(&mut admin.replica).await?;
-    // Every key was written long before the promotion: a replica without them never got the
-    // stream, and its "state loss" would be the harness's, not the variant's.
-    if replica_keys < case.keys {
+    // Every key was written in the warm-up, long before the promotion: a replica short of that
+    // offset never got the stream, and its "state loss" would be the harness's, not the
+    // variant's. (Its key count cannot say so: a fixed window's keys expire with each window, and
+    // a loaded generator may not have written the new window's yet.)
+    let warmed_offset = notes.borrow().warmed_offset;
+    if replica_offset < warmed_offset {
         return Err(PhaseError::Invalid(format!(
-            "the replica held {replica_keys} keys at its promotion, fewer than the {} active",
-            case.keys
+            "the replica's offset was {replica_offset} at its promotion, short of the {warmed_offset} \
+             the primary had once every key was written: it never got the stream"
         )));
     }
     if case.variant == Variant::Wiped {
