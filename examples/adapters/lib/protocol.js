@@ -125,6 +125,30 @@ function sentinelNodes(setup) {
   });
 }
 
+// A connected node-redis client for the setup, from the adapter's own `redis` package: a cluster
+// (`createCluster` from the node it is told), the Sentinels' primary (`createSentinel`), or one
+// server; `options` are the adapter's client options, TLS and credentials added here.
+async function nodeRedisClient(redis, setup, options) {
+  const tls = tlsFiles(setup);
+  options = { ...options, ...(tls && { socket: { ...options.socket, tls: true, ...tls } }) };
+  let client;
+  if (setup.cluster === true) {
+    client = redis.createCluster({
+      rootNodes: [{ url: setup.redis_url }], defaults: { ...options, ...credentials(setup) },
+    });
+  } else if (setup.sentinel) {
+    const nodeClientOptions = { ...options, ...credentials(setup) };
+    client = redis.createSentinel({
+      name: setup.sentinel.name, sentinelRootNodes: sentinelNodes(setup), nodeClientOptions,
+    });
+  } else {
+    client = redis.createClient({ url: setup.redis_url, ...options });
+  }
+  client.on('error', (err) => process.stderr.write(`node-redis: ${err.message}\n`));
+  await client.connect();
+  return client;
+}
+
 // The TLS files the setup names ({ ca, cert, key } as Node's tls options take them), or null: a
 // server whose certificate the system's roots do not vouch for (ratelab's own CA) needs its CA.
 function tlsFiles(setup) {
@@ -160,4 +184,6 @@ function serve(adapter, start) {
   });
 }
 
-module.exports = { serve, installedVersion, within, ioredisClient, tlsFiles, credentials, sentinelNodes };
+module.exports = {
+  serve, installedVersion, within, ioredisClient, nodeRedisClient, tlsFiles, credentials, sentinelNodes,
+};

@@ -6,36 +6,15 @@
 // changes. Library defaults otherwise: no insurance limiter, rejectIfRedisNotReady off, and node-redis's own
 // defaults (offline queue on, reconnecting forever); the run's timeout is its default `commandOptions.timeout`
 // (node-redis rejects a command that waited that long to be sent; one already sent waits for its reply). It follows
-// a cluster (`createCluster` from the node it is told) and Sentinels (`createSentinel`).
-// node-redis's ErrorReply carries the name `Error`: the adapter names it so lib/protocol.js reads it as `reply` or
-// `noscript` and not as a connection failure.
+// a cluster (`createCluster` from the node it is told) and Sentinels (`createSentinel`), through lib/protocol.js.
 'use strict';
 
-const { createClient, createCluster, createSentinel, ErrorReply } = require('redis');
+const redis = require('redis');
 const { RateLimiterRedis, RateLimiterRes } = require('rate-limiter-flexible');
-const { serve, installedVersion, tlsFiles, credentials, sentinelNodes } = require('../lib/protocol');
+const { serve, installedVersion, nodeRedisClient } = require('../lib/protocol');
 
 async function connect(setup) {
-  const tls = tlsFiles(setup);
-  const options = { commandOptions: { timeout: setup.timeout_ms }, ...(tls && { socket: { tls: true, ...tls } }) };
-  let client;
-  if (setup.cluster === true) {
-    client = createCluster({ rootNodes: [{ url: setup.redis_url }], defaults: { ...options, ...credentials(setup) } });
-  } else if (setup.sentinel) {
-    const nodeClientOptions = { ...options, ...credentials(setup) };
-    client = createSentinel({ name: setup.sentinel.name, sentinelRootNodes: sentinelNodes(setup), nodeClientOptions });
-  } else {
-    client = createClient({ url: setup.redis_url, ...options });
-  }
-  client.on('error', (err) => process.stderr.write(`node-redis: ${err.message}\n`));
-  await client.connect();
-  return client;
-}
-
-// A client failure as lib/protocol.js's errorKind reads it: Redis's error replies by their class's name.
-function named(err) {
-  if (err instanceof ErrorReply) err.name = 'ErrorReply';
-  throw err;
+  return nodeRedisClient(redis, setup, { commandOptions: { timeout: setup.timeout_ms } });
 }
 
 serve('rate-limiter-flexible node-redis', async (setup) => {
@@ -56,7 +35,7 @@ serve('rate-limiter-flexible node-redis', async (setup) => {
       limiter.consume(key, cost).then(
         (res) => ({ allowed: true, remaining: res.remainingPoints }),
         (res) => {
-          if (!(res instanceof RateLimiterRes)) return named(res); // Redis failed: no decision
+          if (!(res instanceof RateLimiterRes)) throw res; // Redis failed: no decision
           return { allowed: false, remaining: res.remainingPoints, retry_after_ms: res.msBeforeNext };
         },
       ),

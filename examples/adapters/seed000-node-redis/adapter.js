@@ -13,8 +13,8 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { createHash } = require('node:crypto');
-const { createClient, createCluster, createSentinel } = require('redis');
-const { serve, installedVersion, within, tlsFiles, credentials, sentinelNodes } = require('../lib/protocol');
+const redis = require('redis');
+const { serve, installedVersion, within, nodeRedisClient } = require('../lib/protocol');
 
 const BUCKET = fs.readFileSync(path.join(__dirname, '../../../src/limiter/lua/token_bucket.lua'), 'utf8');
 const BUCKET_SHA = createHash('sha1').update(BUCKET).digest('hex');
@@ -58,20 +58,7 @@ const queue = process.argv[3] === 'queue';
 // with the same options); one that asks the Sentinels for the primary, and again after losing it; or
 // a plain one.
 async function connect(setup) {
-  const tls = tlsFiles(setup);
-  const options = { disableOfflineQueue: !queue, socket: tls ? { tls: true, ...tls } : undefined };
-  let client;
-  if (setup.cluster === true) {
-    client = createCluster({ rootNodes: [{ url: setup.redis_url }], defaults: { ...options, ...credentials(setup) } });
-  } else if (setup.sentinel) {
-    const nodeClientOptions = { ...options, ...credentials(setup) };
-    client = createSentinel({ name: setup.sentinel.name, sentinelRootNodes: sentinelNodes(setup), nodeClientOptions });
-  } else {
-    client = createClient({ url: setup.redis_url, ...options });
-  }
-  client.on('error', (err) => process.stderr.write(`node-redis: ${err.message}\n`));
-  await client.connect();
-  return client;
+  return nodeRedisClient(redis, setup, { disableOfflineQueue: !queue });
 }
 
 serve(`seed000 ${mode}${queue ? ' queue' : ''}`, async (setup) => {
