@@ -12,8 +12,10 @@ import json
 import os
 import sys
 import threading
+import urllib.parse
 
 import redis
+from redis.sentinel import Sentinel
 
 _out = threading.Lock()
 
@@ -54,6 +56,17 @@ def client_options(setup):
 def sentinel_addresses(setup):
     """The Sentinels' (host, port) pairs, when the setup names them."""
     return [(host, int(port)) for host, port in (a.rsplit(":", 1) for a in setup["sentinel"]["addresses"])]
+
+
+def sentinel_primary(setup):
+    """redis-py's client of the primary the setup's Sentinels name (`Sentinel(...).master_for`):
+    it asks them for the primary, and again once it lost it. The Sentinels are asked with the
+    run's timeouts and without the server's credentials and TLS files."""
+    options = client_options(setup)
+    url = urllib.parse.urlsplit(setup["redis_url"])
+    timeouts = {k: options[k] for k in ("socket_timeout", "socket_connect_timeout")}
+    sentinel = Sentinel(sentinel_addresses(setup), **timeouts)
+    return sentinel.master_for(setup["sentinel"]["name"], username=url.username, password=url.password, **options)
 
 
 def whole_seconds(setup, whose):

@@ -43,25 +43,20 @@ import importlib.metadata
 import os
 import sys
 import threading
-import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import protocol  # noqa: E402  (../lib: the protocol, shared by the Python adapters)
 
 import redis  # noqa: E402
 from redis.cluster import RedisCluster  # noqa: E402
-from redis.sentinel import Sentinel  # noqa: E402
 from pyrate_limiter import Limiter, Rate, RedisBucket  # noqa: E402
 
 
 def client(setup):
     """The run's redis-py client: a Sentinel's primary, a cluster, or one server."""
-    options = protocol.client_options(setup)
     if setup.get("sentinel"):
-        url = urllib.parse.urlsplit(setup["redis_url"])
-        timeouts = {k: options[k] for k in ("socket_timeout", "socket_connect_timeout")}
-        sentinel = Sentinel(protocol.sentinel_addresses(setup), **timeouts)
-        return sentinel.master_for(setup["sentinel"]["name"], username=url.username, password=url.password, **options)
+        return protocol.sentinel_primary(setup)
+    options = protocol.client_options(setup)
     if setup.get("cluster"):
         return RedisCluster.from_url(setup["redis_url"], **options)
     return redis.Redis(connection_pool=redis.ConnectionPool.from_url(setup["redis_url"], **options))

@@ -35,27 +35,19 @@ import importlib.metadata
 import os
 import sys
 import threading
-import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import protocol  # noqa: E402  (../lib: the protocol, shared by the Python adapters)
 
 import redis  # noqa: E402
-from redis.sentinel import Sentinel  # noqa: E402
 from redis_rate_limit import RateLimiter, TooManyRequests  # noqa: E402
 
 
 def pool(setup):
     """The `redis_pool` handed to the library: a Sentinel's primary or one server."""
-    options = protocol.client_options(setup)
     if setup.get("sentinel"):
-        url = urllib.parse.urlsplit(setup["redis_url"])
-        timeouts = {k: options[k] for k in ("socket_timeout", "socket_connect_timeout")}
-        sentinel = Sentinel(protocol.sentinel_addresses(setup), **timeouts)
-        primary = sentinel.master_for(setup["sentinel"]["name"], username=url.username, password=url.password,
-                                      **options)
-        return primary.connection_pool
-    return redis.ConnectionPool.from_url(setup["redis_url"], **options)
+        return protocol.sentinel_primary(setup).connection_pool
+    return redis.ConnectionPool.from_url(setup["redis_url"], **protocol.client_options(setup))
 
 
 class Limits:
