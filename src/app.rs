@@ -128,18 +128,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
             if list {
                 return list_checks();
             }
-            let run = crate::cli::RunArgs {
-                profile: Profile::Quick,
-                out,
-                redis_server,
-                redis_url,
-                tls_ca: None,
-                tls_cert: None,
-                tls_key: None,
-                tls: false,
-                seed: 0x5eed,
-                quiet,
-            };
+            let run = battery_run(out, redis_server, redis_url, quiet);
             let outputs = CheckOutputs {
                 junit: junit.as_deref(),
                 json: json.as_deref(),
@@ -155,18 +144,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<()> {
             redis_server,
             quiet,
         } => {
-            let run = crate::cli::RunArgs {
-                profile: Profile::Quick,
-                out,
-                redis_server,
-                redis_url: None,
-                tls_ca: None,
-                tls_cert: None,
-                tls_key: None,
-                tls: false,
-                seed: 0x5eed,
-                quiet,
-            };
+            let run = battery_run(out, redis_server, None, quiet);
             scoreboard(run, &checks, &adapters, &only)
         }
         Command::Worker => Ok(crate::load::worker_main()?),
@@ -624,6 +602,28 @@ fn check(
     let claims: usize = ran.iter().map(|r| r.claims.len()).sum();
     sayln!("check: every one of {claims} limiter claims holds");
     Ok(())
+}
+
+/// How `check` and `scoreboard` run the battery's experiments: the quick profile, the checks'
+/// own `--set` values on top, on ratelab's servers or the one `redis_url` names.
+fn battery_run(
+    out: PathBuf,
+    redis_server: PathBuf,
+    redis_url: Option<String>,
+    quiet: bool,
+) -> crate::cli::RunArgs {
+    crate::cli::RunArgs {
+        profile: Profile::Quick,
+        out,
+        redis_server,
+        redis_url,
+        tls_ca: None,
+        tls_cert: None,
+        tls_key: None,
+        tls: false,
+        seed: 0x5eed,
+        quiet,
+    }
 }
 
 /// `ratelab scoreboard`: the battery (or the checks `names` picks) over every adapter, then

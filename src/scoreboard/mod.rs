@@ -68,6 +68,9 @@ pub enum ScoreboardError {
     },
     #[error("{path}: {source}")]
     Csv { path: PathBuf, source: csv::Error },
+    /// The board's picture could not be rasterised.
+    #[error("{}: {source}", picture::PNG)]
+    Picture { source: crate::charts::ChartError },
 }
 
 pub fn table() -> crate::record::Table {
@@ -202,7 +205,7 @@ pub fn write(dir: &Path) -> Result<PathBuf, ScoreboardError> {
     let svg_path = dir.join(picture::SVG);
     write_text(&svg_path, &picture::svg(&board, &board.counts()))?;
     (crate::charts::svg_to_png(&svg_path, &dir.join(picture::PNG)))
-        .map_err(|e| ScoreboardError::Battery(e.to_string()))?;
+        .map_err(|source| ScoreboardError::Picture { source })?;
     let markdown = board.markdown();
     let md_path = dir.join(SCOREBOARD_MD);
     write_text(&md_path, &markdown)?;
