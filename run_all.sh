@@ -75,8 +75,8 @@ ensure_adapters() {
     } >&2
 }
 
-# The test suite. With cargo-nextest (the machine image has it) every test is its own process, three
-# run at a time on 2 cores (most wait on timers) and the quick profiles' four groups, the longest,
+# The test suite. With cargo-nextest (the machine image has it) every test is its own process, two
+# run at a time on 2 cores and the quick profiles' four groups, the longest,
 # start first (.config/nextest.toml); --all-targets runs the criterion benches once each in test mode as well.
 # Without it, cargo test runs the binaries one after another (slower). The validators install while
 # the tests build.
