@@ -9,47 +9,106 @@ use assert_cmd::Command;
 use ratelab::analysis::claims;
 use std::path::Path;
 
-// The quick profiles in four groups, each its own test, so that no one test is the suite's long
-// pole and nextest runs them beside the others; together they run every experiment once.
+// One test per experiment, so that nextest packs them beside the other tests (.config/nextest.toml
+// gives the ones that keep a core busy two of its slots, the ones that wait on timers one) and no
+// one test is the suite's long pole; the three shortest share a run, which also checks a run of
+// several experiments (its progress lines count them). Together they run every experiment once.
 
 #[test]
-fn counting_race_atomic_cost_latency() {
-    quick(&["race", "atomic", "cost", "latency"]);
+fn race() {
+    quick(&["race"]);
 }
 
 #[test]
-fn calibrate_outage_refill_tsmember_window_edge() {
-    quick(&["calibrate", "outage", "refill", "tsmember", "window-edge"]);
+fn atomic() {
+    quick(&["atomic"]);
 }
 
 #[test]
-fn memory_bigkey_scripts_replication_eviction_cluster_chaos() {
-    let out = quick(&[
-        "memory",
-        "bigkey",
-        "scripts",
-        "replication",
-        "eviction",
-        "cluster",
-        "chaos",
-    ]);
+fn cost() {
+    quick(&["cost"]);
+}
+
+#[test]
+fn latency() {
+    quick(&["latency"]);
+}
+
+#[test]
+fn calibrate() {
+    quick(&["calibrate"]);
+}
+
+#[test]
+fn outage() {
+    quick(&["outage"]);
+}
+
+#[test]
+fn tsmember() {
+    quick(&["tsmember"]);
+}
+
+#[test]
+fn window_edge() {
+    quick(&["window-edge"]);
+}
+
+#[test]
+fn memory() {
+    quick(&["memory"]);
+}
+
+#[test]
+fn bigkey() {
+    quick(&["bigkey"]);
+}
+
+#[test]
+fn scripts() {
+    let out = quick(&["scripts"]);
     scripts_rows(&out.path().join("scripts"));
 }
 
 #[test]
-fn failover_pods_libraries() {
-    quick(&["failover", "pods", "libraries"]);
+fn eviction() {
+    quick(&["eviction"]);
 }
 
 #[test]
-fn the_groups_run_every_experiment_once() {
+fn failover() {
+    quick(&["failover"]);
+}
+
+#[test]
+fn chaos() {
+    quick(&["chaos"]);
+}
+
+#[test]
+fn pods() {
+    quick(&["pods"]);
+}
+
+#[test]
+fn libraries() {
+    quick(&["libraries"]);
+}
+
+#[test]
+fn refill_replication_cluster() {
+    quick(&["refill", "replication", "cluster"]);
+}
+
+#[test]
+fn the_tests_run_every_experiment_once() {
     let source = include_str!("quick_profiles.rs");
     for e in ratelab::experiments::ALL {
         let named = format!("\"{}\"", e.id());
         let quick_calls = source.split("quick(&[").skip(1);
         let groups =
             quick_calls.filter(|call| call.split("])").next().unwrap_or("").contains(&named));
-        assert_eq!(groups.count(), 1, "{} in exactly one group", e.id());
+        assert_eq!(groups.count(), 1, "{} in exactly one test", e.id());
     }
 }
 
