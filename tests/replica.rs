@@ -117,8 +117,10 @@ fn every_server_is_gone_after_drop() {
     );
 }
 
-/// The replication experiment itself, small: every bucket matches, expiry included, and the
-/// replica executed the script's effects, never the script.
+/// The replication experiment itself, small: every bucket of both scripts (seed 002's and
+/// ratelab's) matches, expiry included, the replica executed the scripts' effects, never a
+/// script, and each script's TTL is the one it sets: seed 002's the refill time, lua-bucket's its
+/// argument, a second longer.
 #[test]
 fn replication_experiment_matches_every_bucket_and_replicates_effects() {
     use ratelab::analysis::table::{number, read_rows};
@@ -129,7 +131,13 @@ fn replication_experiment_matches_every_bucket_and_replicates_effects() {
         &[("calls", "2000"), ("buckets", "20")],
     );
     let buckets = read_rows(&dir.join("replication.csv")).unwrap();
-    assert_eq!(buckets.len(), 20);
+    assert_eq!(buckets.len(), 40, "20 buckets of each script");
+    for strategy in ["seed002-bucket", "lua-bucket"] {
+        assert_eq!(
+            buckets.iter().filter(|b| b["strategy"] == strategy).count(),
+            20
+        );
+    }
     for b in &buckets {
         assert_eq!(number(b, "match"), Some(1.0), "{b:?}");
         assert!(
@@ -145,7 +153,7 @@ fn replication_experiment_matches_every_bucket_and_replicates_effects() {
             .unwrap_or(0.0)
     };
     // One script call per decision on the primary (plus a failed EVALSHA before each EVAL).
-    assert!(calls("evalsha", "calls_on_primary") + calls("eval", "calls_on_primary") >= 2000.0);
+    assert!(calls("evalsha", "calls_on_primary") + calls("eval", "calls_on_primary") >= 4000.0);
     for script in ["evalsha", "eval", "fcall"] {
         assert_eq!(
             calls(script, "calls_on_replica"),
@@ -159,6 +167,17 @@ fn replication_experiment_matches_every_bucket_and_replicates_effects() {
     );
     assert!(calls("hset", "calls_on_replica") > 0.0);
     // Every call refreshes the expiry; the replica is told the absolute instant.
-    assert_eq!(calls("pexpireat", "calls_on_replica"), 2000.0);
+    assert_eq!(calls("pexpireat", "calls_on_replica"), 4000.0);
     assert_eq!(calls("pexpire", "calls_on_replica"), 0.0);
+    // PTTL read right behind a call, less the bucket's refill time: 0 or -1 ms (whole ms) for seed
+    // 002's script, a second more for lua-bucket, which is asked for the refill time and a second.
+    for t in read_rows(&dir.join("ttl.csv")).unwrap() {
+        let past_refill = number(&t, "pttl_ms").unwrap() - number(&t, "full_refill_ms").unwrap();
+        let margin = if t["strategy"] == "seed002-bucket" {
+            0.0
+        } else {
+            1000.0
+        };
+        assert!((-1.0..=0.0).contains(&(past_refill - margin)), "{t:?}");
+    }
 }

@@ -42,6 +42,7 @@ mod refill;
 mod replica;
 mod scoreboard;
 mod scripts;
+mod seed_code;
 mod sentinel;
 mod stalls;
 mod topology;

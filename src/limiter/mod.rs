@@ -23,6 +23,7 @@ mod naive_bucket;
 mod naive_window;
 pub mod process;
 mod script;
+mod seed002_bucket;
 mod spec;
 mod strategy;
 mod watch_bucket;
@@ -164,6 +165,7 @@ pub struct Limiter {
 enum Prepared {
     NaiveBucket,
     LuaBucket(script::LuaScript),
+    Seed002Bucket(script::LuaScript),
     WatchBucket,
     NaiveWindow,
     IncrWindow,
@@ -185,6 +187,7 @@ impl Limiter {
         let prepared = match strategy {
             Strategy::NaiveBucket => Prepared::NaiveBucket,
             Strategy::LuaBucket => Prepared::LuaBucket(lua_bucket::script()),
+            Strategy::Seed002Bucket => Prepared::Seed002Bucket(seed002_bucket::script()),
             Strategy::WatchBucket => Prepared::WatchBucket,
             Strategy::NaiveWindow => Prepared::NaiveWindow,
             Strategy::IncrWindow => Prepared::IncrWindow,
@@ -225,6 +228,7 @@ impl Limiter {
         };
         let script = match &mut limiter.prepared {
             Prepared::LuaBucket(s)
+            | Prepared::Seed002Bucket(s)
             | Prepared::LuaWindow(s)
             | Prepared::LuaLog(s, _)
             | Prepared::LuaSwc(s)
@@ -241,6 +245,7 @@ impl Limiter {
         match self.prepared {
             Prepared::NaiveBucket => Strategy::NaiveBucket,
             Prepared::LuaBucket(_) => Strategy::LuaBucket,
+            Prepared::Seed002Bucket(_) => Strategy::Seed002Bucket,
             Prepared::WatchBucket => Strategy::WatchBucket,
             Prepared::NaiveWindow => Strategy::NaiveWindow,
             Prepared::IncrWindow => Strategy::IncrWindow,
@@ -290,6 +295,7 @@ impl Limiter {
     fn lua(&self) -> Option<&script::LuaScript> {
         match &self.prepared {
             Prepared::LuaBucket(s)
+            | Prepared::Seed002Bucket(s)
             | Prepared::LuaWindow(s)
             | Prepared::LuaLog(s, _)
             | Prepared::LuaSwc(s)
@@ -330,6 +336,7 @@ impl Limiter {
         match &self.prepared {
             Prepared::NaiveBucket => plain(naive_bucket::check(con, key, spec).await),
             Prepared::LuaBucket(script) => lua_bucket::check(con, script, key, spec).await,
+            Prepared::Seed002Bucket(script) => seed002_bucket::check(con, script, key, spec).await,
             Prepared::WatchBucket => plain(watch_bucket::check(con, key, spec).await),
             Prepared::NaiveWindow => plain(naive_window::check(con, key, spec).await),
             Prepared::IncrWindow => plain(incr_window::check(con, key, spec).await),
@@ -403,6 +410,7 @@ impl Limiter {
             Prepared::MultiWindow => Some(multi_window::REPLIES),
             Prepared::Get
             | Prepared::LuaBucket(_)
+            | Prepared::Seed002Bucket(_)
             | Prepared::LuaWindow(_)
             | Prepared::LuaLog(..)
             | Prepared::LuaSwc(_)
@@ -431,6 +439,7 @@ impl Limiter {
         let (body, script) = match &self.prepared {
             Prepared::Get => (sink.key(key), None),
             Prepared::LuaBucket(s) => (lua_bucket::args(sink, key, spec), Some(s)),
+            Prepared::Seed002Bucket(s) => (seed002_bucket::args(sink, key, spec), Some(s)),
             Prepared::LuaWindow(s) => (lua_window::args(sink, key, spec, unix_ms()), Some(s)),
             Prepared::LuaLog(s, members) => (lua_log::args(sink, members, key, spec), Some(s)),
             Prepared::LuaSwc(s) => (lua_swc::args(sink, key, spec), Some(s)),
@@ -458,8 +467,11 @@ impl Limiter {
     /// the bucket, sliding-window-counter and GCRA scripts, however invoked.
     pub fn key_template(&self) -> Option<wire::KeyTemplate> {
         match &self.prepared {
-            Prepared::Get | Prepared::LuaBucket(_) | Prepared::LuaSwc(_) | Prepared::LuaGcra(_) => {
-            }
+            Prepared::Get
+            | Prepared::LuaBucket(_)
+            | Prepared::Seed002Bucket(_)
+            | Prepared::LuaSwc(_)
+            | Prepared::LuaGcra(_) => {}
             _ => return None,
         }
         // A key no caller uses, so the split cannot land on an argument that happens to match.
@@ -499,6 +511,14 @@ impl Limiter {
                     ints: [Some(a), Some(b), Some(c)],
                 },
             ) => script::decision_from(strategy, &[*a, *b, *c], 1, false),
+            // Seed 002's script answers {allowed, tokens left}.
+            (
+                Prepared::Seed002Bucket(_),
+                Reply::Array {
+                    len: 2,
+                    ints: [Some(a), Some(b), _],
+                },
+            ) => script::decision_from(strategy, &[*a, *b], 1, false),
             _ => Err(LimiterError::UnexpectedReply {
                 strategy,
                 detail: format!("{reply:?}"),
@@ -557,6 +577,7 @@ mod tests {
         match &limiter.prepared {
             Prepared::Get => redis::cmd("GET").arg(key).get_packed_command(),
             Prepared::LuaBucket(s) => call(s, lua_bucket::args(s.call(), key, spec)),
+            Prepared::Seed002Bucket(s) => call(s, seed002_bucket::args(s.call(), key, spec)),
             Prepared::LuaWindow(s) => call(s, lua_window::args(s.call(), key, spec, now)),
             Prepared::LuaSwc(s) => call(s, lua_swc::args(s.call(), key, spec)),
             Prepared::LuaGcra(s) => call(s, lua_gcra::args(s.call(), key, spec)),
@@ -574,6 +595,7 @@ mod tests {
         for strategy in [
             Strategy::Get,
             Strategy::LuaBucket,
+            Strategy::Seed002Bucket,
             Strategy::LuaSwc,
             Strategy::LuaGcra,
         ] {

@@ -247,7 +247,8 @@ fn is_missing(e: &RedisError) -> bool {
         || e.detail().is_some_and(|d| d.contains("Function not found"))
 }
 
-/// Reads a `{allowed, remaining, retry_ms}` reply; anything else is the script's bug, reported.
+/// Reads a `{allowed, remaining, retry_ms}` reply, or seed 002's `{allowed, remaining}` (it says
+/// no retry time: 0); anything else is the script's bug, reported.
 pub(super) fn decision_from(
     strategy: Strategy,
     reply: &[i64],
@@ -258,6 +259,10 @@ pub(super) fn decision_from(
         [allowed, remaining, retry_ms] => Ok(Decision {
             noscript,
             ..Decision::settled(allowed == 1, remaining, retry_ms, calls)
+        }),
+        [allowed, remaining] if strategy == Strategy::Seed002Bucket => Ok(Decision {
+            noscript,
+            ..Decision::settled(allowed == 1, remaining, 0, calls)
         }),
         _ => Err(LimiterError::UnexpectedReply {
             strategy,

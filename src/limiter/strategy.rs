@@ -13,6 +13,8 @@ pub enum Strategy {
     NaiveBucket,
     /// Token bucket in one Lua script with Redis TIME.
     LuaBucket,
+    /// Seed 002's own token bucket script, as published: its expiry is capacity / rate exactly.
+    Seed002Bucket,
     /// Token bucket with WATCH, HMGET, a client-side decision and MULTI/EXEC, retried on abort.
     WatchBucket,
     /// GCRA in one Lua script with Redis TIME (as go-redis/redis_rate and redis-cell).
@@ -40,6 +42,7 @@ impl Strategy {
     pub const ALL: &'static [Strategy] = &[
         Strategy::NaiveBucket,
         Strategy::LuaBucket,
+        Strategy::Seed002Bucket,
         Strategy::WatchBucket,
         Strategy::LuaGcra,
         Strategy::NaiveWindow,
@@ -56,6 +59,7 @@ impl Strategy {
         match self {
             Strategy::NaiveBucket => "naive-bucket",
             Strategy::LuaBucket => "lua-bucket",
+            Strategy::Seed002Bucket => "seed002-bucket",
             Strategy::NaiveWindow => "naive-window",
             Strategy::IncrWindow => "incr-window",
             Strategy::LuaWindow => "lua-window",
@@ -115,9 +119,10 @@ impl Strategy {
     /// experiments can record the final state without knowing each strategy's layout.
     pub fn state_command(self, key: &str, spec: &LimitSpec) -> redis::Cmd {
         match self {
-            Strategy::NaiveBucket | Strategy::LuaBucket | Strategy::WatchBucket => {
-                redis::cmd("HGET").arg(key).arg("tokens").take()
-            }
+            Strategy::NaiveBucket
+            | Strategy::LuaBucket
+            | Strategy::Seed002Bucket
+            | Strategy::WatchBucket => redis::cmd("HGET").arg(key).arg("tokens").take(),
             Strategy::NaiveWindow
             | Strategy::IncrWindow
             | Strategy::LuaWindow

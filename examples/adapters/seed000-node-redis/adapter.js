@@ -2,9 +2,10 @@
 // queue disabled ("what makes a dead Redis fail fast") and a budget of the run's timeout around every
 // check ("RedisStore gives every check a 250 ms budget"); on a failure it answers an error and the
 // experiment's fail-open or fail-closed reading applies. argv[2] picks the limiter:
-//   lua    the token bucket decided in one script with Redis's TIME (ratelab's
-//          src/limiter/lua/token_bucket.lua, the seed's script: the two runs differ only in the client),
-//          EVALSHA with EVAL on NOSCRIPT, so a restarted Redis gets the script again;
+//   lua    the token bucket decided in one script with Redis's TIME: ratelab's src/limiter/lua/token_bucket.lua,
+//          not the seed's (seed 000 publishes the first half of its script and the rule for the rest), so
+//          this run and ratelab's lua-bucket differ only in the client; EVALSHA with EVAL on NOSCRIPT, so a
+//          restarted Redis gets the script again;
 //   naive  the seed's naiveCheck: HMGET the tokens, decide in JavaScript, HSET them back.
 // argv[3] `queue` leaves node-redis's offline queue on, as the client has it by default: the seed turned it
 // off because "that queue is what once let a Redis blip hang every request indefinitely".

@@ -6,7 +6,7 @@ use super::stream::{command_calls, stream_rows, Sides};
 use super::{Params, BUCKETS, MUST_OWN, STREAM, TTLS};
 use crate::experiments::{ExperimentError, Phase, PhaseError, Session};
 use crate::limiter::{LimitSpec, Strategy};
-use crate::load::{run_closed_loop, KeyChoice, Stop, WorkerSpec};
+use crate::load::{run_closed_loop, CheckTally, KeyChoice, Stop, WorkerSpec};
 use crate::record::MonitorCapture;
 use crate::server::wait_caught_up;
 use std::time::Duration;
@@ -25,30 +25,18 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
     let monitor = MonitorCapture::start(&replica.endpoint().url())
         .phase(|| "starting MONITOR on the replica".into())?;
 
-    let prefix = s.key("bucket:");
-    let calls = || format!("{} lua-bucket calls over {} buckets", p.calls, p.buckets);
     let limit = LimitSpec {
         capacity: p.capacity,
         refill_per_sec: p.refill_per_sec,
         ..LimitSpec::default()
     };
-    let keys = KeyChoice::RoundRobin {
-        prefix: prefix.clone(),
-        count: p.buckets,
-    };
-    let spec = WorkerSpec {
-        in_flight: p.load.in_flight,
-        ..WorkerSpec::new(Strategy::LuaBucket, limit, keys, Stop::AfterChecks(p.calls))
-    };
-    let tally = match run_closed_loop(&s.closed_loop(p.load.processes, spec)) {
-        Ok(tally) => tally,
-        Err(e) => {
-            // A worker that could not connect is most often a server that died.
-            s.target.check_alive().phase(calls)?;
-            return Err(e).phase(calls);
-        }
-    };
-    s.fail_on_errors(&tally).phase(calls)?;
+    let prefixes: Vec<(Strategy, String)> = (p.strategies.iter())
+        .map(|&strategy| (strategy, s.key(format!("{strategy}:bucket:"))))
+        .collect();
+    let mut tally = CheckTally::default();
+    for (strategy, prefix) in &prefixes {
+        tally.merge(call_buckets(s, p, *strategy, limit, prefix)?);
+    }
 
     let timeout = Duration::from_millis(p.catch_up_timeout_ms);
     let catch_up = wait_caught_up(primary, replica, timeout)
@@ -59,17 +47,22 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         .finish()
         .phase(|| "stopping MONITOR on the replica".into())?;
 
-    let rows = compare_buckets(primary, replica, &prefix, p.buckets, catch_up)
-        .phase(|| "reading every bucket on both sides".into())?;
-    replica
-        .check_alive()
-        .phase(|| "checking the replica".into())?;
-    // After the comparison, so the extra calls change nothing it read.
-    let keys: Vec<String> = rows.iter().map(|r| r.key.clone()).collect();
-    let ttls = super::ttl::read(&primary.url(), &limit, &keys, s.ctx.timeouts)
-        .phase(|| "calling every bucket once more and reading its PTTL".into())?;
-    for row in &ttls {
-        ttl_sink.write(row)?;
+    let mut rows = Vec::new();
+    for (strategy, prefix) in &prefixes {
+        let read = (*strategy, prefix.as_str());
+        let compared = compare_buckets(primary, replica, read, p.buckets, catch_up)
+            .phase(|| format!("reading every {strategy} bucket on both sides"))?;
+        replica
+            .check_alive()
+            .phase(|| "checking the replica".into())?;
+        // After the comparison, so the extra calls change nothing it read.
+        let keys: Vec<String> = compared.iter().map(|r| r.key.clone()).collect();
+        let ttls = super::ttl::read(&primary.url(), *strategy, &limit, &keys, s.ctx.timeouts)
+            .phase(|| format!("calling every {strategy} bucket once more and reading its PTTL"))?;
+        for row in &ttls {
+            ttl_sink.write(row)?;
+        }
+        rows.extend(compared);
     }
     let matched = rows.iter().filter(|r| r.matched == 1).count();
     for row in &rows {
@@ -94,4 +87,33 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
         rows.len()
     ));
     Ok(())
+}
+
+/// `p.calls` calls of `strategy` over its `p.buckets` buckets in turn.
+fn call_buckets(
+    s: &Session,
+    p: &Params,
+    strategy: Strategy,
+    limit: LimitSpec,
+    prefix: &str,
+) -> Result<CheckTally, ExperimentError> {
+    let calls = || format!("{} {strategy} calls over {} buckets", p.calls, p.buckets);
+    let keys = KeyChoice::RoundRobin {
+        prefix: prefix.to_string(),
+        count: p.buckets,
+    };
+    let spec = WorkerSpec {
+        in_flight: p.load.in_flight,
+        ..WorkerSpec::new(strategy, limit, keys, Stop::AfterChecks(p.calls))
+    };
+    let tally = match run_closed_loop(&s.closed_loop(p.load.processes, spec)) {
+        Ok(tally) => tally,
+        Err(e) => {
+            // A worker that could not connect is most often a server that died.
+            s.target.check_alive().phase(calls)?;
+            return Err(e).phase(calls);
+        }
+    };
+    s.fail_on_errors(&tally).phase(calls)?;
+    Ok(tally)
 }

@@ -1,6 +1,7 @@
 //! Every bucket read on the primary and then on the replica, and whether the two agree.
 
 use super::BucketRow;
+use crate::limiter::Strategy;
 use crate::load::KeyChoice;
 use crate::server::{RedisServer, ServerError};
 use std::collections::BTreeMap;
@@ -9,11 +10,11 @@ use std::time::{Duration, Instant};
 /// A bucket's hash and its PTTL on one side.
 type Side = (BTreeMap<String, String>, i64);
 
-/// Reads buckets `0..buckets` on both sides (primary first) and compares them.
+/// Reads `strategy`'s buckets `0..buckets` on both sides (primary first) and compares them.
 pub(super) fn compare_buckets(
     primary: &RedisServer,
     replica: &RedisServer,
-    prefix: &str,
+    (strategy, prefix): (Strategy, &str),
     buckets: u64,
     catch_up: Duration,
 ) -> Result<Vec<BucketRow>, ServerError> {
@@ -27,14 +28,17 @@ pub(super) fn compare_buckets(
             let primary_side = read(&mut on_primary, &key)?;
             let replica_side = read(&mut on_replica, &key)?;
             let gap_ms = started.elapsed().as_secs_f64() * 1e3;
-            Ok(row(
-                bucket,
-                key,
-                &primary_side,
-                &replica_side,
-                gap_ms,
-                catch_up_ms,
-            ))
+            Ok(BucketRow {
+                strategy,
+                ..row(
+                    bucket,
+                    key,
+                    &primary_side,
+                    &replica_side,
+                    gap_ms,
+                    catch_up_ms,
+                )
+            })
         })
         .collect()
 }
@@ -61,6 +65,7 @@ fn row(
     let fields_equal = primary.0 == replica.0;
     let pttl_diff_ms = primary.1 - replica.1;
     BucketRow {
+        strategy: Strategy::LuaBucket,
         bucket,
         key,
         primary_tokens: field(primary, "tokens"),

@@ -6,8 +6,9 @@
 //! buckets every bucket should match, expiry included.
 //!
 //! Method: the run's own primary and one replica of it, declared (`Topology::Replicated`) and built
-//! by the frame, ready once the replica's link is up and it has caught up. `calls` lua-bucket calls
-//! over `buckets` buckets in turn from a closed loop, with MONITOR on the replica and INFO
+//! by the frame, ready once the replica's link is up and it has caught up. For each of `strategies`
+//! (seed 002's own script and ratelab's lua-bucket), `calls` calls over `buckets` buckets of its own
+//! in turn from a closed loop, with MONITOR on the replica and INFO
 //! commandstats sampled on both sides around the calls;
 //! then `wait_caught_up`, then for every bucket HGETALL + PTTL on the primary and then on the
 //! replica, timed from the first send to the last reply (the only PTTL difference allowed).
@@ -27,6 +28,7 @@ mod ttl;
 pub use rows::{BucketRow, StreamRow, TtlRow, BUCKETS, STREAM, TTLS};
 
 use super::{Body, Concurrency, Definition, Render, Summarize, Validate};
+use crate::limiter::Strategy;
 use crate::record::Table;
 use crate::server::Topology;
 use serde::{Deserialize, Serialize};
@@ -58,6 +60,9 @@ impl Definition for Replication {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// The token bucket scripts called, each over buckets of its own: seed 002's and ratelab's.
+    pub strategies: Vec<Strategy>,
+    /// Calls per strategy.
     pub calls: u64,
     /// Token buckets the calls are spread over.
     pub buckets: u64,
@@ -77,6 +82,12 @@ impl Validate for Params {
             || self.catch_up_timeout_ms == 0
         {
             return Err("calls, buckets, capacity and catch_up_timeout_ms must be >= 1".into());
+        }
+        let buckets = [Strategy::Seed002Bucket, Strategy::LuaBucket];
+        if self.strategies.is_empty() || !self.strategies.iter().all(|s| buckets.contains(s)) {
+            return Err(
+                "strategies: seed002-bucket and/or lua-bucket, the token buckets whose hash is compared".into(),
+            );
         }
         // Without refill a bucket never expires within the run, and no refill is computed from TIME.
         if !(self.refill_per_sec > 0.0 && self.refill_per_sec.is_finite()) {

@@ -6,9 +6,12 @@ use crate::analysis::table::{summary_table, Key, Stat};
 use crate::analysis::AnalysisError;
 use std::path::Path;
 
-/// The bucket comparison grouped by `match`, then one row per command of the stream.
+/// The bucket comparison grouped by strategy and `match`, then one row per command of the stream.
 pub fn summary(dir: &Path) -> Result<String, AnalysisError> {
-    let keys: [Key<BucketRow>; 1] = [("match", |r| r.matched.to_string())];
+    let keys: [Key<BucketRow>; 2] = [
+        ("strategy", |r| r.strategy.to_string()),
+        ("match", |r| r.matched.to_string()),
+    ];
     let stats: [Stat<BucketRow>; 6] = [
         ("fields equal", |r| Some(f64::from(r.fields_equal))),
         ("primary PTTL ms", |r| Some(r.primary_pttl_ms as f64)),

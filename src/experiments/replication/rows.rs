@@ -1,7 +1,13 @@
 //! replication's CSV schemas.
 
+use crate::limiter::Strategy;
 use crate::record::CsvFile;
 use serde::{Deserialize, Serialize};
+
+/// Runs before strategies were a parameter called lua-bucket alone.
+fn lua_bucket() -> Strategy {
+    Strategy::LuaBucket
+}
 
 /// `replication.csv`: One row per bucket, read on both sides.
 pub const BUCKETS: CsvFile<BucketRow> = CsvFile::new("replication.csv");
@@ -15,6 +21,9 @@ pub const STREAM: CsvFile<StreamRow> = CsvFile::new("stream.csv");
 /// One bucket, read on the primary and then on the replica once the replica had caught up.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct BucketRow {
+    /// The script that wrote it.
+    #[serde(default = "lua_bucket")]
+    pub strategy: Strategy,
     /// Its index among the run's buckets.
     pub bucket: u64,
     /// The bucket's key.
@@ -63,6 +72,9 @@ pub struct StreamRow {
 /// the call: the expiry the script had just set, beside the bucket's time to refill completely.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TtlRow {
+    /// The script called.
+    #[serde(default = "lua_bucket")]
+    pub strategy: Strategy,
     /// Its index among the run's buckets.
     pub bucket: u64,
     /// The bucket's key.
@@ -73,7 +85,8 @@ pub struct TtlRow {
     pub refill_per_sec: f64,
     /// capacity / rate, ms: how long an emptied bucket takes to be full again (seed 002: its TTL).
     pub full_refill_ms: f64,
-    /// The expiry ratelab's limiter passes the script (its ARGV), ms.
+    /// The expiry the script sets: the one ratelab's lua-bucket is passed (its ARGV), or the one
+    /// seed 002's script computes, ceil(capacity / rate * 1000), ms.
     pub ttl_asked_ms: u64,
     /// PTTL read right after the call, queued behind it on the same connection, ms.
     pub pttl_ms: i64,

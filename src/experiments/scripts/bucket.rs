@@ -3,18 +3,18 @@
 
 use super::Params;
 use crate::experiments::PhaseError;
-use crate::limiter::{library, Invocation, Limiter, Strategy, LIBRARY_NAME};
+use crate::limiter::{library, Invocation, Limiter, LIBRARY_NAME};
 use redis::RedisResult;
 
 /// The token bucket invoked as `mode`.
 pub(super) fn bucket(p: &Params, mode: Invocation) -> Result<Limiter, PhaseError> {
-    Limiter::with_invocation(Strategy::LuaBucket, p.limit(), mode)
+    Limiter::with_invocation(p.strategy, p.limit(), mode)
         .map_err(|e| PhaseError::Invalid(e.to_string()))
 }
 
 /// The bucket script's source and SHA-1.
 pub(super) fn bucket_script(p: &Params) -> (&'static str, String) {
-    let limiter = Limiter::new(Strategy::LuaBucket, p.limit());
+    let limiter = Limiter::new(p.strategy, p.limit());
     let (source, hash) = limiter.script().unwrap_or_default();
     (source, hash.to_string())
 }

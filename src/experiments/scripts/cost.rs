@@ -6,7 +6,7 @@ use super::rows::{CostRow, COSTS};
 use super::Params;
 use crate::experiments::measure::{measure, Measured};
 use crate::experiments::{ExperimentError, Phase, Session};
-use crate::limiter::{Invocation, Strategy};
+use crate::limiter::Invocation;
 use crate::load::{KeyChoice, Stop, WorkerSpec};
 use crate::server::{admin, ServerError};
 
@@ -32,7 +32,7 @@ pub(super) fn run(s: &mut Session, p: &Params) -> Result<(), ExperimentError> {
             let spec = WorkerSpec {
                 connections: p.clients,
                 invocation: mode,
-                ..WorkerSpec::new(Strategy::LuaBucket, p.limit(), keys.clone(), warmup)
+                ..WorkerSpec::new(p.strategy, p.limit(), keys.clone(), warmup)
             };
             let mut plan = s.closed_loop(1, spec);
             plan.template.seed ^= u64::from(run);

@@ -44,7 +44,7 @@ pub(crate) use survival::process_survival;
 
 use super::limiters::Verdicts;
 use super::{Body, Definition, Render, Summarize, Validate};
-use crate::limiter::{Invocation, LimitSpec};
+use crate::limiter::{Invocation, LimitSpec, Strategy};
 use crate::record::Table;
 use serde::{Deserialize, Serialize};
 
@@ -84,6 +84,9 @@ impl Definition for Scripts {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// The token bucket script every part runs: seed 002's own (seed002-bucket) or ratelab's
+    /// (lua-bucket), the two with a function in the library for FCALL.
+    pub strategy: Strategy,
     /// cost: the ways the token bucket is invoked (EVAL, EVALSHA with or without a fallback, FCALL).
     pub modes: Vec<Invocation>,
     /// cost: runs per mode, interleaved.
@@ -135,6 +138,11 @@ impl Params {
 
 impl Validate for Params {
     fn validate(&self) -> Result<(), String> {
+        if ![Strategy::Seed002Bucket, Strategy::LuaBucket].contains(&self.strategy) {
+            return Err(
+                "strategy: seed002-bucket or lua-bucket, the scripts FCALL can call too".into(),
+            );
+        }
         if self.runs == 0 || self.run_seconds <= 0.0 || self.clients == 0 || self.keys == 0 {
             return Err("runs, run_seconds, clients, keys must be > 0".into());
         }
