@@ -75,9 +75,9 @@ ensure_adapters() {
     } >&2
 }
 
-# The test suite. With cargo-nextest (the machine image has it) every test is its own process, two
-# run at a time on 2 cores and the quick profiles' four groups, the longest,
-# start first (.config/nextest.toml); --all-targets runs the criterion benches once each in test mode as well.
+# The test suite. With cargo-nextest (the machine image has it) every test is its own process, packed
+# by the share of a core each keeps busy (.config/nextest.toml: eight slots on 2 cores), the longest
+# first; --all-targets runs the criterion benches once each in test mode as well.
 # Without it, cargo test runs the binaries one after another (slower). The validators install while
 # the tests build.
 run_tests() {
