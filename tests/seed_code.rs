@@ -23,6 +23,8 @@ struct Block {
     status: String,
     change: Option<String>,
     why: Option<String>,
+    /// Where ratelab measures what a block that does not run would show, on its own code.
+    emulated_by: Option<String>,
     runs: Option<String>,
     #[serde(default)]
     claims: Vec<String>,
