@@ -143,6 +143,12 @@ impl Validate for Params {
                 "strategy: seed002-bucket or lua-bucket, the scripts FCALL can call too".into(),
             );
         }
+        if self.strategy == Strategy::Seed002Bucket && self.refill_per_sec <= 0.0 {
+            return Err(
+                "refill_per_sec must be > 0 for seed002-bucket: its expiry divides by the rate"
+                    .into(),
+            );
+        }
         if self.runs == 0 || self.run_seconds <= 0.0 || self.clients == 0 || self.keys == 0 {
             return Err("runs, run_seconds, clients, keys must be > 0".into());
         }
@@ -188,5 +194,15 @@ mod tests {
             .unwrap()
             .validate()
             .is_err());
+        // Seed 002's script divides by the rate; ratelab's takes a bucket that never refills.
+        let still = |strategy: &str| {
+            let sets = [("refill_per_sec", "0"), ("strategy", strategy)];
+            let sets = sets.map(|(k, v)| (k.to_string(), v.to_string()));
+            resolve::<Scripts>(Profile::Quick, &sets)
+                .unwrap()
+                .validate()
+        };
+        assert!(still("\"seed002-bucket\"").is_err_and(|e| e.contains("divides by the rate")));
+        assert!(still("\"lua-bucket\"").is_ok());
     }
 }
