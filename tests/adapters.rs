@@ -21,9 +21,13 @@ enum Expect {
     /// Every check (it decides nothing).
     Everything,
     /// Its limit one check at a time; with checks in flight, whatever its library's timing gives
-    /// that run (pyrate-limiter's non-blocking lock turns a busy lock into a denial without asking
-    /// Redis, and its script counts entries only up to the caller's own timestamp: fewer or more
-    /// than the limit, run to run), so its claim is not asserted either way here.
+    /// that run, so its claim is not asserted either way here. pyrate-limiter's non-blocking lock
+    /// turns a busy lock into a denial without asking Redis, and its script counts entries only up
+    /// to the caller's own timestamp: fewer or more than the limit, run to run. async-ratelimiter's
+    /// script adds each request as `ZADD key now now`, now the caller's clock in fractional ms: two
+    /// processes' checks that land on the same value share one entry, and the limit is passed by
+    /// one (101 of 100 at 2x8 in a CI rehearsal, exact in every run before it): seed 002's
+    /// timestamp-as-member bug, by chance.
     Varies,
 }
 
@@ -38,7 +42,6 @@ fn expected(name: &str) -> Option<Expect> {
         | "rate-limit-redis"
         | "ratelimiter"
         | "ratelimiter-ioredis"
-        | "async-ratelimiter"
         | "nestjs-throttler-redis"
         | "limits-fixed-window"
         | "limits-moving-window"
@@ -48,7 +51,7 @@ fn expected(name: &str) -> Option<Expect> {
         | "seed000-queue"
         | "seed001-lua"
         | "python-redis-py" => Exact,
-        "pyrate-limiter" | "pyrate-limiter-per-thread" => Varies,
+        "pyrate-limiter" | "pyrate-limiter-per-thread" | "async-ratelimiter" => Varies,
         _ => return None,
     })
 }
