@@ -93,6 +93,15 @@ pub struct Attempt {
 }
 
 impl Attempt {
+    /// An attempt that sent nothing: refused before any round trip.
+    fn refused(error: LimiterError) -> Self {
+        Attempt {
+            outcome: Err(error),
+            round_trips: 0,
+            noscript: false,
+        }
+    }
+
     /// The attempt of a strategy without a script.
     fn unscripted(outcome: Result<Decision, LimiterError>) -> Self {
         let round_trips = outcome.as_ref().map_or(1, |d| d.redis_calls);
@@ -328,7 +337,7 @@ impl Limiter {
         let key = check.key;
         let plain = Attempt::unscripted;
         if check.cost != 1 && !matches!(self.prepared, Prepared::Custom(..)) {
-            return self.refused(LimiterError::Cost {
+            return Attempt::refused(LimiterError::Cost {
                 what: self.strategy().name(),
                 cost: check.cost,
             });
@@ -356,7 +365,7 @@ impl Limiter {
     }
 
     fn unloaded(&self) -> Attempt {
-        self.refused(LimiterError::Unsupported {
+        Attempt::refused(LimiterError::Unsupported {
             strategy: self.strategy(),
             invocation: self.invocation(),
             why: match custom::lookup(self.strategy().name()) {
@@ -365,15 +374,6 @@ impl Limiter {
                 None => "no manifest of that name is loaded (--limiter)",
             },
         })
-    }
-
-    /// An attempt that sent nothing.
-    fn refused(&self, error: LimiterError) -> Attempt {
-        Attempt {
-            outcome: Err(error),
-            round_trips: 0,
-            noscript: false,
-        }
     }
 }
 
@@ -392,7 +392,7 @@ impl Decide for Limiter {
     ) -> Attempt {
         match con {
             Some(con) => self.attempt_check(con, check).await,
-            None => self.refused(LimiterError::NoConnection {
+            None => Attempt::refused(LimiterError::NoConnection {
                 strategy: self.strategy(),
             }),
         }
@@ -541,15 +541,11 @@ impl Limiter {
             Prepared::Custom(loaded, script) => {
                 custom::check(con, loaded, script, Check::one(key), spec).await
             }
-            _ => Attempt {
-                outcome: Err(LimiterError::Unsupported {
-                    strategy: self.strategy(),
-                    invocation: self.invocation(),
-                    why: "only lua-bucket, lua-window and custom limiters run on any connection",
-                }),
-                round_trips: 0,
-                noscript: false,
-            },
+            _ => Attempt::refused(LimiterError::Unsupported {
+                strategy: self.strategy(),
+                invocation: self.invocation(),
+                why: "only lua-bucket, lua-window and custom limiters run on any connection",
+            }),
         }
     }
 }

@@ -20,8 +20,7 @@ pub(super) fn script() -> LuaScript {
 }
 
 /// Why a bucket that never refills cannot run the seed's script.
-pub(super) const NO_RATE: &str =
-    "seed 002's script expires the bucket after capacity / rate: a rate of 0 \
+const NO_RATE: &str = "seed 002's script expires the bucket after capacity / rate: a rate of 0 \
                                   divides by zero (give it a rate above 0)";
 
 pub(super) async fn check(
@@ -31,15 +30,11 @@ pub(super) async fn check(
     spec: &LimitSpec,
 ) -> Attempt {
     if spec.refill_per_sec <= 0.0 {
-        return Attempt {
-            outcome: Err(LimiterError::Unsupported {
-                strategy: Strategy::Seed002Bucket,
-                invocation: script.invocation(),
-                why: NO_RATE,
-            }),
-            round_trips: 0,
-            noscript: false,
-        };
+        return Attempt::refused(LimiterError::Unsupported {
+            strategy: Strategy::Seed002Bucket,
+            invocation: script.invocation(),
+            why: NO_RATE,
+        });
     }
     args(script.call(), key, spec)
         .decide(con, Strategy::Seed002Bucket)

@@ -28,17 +28,15 @@ pub(super) fn compare_buckets(
             let primary_side = read(&mut on_primary, &key)?;
             let replica_side = read(&mut on_replica, &key)?;
             let gap_ms = started.elapsed().as_secs_f64() * 1e3;
-            Ok(BucketRow {
+            Ok(row(
                 strategy,
-                ..row(
-                    bucket,
-                    key,
-                    &primary_side,
-                    &replica_side,
-                    gap_ms,
-                    catch_up_ms,
-                )
-            })
+                bucket,
+                key,
+                &primary_side,
+                &replica_side,
+                gap_ms,
+                catch_up_ms,
+            ))
         })
         .collect()
 }
@@ -54,6 +52,7 @@ fn read(con: &mut redis::Connection, key: &str) -> Result<Side, redis::RedisErro
 }
 
 fn row(
+    strategy: Strategy,
     bucket: u64,
     key: String,
     primary: &Side,
@@ -65,7 +64,7 @@ fn row(
     let fields_equal = primary.0 == replica.0;
     let pttl_diff_ms = primary.1 - replica.1;
     BucketRow {
-        strategy: Strategy::LuaBucket,
+        strategy,
         bucket,
         key,
         primary_tokens: field(primary, "tokens"),
@@ -104,6 +103,7 @@ mod tests {
     #[test]
     fn equal_fields_and_a_pttl_gap_within_the_read_gap_match() {
         let r = row(
+            Strategy::LuaBucket,
             3,
             "k".into(),
             &side("12.5", 5000),
@@ -118,6 +118,7 @@ mod tests {
     #[test]
     fn a_different_field_or_a_drifted_expiry_does_not_match() {
         let other_tokens = row(
+            Strategy::LuaBucket,
             0,
             "k".into(),
             &side("12.5", 5000),
@@ -127,6 +128,7 @@ mod tests {
         );
         assert_eq!((other_tokens.fields_equal, other_tokens.matched), (0, 0));
         let drifted = row(
+            Strategy::LuaBucket,
             0,
             "k".into(),
             &side("12.5", 5000),
@@ -140,7 +142,7 @@ mod tests {
     #[test]
     fn a_key_missing_on_both_sides_is_not_a_match() {
         let gone = (BTreeMap::new(), -2);
-        let r = row(0, "k".into(), &gone, &gone, 0.2, 1.0);
+        let r = row(Strategy::LuaBucket, 0, "k".into(), &gone, &gone, 0.2, 1.0);
         assert_eq!((r.fields_equal, r.matched), (1, 0));
         assert!(
             !is_match(true, -1, 0, 0.2),
